@@ -1,0 +1,122 @@
+//! The command line, as clap-derive structs that mirror the flags.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Record what the Linux scheduler did and explain it.
+#[derive(Debug, Parser)]
+#[command(name = "schedscope", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Record scheduler, KVM, IPI, TLB and idle tracepoints into a perf.data file.
+    Record(RecordArgs),
+    /// Analyse a trace (perf.data or ftrace/trace-cmd text) and print a report.
+    Report(ReportArgs),
+    /// One-screen summary of a trace file.
+    Info(InfoArgs),
+    /// Build-free demo: record the bundled ebizzy-like workload and report it.
+    Demo(DemoArgs),
+}
+
+/// Output format of reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// Aligned tables for people.
+    #[default]
+    Text,
+    /// One JSON object for scripts.
+    Json,
+}
+
+/// `schedscope record`.
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// Output file (an existing one is renamed to FILE.old).
+    #[arg(short = 'o', long = "output", default_value = "schedscope.data")]
+    pub output: PathBuf,
+    /// Tracepoint (system:event). Replaces the default set; `+system:event` adds to it.
+    #[arg(short = 'e', long = "event")]
+    pub events: Vec<String>,
+    /// Stop after this many seconds.
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Per-CPU ring buffer size (e.g. 4M, 512K, or pages as a plain number).
+    #[arg(long = "buffer-size")]
+    pub buffer_size: Option<String>,
+    /// Record kernel+user call chains on IPI and TLB events.
+    #[arg(long = "call-graph")]
+    pub call_graph: bool,
+    /// Add a cpu-clock sampling profile at this frequency (Hz), with call chains.
+    #[arg(long)]
+    pub profile: Option<u64>,
+    /// cgroup whose CFS bandwidth counters to sample (repeatable; default: all with a quota).
+    #[arg(long = "cgroup")]
+    pub cgroups: Vec<String>,
+    /// Command to run while recording (system-wide).
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+/// `schedscope report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Trace file (perf.data or ftrace/trace-cmd/perf script text).
+    #[arg(default_value = "schedscope.data")]
+    pub file: PathBuf,
+    /// Scheduling latency and run time per task.
+    #[arg(long)]
+    pub latency: bool,
+    /// Gang co-run analysis.
+    #[arg(long)]
+    pub gang: bool,
+    /// Explicit gang (pid=N, tids=A,B,C, comm=REGEX, cgroup=PATH); repeatable.
+    #[arg(long = "gang-of", value_name = "SPEC")]
+    pub gang_of: Vec<String>,
+    /// Lock-holder preemption analysis.
+    #[arg(long)]
+    pub lhp: bool,
+    /// Idle-under-bandwidth analysis.
+    #[arg(long)]
+    pub idle: bool,
+    /// TLB-shootdown and IPI hotspots.
+    #[arg(long)]
+    pub tlb: bool,
+    /// Every analysis.
+    #[arg(long)]
+    pub all: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: OutputFormat,
+    /// Rows per table in text output.
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
+}
+
+/// `schedscope info`.
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// Trace file.
+    #[arg(default_value = "schedscope.data")]
+    pub file: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: OutputFormat,
+}
+
+/// `schedscope demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// How long the workload runs.
+    #[arg(long, default_value_t = 5)]
+    pub seconds: u64,
+    /// Where to write the recording.
+    #[arg(short = 'o', long = "output", default_value = "schedscope-demo.data")]
+    pub output: PathBuf,
+}

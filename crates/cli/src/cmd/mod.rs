@@ -1,0 +1,19 @@
+//! One module per subcommand.
+
+mod demo;
+mod info;
+mod record;
+mod report;
+
+use crate::args::{Cli, Command};
+use std::process::ExitCode;
+
+/// Run the parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Record(a) => record::run(a),
+        Command::Report(a) => report::run(a),
+        Command::Info(a) => info::run(a),
+        Command::Demo(a) => demo::run(a),
+    }
+}

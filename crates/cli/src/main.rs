@@ -1,0 +1,54 @@
+//! `schedscope`: record what the Linux scheduler did and explain it.
+//!
+//! Thin glue: clap parses the command line into the structs of [`args`],
+//! each subcommand lives in its own module under [`cmd`], and `main` maps
+//! errors to exit codes (1 for failures, 2 for usage and permission errors;
+//! a closed output pipe, as in `schedscope report | head`, is success).
+
+mod args;
+mod cmd;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+/// An error that carries its own exit code (e.g. 2 for missing permissions).
+#[derive(Debug)]
+pub struct ExitError {
+    /// Process exit code.
+    pub code: u8,
+    /// Message printed after "schedscope: ".
+    pub message: String,
+}
+
+impl std::fmt::Display for ExitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ExitError {}
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    match cmd::run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            if is_broken_pipe(&err) {
+                return ExitCode::SUCCESS;
+            }
+            if let Some(e) = err.downcast_ref::<ExitError>() {
+                eprintln!("schedscope: {}", e.message);
+                return ExitCode::from(e.code);
+            }
+            eprintln!("schedscope: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,83 @@
+//! Decoder errors. Every variant names the file; binary formats add the byte offset.
+
+use thiserror::Error;
+
+/// Why a file could not be decoded at all. Damage that still leaves usable
+/// events is a [`schedscope_trace::Warning`] on the trace instead.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ParseError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// File.
+        path: String,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is empty.
+    #[error("{path}: file is empty (no trace data)")]
+    Empty {
+        /// File.
+        path: String,
+    },
+    /// Not a format we read.
+    #[error("{path}: unknown trace format: {detail}")]
+    UnknownFormat {
+        /// File.
+        path: String,
+        /// What was found.
+        detail: String,
+    },
+    /// The file ends before a structure it announces.
+    #[error("{path}: truncated at byte offset {offset}: expected {expected}")]
+    Truncated {
+        /// File.
+        path: String,
+        /// Byte offset where data was expected.
+        offset: u64,
+        /// What was expected there.
+        expected: String,
+    },
+    /// A structure has impossible values.
+    #[error("{path}: corrupt data at byte offset {offset}: {detail}")]
+    Corrupt {
+        /// File.
+        path: String,
+        /// Byte offset of the bad structure.
+        offset: u64,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A text trace has a malformed line that cannot be skipped.
+    #[error("{path}:{line}: {detail}")]
+    BadLine {
+        /// File.
+        path: String,
+        /// 1-based line number.
+        line: u64,
+        /// What is wrong.
+        detail: String,
+    },
+    /// An embedded tracefs format description could not be parsed.
+    #[error("{path}: bad format description for event {event}: {detail}")]
+    BadFormat {
+        /// File.
+        path: String,
+        /// Event name.
+        event: String,
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+impl ParseError {
+    /// An I/O error on `path`.
+    pub fn io(path: &str, source: std::io::Error) -> ParseError {
+        ParseError::Io {
+            path: path.to_string(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! nom parser for tracefs `format` files.

@@ -1,0 +1,29 @@
+//! Core schedscope types, shared by every other crate. No I/O lives here.
+//!
+//! Data flows through these types as follows: a decoder (crate
+//! `schedscope-parser`) turns a file into a [`Trace`]: a time-sorted vector of
+//! [`Event`]s plus the tables they refer to (interned strings, CPU masks,
+//! call stacks, kernel symbols, tasks, warnings). Analyses (crate
+//! `schedscope-analysis`) read a `Trace` and never see the file format.
+//!
+//! * [`ids`]: newtypes for units and identifiers ([`Ts`], [`Dur`], [`Cpu`],
+//!   [`Tid`], [`Utid`]).
+//! * [`event`]: the typed event model ([`EventData`]) for the tracepoints
+//!   schedscope understands; other tracepoints are kept and counted.
+//! * [`strings`]: a string interner ([`Strings`], [`StrId`]).
+//! * [`task`]: the task table (tid -> tgid, comm).
+//! * [`trace`]: the [`Trace`] container, its metadata and warnings.
+
+pub mod event;
+pub mod ids;
+pub mod strings;
+pub mod task;
+pub mod trace;
+
+pub use event::{
+    CpuMask, Event, EventData, KvmIsa, MaskId, NameId, PrevState, StackId, Sym, WakeKind,
+};
+pub use ids::{Cpu, Dur, Tid, Ts, Utid};
+pub use strings::{StrId, Strings};
+pub use task::{Task, TaskTable};
+pub use trace::{CgroupSample, KernelSymbols, Severity, Trace, TraceFormat, TraceMeta, Warning};

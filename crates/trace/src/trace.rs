@@ -1,0 +1,278 @@
+//! The [`Trace`] container: events sorted by time plus everything they refer to.
+
+use crate::event::{CpuMask, Event, NameId, StackId, Sym};
+use crate::ids::{Dur, Ts};
+use crate::strings::Strings;
+use crate::task::TaskTable;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The input format a trace was decoded from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceFormat {
+    /// perf.data (PERFILE2), from `perf record` or `schedscope record`.
+    PerfData,
+    /// Text from /sys/kernel/tracing/trace (or trace_pipe).
+    FtraceText,
+    /// Text from `trace-cmd report`.
+    TraceCmdText,
+    /// Text from `perf script` (default output).
+    PerfScriptText,
+}
+
+impl TraceFormat {
+    /// Short human name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TraceFormat::PerfData => "perf.data",
+            TraceFormat::FtraceText => "ftrace text",
+            TraceFormat::TraceCmdText => "trace-cmd report text",
+            TraceFormat::PerfScriptText => "perf script text",
+        }
+    }
+}
+
+/// How bad a [`Warning`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Worth knowing, results unaffected.
+    Info,
+    /// Some data is missing or was skipped; results may be incomplete.
+    DataLoss,
+    /// The file is damaged; results cover only the part before the damage.
+    Error,
+}
+
+/// A counted anomaly met while decoding (perfetto's `stats`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Warning {
+    /// How bad.
+    pub severity: Severity,
+    /// What happened, with file offsets or line numbers where known.
+    pub message: String,
+    /// How many times (records, lines, events) it happened.
+    pub count: u64,
+}
+
+/// A sample of one cgroup's CFS bandwidth counters (from `schedscope record --cgroup`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CgroupSample {
+    /// When the sample was taken (same clock as the events).
+    pub ts: Ts,
+    /// cgroup path relative to the controller root, e.g. `/L1/L2/C1`.
+    pub path: String,
+    /// cfs_quota_us (cgroup v1) or the quota of cpu.max; -1 = unlimited.
+    pub quota_us: i64,
+    /// cfs_period_us.
+    pub period_us: u64,
+    /// cpu.stat nr_periods.
+    pub nr_periods: u64,
+    /// cpu.stat nr_throttled.
+    pub nr_throttled: u64,
+    /// cpu.stat throttled_time (ns) / throttled_usec * 1000.
+    pub throttled_ns: u64,
+    /// Total CPU time of the group (cpuacct.usage or cpu.stat usage_usec*1000), if known.
+    pub usage_ns: Option<u64>,
+}
+
+/// Kernel symbols (from the kallsyms embedded in a perf.data file), sorted by address.
+#[derive(Clone, Debug, Default)]
+pub struct KernelSymbols {
+    /// (address, name), sorted by address.
+    pub syms: Vec<(u64, String)>,
+}
+
+impl KernelSymbols {
+    /// The symbol containing `addr` and the offset into it.
+    pub fn lookup(&self, addr: u64) -> Option<(&str, u64)> {
+        let i = self.syms.partition_point(|(a, _)| *a <= addr);
+        let (start, name) = self.syms.get(i.checked_sub(1)?)?;
+        Some((name.as_str(), addr - start))
+    }
+}
+
+/// Facts about the recording.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TraceMeta {
+    /// Host name, when recorded.
+    pub hostname: Option<String>,
+    /// Kernel release, when recorded.
+    pub os_release: Option<String>,
+    /// Architecture, when recorded.
+    pub arch: Option<String>,
+    /// The recording command line, when recorded.
+    pub cmdline: Option<String>,
+    /// Number of CPUs online at record time, when recorded.
+    pub nr_cpus_online: Option<u32>,
+}
+
+/// A decoded trace.
+#[derive(Debug)]
+pub struct Trace {
+    /// Where it came from (as given by the user).
+    pub path: String,
+    /// Input format.
+    pub format: TraceFormat,
+    /// Events in non-decreasing time order (stable for equal timestamps).
+    pub events: Vec<Event>,
+    /// `system:event` names; [`NameId`] indexes this.
+    pub event_names: Vec<String>,
+    /// Count of every event by name, including those not kept as typed events.
+    pub events_by_name: BTreeMap<String, u64>,
+    /// Interned strings (comms, symbol names, reasons).
+    pub strings: Strings,
+    /// CPU masks referenced by IPI events.
+    pub cpumasks: Vec<CpuMask>,
+    /// Call chains (innermost frame first); [`StackId`] indexes this.
+    pub stacks: Vec<Vec<u64>>,
+    /// Decoded fields of [`crate::EventData::Other`] events, when kept.
+    pub other_fields: Vec<Vec<(String, String)>>,
+    /// Threads.
+    pub tasks: TaskTable,
+    /// Number of CPUs (highest CPU seen + 1, or as recorded).
+    pub nr_cpus: u32,
+    /// Events the kernel reported lost (PERF_RECORD_LOST, LOST_SAMPLES, ftrace "LOST").
+    pub lost: u64,
+    /// Anomalies met while decoding.
+    pub warnings: Vec<Warning>,
+    /// Kernel symbols stored in the file.
+    pub kernel_symbols: KernelSymbols,
+    /// cgroup bandwidth samples stored in the file.
+    pub cgroup_samples: Vec<CgroupSample>,
+    /// Recording metadata.
+    pub meta: TraceMeta,
+}
+
+impl Trace {
+    /// An empty trace of the given format.
+    pub fn new(path: impl Into<String>, format: TraceFormat) -> Trace {
+        Trace {
+            path: path.into(),
+            format,
+            events: Vec::new(),
+            event_names: Vec::new(),
+            events_by_name: BTreeMap::new(),
+            strings: Strings::new(),
+            cpumasks: Vec::new(),
+            stacks: Vec::new(),
+            other_fields: Vec::new(),
+            tasks: TaskTable::new(),
+            nr_cpus: 0,
+            lost: 0,
+            warnings: Vec::new(),
+            kernel_symbols: KernelSymbols::default(),
+            cgroup_samples: Vec::new(),
+            meta: TraceMeta::default(),
+        }
+    }
+
+    /// First event's time (0 for an empty trace).
+    pub fn start(&self) -> Ts {
+        self.events.first().map(|e| e.ts).unwrap_or_default()
+    }
+
+    /// Last event's time (0 for an empty trace).
+    pub fn end(&self) -> Ts {
+        self.events.last().map(|e| e.ts).unwrap_or_default()
+    }
+
+    /// Time covered by the events.
+    pub fn duration(&self) -> Dur {
+        self.end().since(self.start())
+    }
+
+    /// The `system:event` name of `id`.
+    pub fn event_name(&self, id: NameId) -> &str {
+        self.event_names
+            .get(id.0 as usize)
+            .map(String::as_str)
+            .unwrap_or("?")
+    }
+
+    /// The id of `name` if the trace has any such event name.
+    pub fn name_id(&self, name: &str) -> Option<NameId> {
+        self.event_names
+            .iter()
+            .position(|n| n == name)
+            .map(|i| NameId(i as u16))
+    }
+
+    /// Register an event name, returning its id.
+    pub fn intern_name(&mut self, name: &str) -> NameId {
+        match self.name_id(name) {
+            Some(id) => id,
+            None => {
+                self.event_names.push(name.to_string());
+                NameId((self.event_names.len() - 1) as u16)
+            }
+        }
+    }
+
+    /// Count of events named `name` (0 if none).
+    pub fn count(&self, name: &str) -> u64 {
+        self.events_by_name.get(name).copied().unwrap_or(0)
+    }
+
+    /// The call chain of `id`, if any.
+    pub fn stack(&self, id: StackId) -> Option<&[u64]> {
+        if id.is_some() {
+            self.stacks.get(id.0 as usize).map(Vec::as_slice)
+        } else {
+            None
+        }
+    }
+
+    /// A printable name for a code location: the text name, or the kernel
+    /// symbol `name+0xoff` from the embedded kallsyms, or the hex address.
+    pub fn sym_name(&self, sym: Sym) -> String {
+        if let Some(id) = sym.name_id() {
+            return self.strings.get(id).to_string();
+        }
+        let addr = sym.0;
+        match self.kernel_symbols.lookup(addr) {
+            Some((name, 0)) => name.to_string(),
+            Some((name, off)) => format!("{name}+0x{off:x}"),
+            None => format!("0x{addr:x}"),
+        }
+    }
+
+    /// Add a warning, merging with an identical message.
+    pub fn warn(&mut self, severity: Severity, message: impl Into<String>, count: u64) {
+        let message = message.into();
+        if let Some(w) = self.warnings.iter_mut().find(|w| w.message == message) {
+            w.count += count;
+        } else {
+            self.warnings.push(Warning {
+                severity,
+                message,
+                count,
+            });
+        }
+    }
+
+    /// Sort events by time (stable) and recompute `nr_cpus` from the events.
+    pub fn finish(&mut self) {
+        if !self.events.windows(2).all(|w| w[0].ts <= w[1].ts) {
+            self.events.sort_by_key(|e| e.ts);
+        }
+        let max_cpu = self.events.iter().map(|e| e.cpu.0 + 1).max().unwrap_or(0);
+        self.nr_cpus = self.nr_cpus.max(max_cpu);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kallsyms_lookup() {
+        let k = KernelSymbols {
+            syms: vec![(0x1000, "a".into()), (0x2000, "b".into())],
+        };
+        assert_eq!(k.lookup(0x1010), Some(("a", 0x10)));
+        assert_eq!(k.lookup(0x2000), Some(("b", 0)));
+        assert_eq!(k.lookup(0x10), None);
+    }
+}
