@@ -1,6 +1,7 @@
 //! perf.data (PERFILE2) decoder.
 
 pub mod abi;
+pub mod writer;
 
 use crate::ParseError;
 use schedscope_trace::Trace;

@@ -1,0 +1,1 @@
+//! Aligned text tables shared by the text renderers.
