@@ -6,10 +6,29 @@
 //! sched_wakeup/wakeup_new when waking is absent); Sleeping/Blocked/other
 //! after a switch-out in that state; Unknown before the first event that
 //! tells. Per CPU, [`CpuRun`] intervals say who ran (tid 0 = idle).
+//!
+//! [`Timeline::build`] is one pass over the time-sorted events. Per thread it
+//! keeps the open (last) interval; a transition closes it and pushes the next
+//! one, so the only allocations are interval pushes. Contradictions (a
+//! switch-out of a task that was not running there, a switch-in of a task
+//! that was already running elsewhere, ...) are counted in
+//! [`Timeline::anomalies`] and resolved in favour of the newer event.
+//!
+//! Details that the analyses rely on:
+//! * A migration of a Runnable task splits its Runnable interval: the new
+//!   interval keeps `preempted` and `waker` and carries the new `cpu`.
+//! * A task first seen being switched out was Running before; its Running
+//!   interval is back-filled from the previous sched_switch on that CPU when
+//!   there was one (that is how `perf sched timehist` charges run time too),
+//!   otherwise the time before is Unknown (no interval).
+//! * Unknown is implicit: there is no interval before a thread's first one.
+//! * After sched_process_exit the next switch-out makes the task Dead,
+//!   whatever its prev_state; so does a switch-out with prev_state X or Z.
 
-use schedscope_trace::{Cpu, Tid, Trace, Ts};
+use schedscope_trace::{Cpu, EventData, PrevState, StrId, Tid, Trace, Ts};
 use serde::Serialize;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// The state of a thread during an interval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -94,14 +113,356 @@ pub struct Timeline {
     /// Events that contradicted the tracked state (e.g. a switch-out of a
     /// task not known to run there); counted, tolerated.
     pub anomalies: u64,
-    index: HashMap<Tid, usize>,
+    index: TidMap,
+}
+
+/// tid -> index map with a cheap multiplicative hash (tids are small integers
+/// that need no DoS-resistant hashing).
+type TidMap = HashMap<Tid, usize, BuildHasherDefault<TidHasher>>;
+
+/// A Fibonacci-hashing [`Hasher`] for [`Tid`] keys.
+#[derive(Default, Clone, Copy)]
+struct TidHasher(u64);
+
+impl Hasher for TidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_i32(&mut self, v: i32) {
+        self.0 = (v as u32 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// What a switch-out leaves a task in.
+fn state_after_switch_out(prev_state: PrevState, exiting: bool) -> ThreadState {
+    let b = prev_state.bits;
+    if exiting || b & (PrevState::X | PrevState::Z) != 0 {
+        ThreadState::Dead
+    } else if b == 0 {
+        ThreadState::Runnable
+    } else if b & PrevState::D != 0 {
+        ThreadState::Blocked
+    } else if b & (PrevState::S | PrevState::I) != 0 {
+        ThreadState::Sleeping
+    } else {
+        ThreadState::Other
+    }
+}
+
+/// Per-thread bookkeeping during the build (not kept).
+#[derive(Clone, Copy, Default)]
+struct Tracker {
+    /// sched_process_exit seen; the next switch-out makes it Dead.
+    exiting: bool,
+    /// Latest comm seen in the events.
+    comm: StrId,
+}
+
+/// Per-CPU bookkeeping during the build.
+#[derive(Clone, Copy, Default)]
+struct CpuTracker {
+    /// Time of the previous sched_switch on this CPU.
+    last_switch: Option<Ts>,
+    /// Who that switch put on the CPU.
+    current: Option<Tid>,
+}
+
+/// The mutable state of [`Timeline::build`].
+struct Builder {
+    tl: Timeline,
+    trackers: Vec<Tracker>,
+    cpus: Vec<CpuTracker>,
+}
+
+impl Builder {
+    /// Index of `tid`'s timeline, creating it on first sight.
+    fn idx(&mut self, tid: Tid, comm: StrId) -> usize {
+        let n = self.tl.threads.len();
+        let i = *self.tl.index.entry(tid).or_insert(n);
+        if i == n {
+            self.tl.threads.push(ThreadTimeline {
+                tid,
+                ..ThreadTimeline::default()
+            });
+            self.trackers.push(Tracker::default());
+        }
+        if comm != StrId(0) {
+            self.trackers[i].comm = comm;
+        }
+        i
+    }
+
+    /// The open interval of thread `i`, if any.
+    fn open(&self, i: usize) -> Option<&StateInterval> {
+        self.tl.threads[i].intervals.last()
+    }
+
+    /// Close thread `i`'s open interval at `ts` and open `next`.
+    fn transition(&mut self, i: usize, next: StateInterval) {
+        let ivs = &mut self.tl.threads[i].intervals;
+        if let Some(last) = ivs.last_mut() {
+            if last.end.is_none() {
+                last.end = Some(next.ts);
+            }
+            if last.ts == next.ts {
+                // A zero-length interval: drop it, and reopen the one before
+                // when it is the same state (e.g. woken and run at one instant).
+                ivs.pop();
+                if let Some(prev) = ivs.last_mut() {
+                    if prev.end == Some(next.ts)
+                        && prev.state == next.state
+                        && prev.cpu == next.cpu
+                        && prev.preempted == next.preempted
+                        && prev.waker == next.waker
+                    {
+                        prev.end = None;
+                        return;
+                    }
+                }
+            }
+        }
+        ivs.push(next);
+    }
+
+    fn cpu_slot(&mut self, cpu: Cpu) -> usize {
+        let c = cpu.0 as usize;
+        if c >= self.cpus.len() {
+            self.cpus.resize(c + 1, CpuTracker::default());
+            self.tl.cpus.resize(c + 1, Vec::new());
+        }
+        c
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn switch(
+        &mut self,
+        ts: Ts,
+        cpu: Cpu,
+        prev: Tid,
+        prev_state: PrevState,
+        prev_comm: StrId,
+        next: Tid,
+        next_comm: StrId,
+    ) {
+        let c = self.cpu_slot(cpu);
+        let last = self.cpus[c];
+        // Per-CPU run intervals.
+        if let Some(run) = self.tl.cpus[c].last_mut() {
+            if run.end.is_none() {
+                run.end = Some(ts);
+            }
+        }
+        if last.current.is_some_and(|cur| cur != prev) {
+            self.tl.anomalies += 1;
+        }
+        self.tl.cpus[c].push(CpuRun {
+            ts,
+            end: None,
+            tid: next,
+        });
+        self.cpus[c] = CpuTracker {
+            last_switch: Some(ts),
+            current: Some(next),
+        };
+
+        // The outgoing task.
+        if !prev.is_idle() {
+            let i = self.idx(prev, prev_comm);
+            match self.open(i).copied() {
+                Some(iv) if iv.state == ThreadState::Running && iv.cpu == Some(cpu) => {}
+                Some(_) => self.tl.anomalies += 1,
+                None => {
+                    // First sight: it ran since the CPU's previous switch, if known.
+                    if let Some(t0) = last.last_switch {
+                        self.tl.threads[i].intervals.push(StateInterval {
+                            ts: t0,
+                            end: None,
+                            state: ThreadState::Running,
+                            cpu: Some(cpu),
+                            preempted: false,
+                            waker: None,
+                        });
+                    }
+                }
+            }
+            let state = state_after_switch_out(prev_state, self.trackers[i].exiting);
+            let runnable = state == ThreadState::Runnable;
+            self.transition(
+                i,
+                StateInterval {
+                    ts,
+                    end: None,
+                    state,
+                    cpu: runnable.then_some(cpu),
+                    preempted: runnable,
+                    waker: None,
+                },
+            );
+            if state == ThreadState::Dead {
+                self.trackers[i].exiting = false;
+            }
+        }
+
+        // The incoming task.
+        if !next.is_idle() {
+            let i = self.idx(next, next_comm);
+            if let Some(iv) = self.open(i) {
+                if iv.state == ThreadState::Running {
+                    // Still running elsewhere: its switch-out was lost.
+                    self.tl.anomalies += 1;
+                }
+            }
+            self.transition(
+                i,
+                StateInterval {
+                    ts,
+                    end: None,
+                    state: ThreadState::Running,
+                    cpu: Some(cpu),
+                    preempted: false,
+                    waker: None,
+                },
+            );
+        }
+    }
+
+    fn wakeup(&mut self, ts: Ts, waker: Tid, tid: Tid, comm: StrId, target: Cpu) {
+        if tid.is_idle() {
+            return;
+        }
+        let i = self.idx(tid, comm);
+        if let Some(iv) = self.open(i) {
+            if matches!(iv.state, ThreadState::Running | ThreadState::Runnable) {
+                return;
+            }
+        }
+        self.transition(
+            i,
+            StateInterval {
+                ts,
+                end: None,
+                state: ThreadState::Runnable,
+                cpu: Some(target),
+                preempted: false,
+                waker: Some(waker),
+            },
+        );
+    }
+
+    fn migrate(&mut self, ts: Ts, tid: Tid, comm: StrId, dest: Cpu) {
+        if tid.is_idle() {
+            return;
+        }
+        let i = self.idx(tid, comm);
+        if let Some(iv) = self.open(i).copied() {
+            if iv.state == ThreadState::Runnable && iv.cpu != Some(dest) {
+                self.transition(
+                    i,
+                    StateInterval {
+                        ts,
+                        cpu: Some(dest),
+                        ..iv
+                    },
+                );
+            }
+        }
+    }
+
+    fn exit(&mut self, ts: Ts, tid: Tid, comm: StrId) {
+        if tid.is_idle() {
+            return;
+        }
+        let i = self.idx(tid, comm);
+        match self.open(i).map(|iv| iv.state) {
+            Some(ThreadState::Running) => self.trackers[i].exiting = true,
+            Some(ThreadState::Dead) => {}
+            _ => {
+                // Not known to run: it cannot be switched out later, so it is dead now.
+                self.transition(
+                    i,
+                    StateInterval {
+                        ts,
+                        end: None,
+                        state: ThreadState::Dead,
+                        cpu: None,
+                        preempted: false,
+                        waker: None,
+                    },
+                );
+            }
+        }
+    }
 }
 
 impl Timeline {
     /// Build the timeline of `trace` in one pass over its events.
+    ///
+    /// Events must be time-sorted (as every decoder returns them).
     pub fn build(trace: &Trace) -> Timeline {
-        let _ = trace;
-        unimplemented!("Timeline::build is being written")
+        let mut b = Builder {
+            tl: Timeline {
+                start: trace.start(),
+                end: trace.end(),
+                ..Timeline::default()
+            },
+            trackers: Vec::new(),
+            cpus: Vec::new(),
+        };
+        let nr_cpus = trace.nr_cpus as usize;
+        b.cpus.resize(nr_cpus, CpuTracker::default());
+        b.tl.cpus.resize(nr_cpus, Vec::new());
+        for ev in &trace.events {
+            match ev.data {
+                EventData::Switch {
+                    prev_tid,
+                    prev_state,
+                    prev_comm,
+                    next_tid,
+                    next_comm,
+                    ..
+                } => b.switch(
+                    ev.ts, ev.cpu, prev_tid, prev_state, prev_comm, next_tid, next_comm,
+                ),
+                EventData::Wakeup {
+                    tid,
+                    comm,
+                    target_cpu,
+                    ..
+                } => b.wakeup(ev.ts, ev.tid, tid, comm, target_cpu),
+                EventData::Migrate {
+                    tid,
+                    comm,
+                    dest_cpu,
+                    ..
+                } => b.migrate(ev.ts, tid, comm, dest_cpu),
+                EventData::Fork {
+                    child_tid,
+                    child_comm,
+                    ..
+                } if !child_tid.is_idle() => {
+                    b.idx(child_tid, child_comm);
+                }
+                EventData::Exit { tid, comm } => b.exit(ev.ts, tid, comm),
+                _ => {}
+            }
+        }
+        let Builder {
+            mut tl, trackers, ..
+        } = b;
+        for (t, tr) in tl.threads.iter_mut().zip(&trackers) {
+            let task = trace.tasks.by_tid(t.tid);
+            t.tgid = task.and_then(|k| k.tgid);
+            t.comm = match task {
+                Some(k) if !k.comm.is_empty() => k.comm.clone(),
+                _ => trace.strings.get(tr.comm).to_string(),
+            };
+        }
+        tl
     }
 
     /// The timeline of `tid`.
@@ -119,5 +480,288 @@ impl Timeline {
             Some(iv) if iv.end.is_none_or(|e| ts < e) => iv.state,
             _ => ThreadState::Unknown,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedscope_trace::{Event, NameId, StackId, TraceFormat, WakeKind};
+
+    /// A hand-built trace: events appended in time order.
+    struct T(Trace);
+
+    impl T {
+        fn new() -> T {
+            T(Trace::new("test", TraceFormat::FtraceText))
+        }
+        fn push(&mut self, ts: u64, cpu: u32, tid: i32, data: EventData) -> &mut T {
+            self.0.events.push(Event {
+                ts: Ts(ts),
+                cpu: Cpu(cpu),
+                tid: Tid(tid),
+                name: NameId(0),
+                stack: StackId::NONE,
+                data,
+            });
+            self
+        }
+        fn switch(&mut self, ts: u64, cpu: u32, prev: i32, state: &str, next: i32) -> &mut T {
+            let prev_comm = self.0.strings.intern(&format!("t{prev}"));
+            let next_comm = self.0.strings.intern(&format!("t{next}"));
+            let prev_state = PrevState::parse_text(state).unwrap();
+            self.push(
+                ts,
+                cpu,
+                prev,
+                EventData::Switch {
+                    prev_tid: Tid(prev),
+                    prev_prio: 120,
+                    prev_state,
+                    prev_comm,
+                    next_tid: Tid(next),
+                    next_prio: 120,
+                    next_comm,
+                },
+            )
+        }
+        fn wake(
+            &mut self,
+            ts: u64,
+            cpu: u32,
+            waker: i32,
+            kind: WakeKind,
+            tid: i32,
+            target: u32,
+        ) -> &mut T {
+            self.push(
+                ts,
+                cpu,
+                waker,
+                EventData::Wakeup {
+                    kind,
+                    tid: Tid(tid),
+                    comm: StrId(0),
+                    prio: 120,
+                    target_cpu: Cpu(target),
+                },
+            )
+        }
+        fn migrate(&mut self, ts: u64, cpu: u32, tid: i32, from: u32, to: u32) -> &mut T {
+            self.push(
+                ts,
+                cpu,
+                0,
+                EventData::Migrate {
+                    tid: Tid(tid),
+                    comm: StrId(0),
+                    orig_cpu: Cpu(from),
+                    dest_cpu: Cpu(to),
+                },
+            )
+        }
+        fn exit(&mut self, ts: u64, cpu: u32, tid: i32) -> &mut T {
+            self.push(
+                ts,
+                cpu,
+                tid,
+                EventData::Exit {
+                    tid: Tid(tid),
+                    comm: StrId(0),
+                },
+            )
+        }
+        fn build(&mut self) -> Timeline {
+            self.0.finish();
+            Timeline::build(&self.0)
+        }
+    }
+
+    /// (start, end, state, cpu) of each interval of `tid`.
+    fn spans(tl: &Timeline, tid: i32) -> Vec<(u64, Option<u64>, ThreadState, Option<u32>)> {
+        tl.thread(Tid(tid))
+            .unwrap()
+            .intervals
+            .iter()
+            .map(|iv| (iv.ts.0, iv.end.map(|e| e.0), iv.state, iv.cpu.map(|c| c.0)))
+            .collect()
+    }
+
+    fn assert_contiguous(tl: &Timeline) {
+        for t in &tl.threads {
+            for w in t.intervals.windows(2) {
+                assert_eq!(w[0].end, Some(w[1].ts), "tid {} not contiguous", t.tid);
+                assert!(w[0].ts < w[1].ts, "tid {} has an empty interval", t.tid);
+            }
+            if let Some(last) = t.intervals.last() {
+                assert_eq!(last.end, None);
+            }
+        }
+    }
+
+    use ThreadState::*;
+
+    #[test]
+    fn wakeup_run_sleep_cycle() {
+        let tl = T::new()
+            .switch(100, 0, 0, "R", 5) // 5 first seen running on cpu 0
+            .switch(200, 0, 5, "S", 0)
+            .wake(300, 1, 7, WakeKind::Waking, 5, 0)
+            .wake(305, 0, 7, WakeKind::Wakeup, 5, 0) // second of the pair: ignored
+            .switch(400, 0, 0, "R", 5)
+            .switch(450, 0, 5, "D", 0)
+            .build();
+        assert_eq!(
+            spans(&tl, 5),
+            vec![
+                (100, Some(200), Running, Some(0)),
+                (200, Some(300), Sleeping, None),
+                (300, Some(400), Runnable, Some(0)),
+                (400, Some(450), Running, Some(0)),
+                (450, None, Blocked, None),
+            ]
+        );
+        let woken = &tl.thread(Tid(5)).unwrap().intervals[2];
+        assert_eq!(woken.waker, Some(Tid(7)));
+        assert!(!woken.preempted);
+        assert_eq!(tl.anomalies, 0);
+        assert_contiguous(&tl);
+        assert_eq!(tl.state_at(Tid(5), Ts(299)), Sleeping);
+        assert_eq!(tl.state_at(Tid(5), Ts(300)), Runnable);
+        assert_eq!(tl.state_at(Tid(5), Ts(99)), Unknown);
+        assert_eq!(tl.state_at(Tid(5), Ts(10_000)), Blocked);
+    }
+
+    #[test]
+    fn wakeup_without_waking_uses_wakeup_and_its_waker() {
+        let tl = T::new()
+            .switch(10, 0, 0, "R", 5)
+            .switch(20, 0, 5, "S", 0)
+            .wake(30, 1, 9, WakeKind::Wakeup, 5, 1)
+            .switch(40, 1, 9, "R+", 5)
+            .build();
+        let ivs = &tl.thread(Tid(5)).unwrap().intervals;
+        assert_eq!(ivs[2].state, Runnable);
+        assert_eq!(ivs[2].waker, Some(Tid(9)));
+        assert_eq!(ivs[2].cpu, Some(Cpu(1)));
+        // 9 was preempted: Runnable, preempted, on cpu 1, no waker.
+        let nine = &tl.thread(Tid(9)).unwrap().intervals;
+        assert_eq!(nine.len(), 1, "{nine:?}"); // no earlier switch on cpu 1: Unknown before
+        assert_eq!(nine[0].state, Runnable);
+        assert!(nine[0].preempted);
+        assert_eq!(nine[0].waker, None);
+        assert_eq!(nine[0].cpu, Some(Cpu(1)));
+    }
+
+    #[test]
+    fn first_switch_out_backfills_from_cpu_previous_switch_only() {
+        // cpu 0: switch at 10 puts 3 on; at 50, 4 (never seen switched in) is switched out.
+        let tl = T::new()
+            .switch(10, 0, 0, "R", 3)
+            .switch(20, 1, 8, "S", 0) // 8: no earlier switch on cpu 1 -> Unknown before
+            .switch(50, 0, 4, "S", 0)
+            .build();
+        assert_eq!(spans(&tl, 8), vec![(20, None, Sleeping, None)]);
+        assert_eq!(
+            spans(&tl, 4),
+            vec![(10, Some(50), Running, Some(0)), (50, None, Sleeping, None)]
+        );
+        // The CPU claimed 3 was running, not 4: one anomaly.
+        assert_eq!(tl.anomalies, 1);
+        assert_eq!(
+            tl.cpus[0]
+                .iter()
+                .map(|r| (r.ts.0, r.tid.0))
+                .collect::<Vec<_>>(),
+            vec![(10, 3), (50, 0)]
+        );
+        assert_eq!(tl.cpus[0][0].end, Some(Ts(50)));
+        assert_eq!(tl.cpus[1].len(), 1);
+        assert!(tl.thread(Tid(0)).is_none(), "idle is not a thread");
+    }
+
+    #[test]
+    fn migration_splits_runnable_interval() {
+        let tl = T::new()
+            .switch(10, 0, 0, "R", 5)
+            .switch(20, 0, 5, "R+", 6)
+            .migrate(25, 1, 5, 0, 1)
+            .switch(30, 1, 0, "R", 5)
+            .migrate(35, 1, 6, 0, 1) // 6 is Running: ignored
+            .build();
+        assert_eq!(
+            spans(&tl, 5),
+            vec![
+                (10, Some(20), Running, Some(0)),
+                (20, Some(25), Runnable, Some(0)),
+                (25, Some(30), Runnable, Some(1)),
+                (30, None, Running, Some(1)),
+            ]
+        );
+        assert!(tl.thread(Tid(5)).unwrap().intervals[2].preempted);
+        assert_eq!(spans(&tl, 6), vec![(20, None, Running, Some(0))]);
+        assert_contiguous(&tl);
+    }
+
+    #[test]
+    fn exit_then_switch_out_is_dead_and_x_is_dead() {
+        let tl = T::new()
+            .switch(10, 0, 0, "R", 5)
+            .exit(15, 0, 5)
+            .switch(20, 0, 5, "S", 6) // kernels print various states for the final switch
+            .switch(30, 0, 6, "X", 0)
+            .build();
+        assert_eq!(spans(&tl, 5)[1], (20, None, Dead, None));
+        assert_eq!(spans(&tl, 6)[1], (30, None, Dead, None));
+    }
+
+    #[test]
+    fn other_states_and_idle_prev_state() {
+        let tl = T::new()
+            .switch(10, 0, 0, "R", 5)
+            .switch(20, 0, 5, "T", 6)
+            .switch(30, 0, 6, "I", 7)
+            .switch(40, 0, 7, "P", 0)
+            .build();
+        assert_eq!(spans(&tl, 5)[1].2, Other);
+        assert_eq!(spans(&tl, 6)[1].2, Sleeping);
+        assert_eq!(spans(&tl, 7)[1].2, Other);
+        assert_eq!(tl.anomalies, 0);
+    }
+
+    #[test]
+    fn lost_switch_out_is_counted_and_resolved() {
+        // 5 switched in on cpu 0 and again on cpu 1 without a switch-out.
+        let tl = T::new()
+            .switch(10, 0, 0, "R", 5)
+            .switch(20, 1, 0, "R", 5)
+            .build();
+        assert_eq!(tl.anomalies, 1);
+        assert_eq!(
+            spans(&tl, 5),
+            vec![
+                (10, Some(20), Running, Some(0)),
+                (20, None, Running, Some(1))
+            ]
+        );
+    }
+
+    #[test]
+    fn same_instant_wakeup_and_switch_in_leave_no_empty_interval() {
+        let tl = T::new()
+            .switch(10, 0, 0, "R", 5)
+            .switch(20, 0, 5, "S", 0)
+            .wake(30, 0, 0, WakeKind::Waking, 5, 0)
+            .switch(30, 0, 0, "R", 5)
+            .build();
+        assert_contiguous(&tl);
+        assert_eq!(spans(&tl, 5).last(), Some(&(30, None, Running, Some(0))));
+    }
+
+    #[test]
+    fn empty_trace() {
+        let tl = T::new().build();
+        assert!(tl.threads.is_empty() && tl.cpus.is_empty());
+        assert_eq!(tl.state_at(Tid(1), Ts(0)), Unknown);
     }
 }
