@@ -18,6 +18,7 @@ pub mod idle;
 pub mod latency;
 pub mod lhp;
 pub mod report;
+pub mod symbolize;
 pub mod table;
 pub mod timeline;
 pub mod tlb;

@@ -1,0 +1,449 @@
+//! Turning code addresses (IPI callsites, callbacks, call-chain frames,
+//! profile samples) into symbol names.
+//!
+//! * Kernel addresses are resolved through the kallsyms stored in the trace
+//!   file ([`Trace::kernel_symbols`]), so a trace is symbolized correctly on
+//!   a machine other than the one that recorded it. Only when the file holds
+//!   no kallsyms and was recorded on the running kernel (same release) does
+//!   blazesym's kernel source read the live `/proc/kallsyms`.
+//! * User addresses go through blazesym's process source (the process maps
+//!   and ELF files). That only works while the recorded process still lives
+//!   (and is the same process: its comm is checked); otherwise the frame is
+//!   marked [`Resolved::unsymbolized`] with the reason.
+//! * Text traces already carry names ([`Sym::name_id`]).
+//!
+//! Each distinct (process, address) is symbolized once; kernel addresses are
+//! looked up in parallel (rayon) and each process gets its own blazesym
+//! symbolizer on a rayon task.
+
+use rayon::prelude::*;
+use schedscope_trace::{Sym, Tid, Trace};
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+/// Values at or above this in a perf call chain are `PERF_CONTEXT_*`
+/// markers, not addresses ((u64)-4095).
+pub const PERF_CONTEXT_MAX: u64 = (-4095i64) as u64;
+
+/// Lowest kernel address on x86-64 (upper canonical half).
+pub const KERNEL_START: u64 = 0xffff_8000_0000_0000;
+
+/// Module name used for kernel symbols (as `perf report` spells it).
+pub const KERNEL_MODULE: &str = "[kernel.kallsyms]";
+
+/// Whether a call-chain value is a `PERF_CONTEXT_*` marker.
+pub fn is_context_marker(v: u64) -> bool {
+    v >= PERF_CONTEXT_MAX
+}
+
+/// Whether `addr` is a kernel address (x86-64 upper half).
+pub fn is_kernel_addr(addr: u64) -> bool {
+    addr >= KERNEL_START && !is_context_marker(addr)
+}
+
+/// A code location to symbolize: a kernel address, a user address in a
+/// process, or a name that a text trace already printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Location {
+    /// The process (tgid) the address belongs to; ignored for kernel addresses and names.
+    pub pid: Option<Tid>,
+    /// The raw value ([`Sym`] encoding: address or tagged name).
+    pub sym: Sym,
+}
+
+impl Location {
+    /// A kernel address or a name (no process).
+    pub fn kernel(sym: Sym) -> Location {
+        Location { pid: None, sym }
+    }
+    /// An address seen in process `pid` (kernel addresses drop the pid).
+    pub fn in_process(pid: Option<Tid>, sym: Sym) -> Location {
+        match sym.addr() {
+            Some(a) if !is_kernel_addr(a) => Location { pid, sym },
+            _ => Location { pid: None, sym },
+        }
+    }
+}
+
+/// The outcome of symbolizing one location.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Resolved {
+    /// Symbol name; `None` = unsymbolized.
+    pub name: Option<String>,
+    /// Offset of the address into the symbol.
+    pub offset: u64,
+    /// `[kernel.kallsyms]`, the ELF path, or `[unknown]`.
+    pub module: String,
+    /// Why it is unsymbolized (empty when symbolized).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// The raw address (0 for names from text traces).
+    pub addr: u64,
+}
+
+impl Resolved {
+    /// An unsymbolized address with the reason.
+    pub fn unsymbolized(addr: u64, module: &str, reason: impl Into<String>) -> Resolved {
+        Resolved {
+            name: None,
+            offset: 0,
+            module: module.to_string(),
+            reason: reason.into(),
+            addr,
+        }
+    }
+
+    /// The symbol name, or `[unsymbolized 0xADDR]`.
+    pub fn function(&self) -> String {
+        match &self.name {
+            Some(n) => n.clone(),
+            None => format!("[unsymbolized 0x{:x}]", self.addr),
+        }
+    }
+
+    /// `name+0xoff` (as `perf script` prints `%pS`), or the unsymbolized marker.
+    pub fn with_offset(&self) -> String {
+        match &self.name {
+            Some(n) if self.offset > 0 => format!("{n}+0x{:x}", self.offset),
+            _ => self.function(),
+        }
+    }
+
+    /// Whether a name was found.
+    pub fn is_symbolized(&self) -> bool {
+        self.name.is_some()
+    }
+}
+
+impl fmt::Display for Resolved {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.function())
+    }
+}
+
+/// Symbols for a set of locations, each resolved once.
+#[derive(Clone, Debug, Default)]
+pub struct SymbolTable {
+    map: HashMap<Location, Resolved>,
+    /// Which kernel source was used (`trace kallsyms`, `live /proc/kallsyms`, or `none`).
+    pub kernel_source: &'static str,
+}
+
+impl SymbolTable {
+    /// Resolve every distinct location of `locs` against `trace`.
+    pub fn build(trace: &Trace, locs: impl IntoIterator<Item = Location>) -> SymbolTable {
+        let distinct: HashSet<Location> = locs.into_iter().collect();
+        let mut kernel = Vec::new();
+        let mut user: HashMap<Option<Tid>, Vec<u64>> = HashMap::new();
+        let mut map = HashMap::with_capacity(distinct.len());
+        for loc in distinct {
+            match loc.sym.addr() {
+                None => {
+                    let name = loc
+                        .sym
+                        .name_id()
+                        .map(|id| trace.strings.get(id).to_string())
+                        .unwrap_or_default();
+                    let r = if name.is_empty() || name == "0x0" || name == "(nil)" {
+                        Resolved::unsymbolized(0, "[unknown]", "empty name in text trace")
+                    } else {
+                        Resolved {
+                            name: Some(name),
+                            offset: 0,
+                            module: String::new(),
+                            reason: String::new(),
+                            addr: 0,
+                        }
+                    };
+                    map.insert(loc, r);
+                }
+                Some(a) if is_kernel_addr(a) => kernel.push(a),
+                Some(a) => user.entry(loc.pid).or_default().push(a),
+            }
+        }
+        let (kernel_source, kres) = resolve_kernel(trace, &kernel);
+        for (a, r) in kernel.iter().zip(kres) {
+            map.insert(Location::kernel(Sym::from_addr(*a)), r);
+        }
+        let user: Vec<(Option<Tid>, Vec<u64>)> = user.into_iter().collect();
+        let ures: Vec<(Option<Tid>, Vec<(u64, Resolved)>)> = user
+            .into_par_iter()
+            .map(|(pid, addrs)| {
+                let r = resolve_user(trace, pid, &addrs);
+                (pid, addrs.into_iter().zip(r).collect())
+            })
+            .collect();
+        for (pid, list) in ures {
+            for (a, r) in list {
+                map.insert(
+                    Location {
+                        pid,
+                        sym: Sym::from_addr(a),
+                    },
+                    r,
+                );
+            }
+        }
+        SymbolTable { map, kernel_source }
+    }
+
+    /// The resolution of `loc` (an unsymbolized marker if it was not in the build set).
+    pub fn get(&self, loc: Location) -> Resolved {
+        let loc = Location::in_process(loc.pid, loc.sym);
+        self.map.get(&loc).cloned().unwrap_or_else(|| {
+            Resolved::unsymbolized(loc.sym.addr().unwrap_or(0), "[unknown]", "not looked up")
+        })
+    }
+
+    /// Function name of `loc` (see [`Resolved::function`]).
+    pub fn name(&self, loc: Location) -> String {
+        let loc = Location::in_process(loc.pid, loc.sym);
+        match self.map.get(&loc) {
+            Some(r) => r.function(),
+            None => format!("[unsymbolized 0x{:x}]", loc.sym.0),
+        }
+    }
+
+    /// Number of distinct locations resolved.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether nothing was resolved.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+/// The frames of a call chain with `PERF_CONTEXT_*` markers removed (innermost first).
+pub fn frames(chain: &[u64]) -> impl Iterator<Item = u64> + '_ {
+    chain.iter().copied().filter(|&v| !is_context_marker(v))
+}
+
+fn resolve_kernel(trace: &Trace, addrs: &[u64]) -> (&'static str, Vec<Resolved>) {
+    if addrs.is_empty() {
+        return ("none", Vec::new());
+    }
+    let ks = &trace.kernel_symbols;
+    if !ks.syms.is_empty() {
+        let last = ks.syms.last().map(|s| s.0).unwrap_or(0);
+        let r = addrs
+            .par_iter()
+            .map(|&a| match ks.lookup(a) {
+                // An address past the last symbol (e.g. in a module area the
+                // file did not cover) is not reliably inside that symbol.
+                Some((name, off)) if a <= last || off < (1 << 20) => Resolved {
+                    name: Some(name.to_string()),
+                    offset: off,
+                    module: KERNEL_MODULE.to_string(),
+                    reason: String::new(),
+                    addr: a,
+                },
+                _ => Resolved::unsymbolized(a, KERNEL_MODULE, "outside the trace's kallsyms"),
+            })
+            .collect();
+        return ("trace kallsyms", r);
+    }
+    if recorded_on_running_kernel(trace) {
+        if let Some(r) = live_kernel(addrs) {
+            return ("live /proc/kallsyms", r);
+        }
+    }
+    let r = addrs
+        .iter()
+        .map(|&a| {
+            Resolved::unsymbolized(
+                a,
+                KERNEL_MODULE,
+                "the trace stores no kallsyms and was not recorded on this kernel",
+            )
+        })
+        .collect();
+    ("none", r)
+}
+
+/// Whether the trace's recorded kernel release is the running one.
+fn recorded_on_running_kernel(trace: &Trace) -> bool {
+    let Some(rel) = trace.meta.os_release.as_deref() else {
+        return false;
+    };
+    std::fs::read_to_string("/proc/sys/kernel/osrelease").is_ok_and(|r| r.trim() == rel.trim())
+}
+
+fn live_kernel(addrs: &[u64]) -> Option<Vec<Resolved>> {
+    use blazesym::symbolize::source::{Kernel, Source};
+    use blazesym::symbolize::{Input, Symbolized, Symbolizer};
+    use blazesym::MaybeDefault;
+    let src = Source::Kernel(Kernel {
+        kallsyms: MaybeDefault::Default,
+        vmlinux: MaybeDefault::None,
+        kaslr_offset: Some(0),
+        debug_syms: false,
+        ..Kernel::default()
+    });
+    let symbolizer = Symbolizer::new();
+    let out = symbolizer.symbolize(&src, Input::AbsAddr(addrs)).ok()?;
+    Some(
+        addrs
+            .iter()
+            .zip(out)
+            .map(|(&a, s)| match s {
+                Symbolized::Sym(s) => Resolved {
+                    name: Some(s.name.to_string()),
+                    offset: s.offset as u64,
+                    module: KERNEL_MODULE.to_string(),
+                    reason: String::new(),
+                    addr: a,
+                },
+                Symbolized::Unknown(why) => {
+                    Resolved::unsymbolized(a, KERNEL_MODULE, format!("blazesym: {why}"))
+                }
+            })
+            .collect(),
+    )
+}
+
+/// The comm a live process has now, if it exists.
+fn live_comm(pid: Tid) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{}/comm", pid.0))
+        .ok()
+        .map(|s| s.trim_end().to_string())
+}
+
+fn resolve_user(trace: &Trace, pid: Option<Tid>, addrs: &[u64]) -> Vec<Resolved> {
+    let fail = |why: &str| {
+        addrs
+            .iter()
+            .map(|&a| Resolved::unsymbolized(a, "[unknown]", why))
+            .collect::<Vec<_>>()
+    };
+    let Some(pid) = pid.filter(|p| p.0 > 0) else {
+        return fail("user address without a known process");
+    };
+    // The process must still be the one that was recorded: same comm.
+    let want = trace.tasks.comm(pid);
+    match live_comm(pid) {
+        None => return fail("process has exited (user symbols need the live process maps)"),
+        Some(c) if !want.is_empty() && !want.starts_with(c.as_str()) && c != want => {
+            return fail("pid now belongs to another process");
+        }
+        Some(_) => {}
+    }
+    use blazesym::symbolize::source::{Process, Source};
+    use blazesym::symbolize::{Input, Symbolized, Symbolizer};
+    let mut p = Process::new(blazesym::Pid::from(pid.0 as u32));
+    p.debug_syms = false;
+    p.perf_map = true;
+    let src = Source::Process(p);
+    let symbolizer = Symbolizer::new();
+    match symbolizer.symbolize(&src, Input::AbsAddr(addrs)) {
+        Ok(out) => addrs
+            .iter()
+            .zip(out)
+            .map(|(&a, s)| match s {
+                Symbolized::Sym(s) => Resolved {
+                    name: Some(s.name.to_string()),
+                    offset: s.offset as u64,
+                    module: s
+                        .module
+                        .as_ref()
+                        .map(|m| m.to_string_lossy().into_owned())
+                        .unwrap_or_else(|| "[unknown]".to_string()),
+                    reason: String::new(),
+                    addr: a,
+                },
+                Symbolized::Unknown(why) => {
+                    Resolved::unsymbolized(a, "[unknown]", format!("blazesym: {why}"))
+                }
+            })
+            .collect(),
+        Err(e) => fail(&format!("blazesym: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedscope_trace::{KernelSymbols, TraceFormat};
+
+    #[test]
+    fn kernel_addresses_use_the_trace_kallsyms() {
+        let mut t = Trace::new("t", TraceFormat::PerfData);
+        t.kernel_symbols = KernelSymbols {
+            syms: vec![
+                (0xffff_ffff_8100_0000, "flush_tlb_func".into()),
+                (0xffff_ffff_8100_0400, "native_flush_tlb_multi".into()),
+            ],
+        };
+        let a = Location::kernel(Sym::from_addr(0xffff_ffff_8100_0010));
+        let b = Location::kernel(Sym::from_addr(0xffff_ffff_8100_0400));
+        let below = Location::kernel(Sym::from_addr(0xffff_9000_0000_0000));
+        let st = SymbolTable::build(&t, [a, b, a, below]);
+        assert_eq!(st.len(), 3, "duplicates are resolved once");
+        assert_eq!(st.kernel_source, "trace kallsyms");
+        assert_eq!(st.get(a).with_offset(), "flush_tlb_func+0x10");
+        assert_eq!(st.get(a).module, KERNEL_MODULE);
+        assert_eq!(st.name(b), "native_flush_tlb_multi");
+        assert!(!st.get(below).is_symbolized());
+        assert!(st.name(below).starts_with("[unsymbolized"));
+    }
+
+    #[test]
+    fn names_from_text_traces_pass_through() {
+        let mut t = Trace::new("t", TraceFormat::FtraceText);
+        let id = t.strings.intern("sched_ttwu_pending");
+        let loc = Location::kernel(Sym::from_name(id));
+        let st = SymbolTable::build(&t, [loc]);
+        assert_eq!(st.name(loc), "sched_ttwu_pending");
+    }
+
+    #[test]
+    fn user_addresses_of_a_dead_or_unknown_process_are_marked() {
+        let t = Trace::new("t", TraceFormat::PerfData);
+        let loc = Location::in_process(None, Sym::from_addr(0x40_1000));
+        let st = SymbolTable::build(&t, [loc]);
+        let r = st.get(loc);
+        assert!(!r.is_symbolized());
+        assert!(r.reason.contains("without a known process"), "{r:?}");
+    }
+
+    #[test]
+    fn user_addresses_of_a_live_process_use_blazesym() {
+        // This test process is alive: symbolize one of its own functions.
+        let me = std::process::id() as i32;
+        let mut t = Trace::new("t", TraceFormat::PerfData);
+        let comm = live_comm(Tid(me)).unwrap_or_default();
+        t.tasks.set_comm(Tid(me), &comm);
+        let addr = marker_fn_for_symbolizer as *const () as usize as u64;
+        let loc = Location::in_process(Some(Tid(me)), Sym::from_addr(addr));
+        let st = SymbolTable::build(&t, [loc]);
+        let r = st.get(loc);
+        assert!(
+            r.function().contains("marker_fn_for_symbolizer"),
+            "blazesym gave {r:?}"
+        );
+    }
+
+    #[inline(never)]
+    #[no_mangle]
+    extern "C" fn marker_fn_for_symbolizer() -> u64 {
+        std::hint::black_box(42)
+    }
+
+    #[test]
+    fn context_markers_are_skipped() {
+        let chain = [
+            u64::MAX - 127,
+            0xffff_ffff_8100_0000,
+            u64::MAX - 511,
+            0x1000,
+        ];
+        assert_eq!(
+            frames(&chain).collect::<Vec<_>>(),
+            vec![0xffff_ffff_8100_0000, 0x1000]
+        );
+        assert!(is_kernel_addr(0xffff_ffff_8100_0000));
+        assert!(!is_kernel_addr(0x7fff_0000_0000));
+    }
+}
