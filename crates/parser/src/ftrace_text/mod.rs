@@ -1,17 +1,773 @@
 //! ftrace / trace-cmd report / perf script text decoder.
+//!
+//! Input is text in one of three shapes, told apart by [`detect`] from the
+//! first lines (never the file name):
+//!
+//! * `/sys/kernel/tracing/trace` or `trace_pipe` output
+//!   ([`TraceFormat::FtraceText`]): `  bash-8402  [001] d..2.  364.815366:
+//!   sched_switch: prev_comm=bash ...`, with or without the `(TGID)` column
+//!   of `options/record-tgid` and with any irq-flags column width;
+//! * `trace-cmd report` output ([`TraceFormat::TraceCmdText`]): the same
+//!   prefix, but sched_switch and sched_wakeup use trace-cmd's short form
+//!   `comm:pid [prio] S ==> comm:pid [prio]`;
+//! * default `perf script` output ([`TraceFormat::PerfScriptText`]):
+//!   `  perf 8672 [000] 369.561690: sched:sched_waking: comm=...`.
+//!
+//! [`decode`] splits the text into chunks at line boundaries, parses the
+//! chunks in parallel (rayon) into borrowed per-line records
+//! (`prefix` + `body`), then folds them in file order into the [`Trace`]:
+//! strings are interned, the task table is filled from line prefixes
+//! (comm, tid, tgid column) and event fields, and anomalies are counted as
+//! warnings (unparseable lines with the first line number, bodies in an
+//! unknown form, cpumasks the producing tool could not print, lost events).
+
+mod body;
+mod kvm;
+mod prefix;
 
 use crate::ParseError;
-use schedscope_trace::{Trace, TraceFormat};
+use body::{Payload, SymText};
+use prefix::Style;
+use rayon::prelude::*;
+use schedscope_trace::{
+    Cpu, CpuMask, Event, EventData, MaskId, NameId, Severity, StackId, Sym, Tid, Trace,
+    TraceFormat, Ts,
+};
+use std::collections::HashMap;
 
-/// Recognise a text trace from its first lines.
-pub fn detect(_data: &[u8]) -> Option<TraceFormat> {
-    None
+/// How much of the file [`detect`] looks at.
+const DETECT_BYTES: usize = 256 * 1024;
+/// How many lines [`detect`] looks at.
+const DETECT_LINES: usize = 1000;
+/// Parallel chunk size; smaller inputs are parsed on the calling thread.
+const CHUNK_BYTES: usize = 2 * 1024 * 1024;
+
+/// Recognise a text trace from its first lines (up to 1000 lines / 256 KiB).
+///
+/// Returns [`TraceFormat::FtraceText`] for tracefs `trace`/`trace_pipe`
+/// output (including a header-only `# tracer:` file),
+/// [`TraceFormat::TraceCmdText`] for `trace-cmd report` output (a `cpus=N`
+/// header or trace-cmd's short sched_switch/sched_wakeup forms), and
+/// [`TraceFormat::PerfScriptText`] for `perf script` output; `None` when no
+/// line looks like an event line of any of them.
+pub fn detect(data: &[u8]) -> Option<TraceFormat> {
+    let head = &data[..data.len().min(DETECT_BYTES)];
+    let text = String::from_utf8_lossy(head);
+    let (mut ftrace_header, mut tracecmd_hint, mut dash_lines) = (false, false, 0u32);
+    for line in text.lines().take(DETECT_LINES) {
+        let line = line.trim_end_matches('\r');
+        if line.starts_with("# tracer:") {
+            ftrace_header = true;
+            continue;
+        }
+        if is_cpus_header(line).is_some() || line.starts_with("version = ") {
+            tracecmd_hint = true;
+            continue;
+        }
+        if let Some(p) = prefix::parse(line, Style::Dash) {
+            dash_lines += 1;
+            if is_short_form(p.event, p.body) {
+                tracecmd_hint = true;
+            }
+            continue;
+        }
+        if dash_lines == 0 {
+            if let Some(p) = prefix::parse(line, Style::Perf) {
+                if p.event.contains(':') {
+                    return Some(TraceFormat::PerfScriptText);
+                }
+            }
+        }
+    }
+    if dash_lines > 0 || ftrace_header || tracecmd_hint {
+        if tracecmd_hint && !ftrace_header {
+            Some(TraceFormat::TraceCmdText)
+        } else {
+            Some(TraceFormat::FtraceText)
+        }
+    } else {
+        None
+    }
+}
+
+/// `cpus=N` (trace-cmd report header).
+fn is_cpus_header(line: &str) -> Option<u32> {
+    line.strip_prefix("cpus=")?.trim().parse().ok()
+}
+
+/// trace-cmd's plugin forms of sched_switch / sched_wakeup bodies.
+fn is_short_form(event: &str, body: &str) -> bool {
+    match event {
+        "sched_switch" => body.contains(" ==> ") && !body.starts_with("prev_comm="),
+        "sched_wakeup" | "sched_wakeup_new" => body.contains(" CPU:") && !body.starts_with("comm="),
+        _ => false,
+    }
 }
 
 /// Decode a text trace held in memory; `name` is used in messages.
-pub fn decode(name: &str, _data: &[u8]) -> Result<Trace, ParseError> {
-    Err(ParseError::UnknownFormat {
+///
+/// Unparseable lines are skipped and reported in one [`Severity::DataLoss`]
+/// warning with the first offending line number; event bodies that do not
+/// match their event's known form are kept as [`EventData::Other`] (so that
+/// counts per event stay exact) and reported likewise. Lines must be UTF-8;
+/// other lines are counted as unparseable.
+pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
+    let format = detect(data).ok_or_else(|| ParseError::UnknownFormat {
         path: name.to_string(),
-        detail: "text decoder under construction".into(),
-    })
+        detail: "text that is not a trace: no ftrace, trace-cmd or perf script event line in the first 1000 lines".into(),
+    })?;
+    let style = match format {
+        TraceFormat::PerfScriptText => Style::Perf,
+        _ => Style::Dash,
+    };
+    let mut b = Builder::new(Trace::new(name, format));
+    let chunks = split_chunks(data, CHUNK_BYTES);
+    if chunks.len() == 1 {
+        b.merge(parse_chunk(chunks[0], style));
+    } else {
+        let group = (rayon::current_num_threads() * 2).max(2);
+        for g in chunks.chunks(group) {
+            let outs: Vec<ChunkOut<'_>> = g.par_iter().map(|c| parse_chunk(c, style)).collect();
+            for out in outs {
+                b.merge(out);
+            }
+        }
+    }
+    Ok(b.finish())
+}
+
+/// Split `data` into pieces of about `size` bytes that end at a newline.
+fn split_chunks(data: &[u8], size: usize) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < data.len() {
+        let target = start.saturating_add(size);
+        let end = if target >= data.len() {
+            data.len()
+        } else {
+            match data[target..].iter().position(|&c| c == b'\n') {
+                Some(p) => target + p + 1,
+                None => data.len(),
+            }
+        };
+        out.push(&data[start..end]);
+        start = end;
+    }
+    out
+}
+
+/// One event line, parsed but not interned.
+struct LineEv<'a> {
+    comm: &'a str,
+    tid: i32,
+    tgid: Option<i32>,
+    cpu: u32,
+    ts: u64,
+    event: &'a str,
+    /// None: untyped event or a body that did not parse (see `bad_body`).
+    payload: Option<Payload<'a>>,
+    /// The body did not match the event's known form.
+    bad_body: bool,
+    /// 0-based line index within the chunk.
+    line: u32,
+}
+
+/// First occurrence and count of one kind of anomaly within a chunk.
+#[derive(Default)]
+struct Tally<'a> {
+    count: u64,
+    first_line: u64,
+    first_text: &'a str,
+}
+
+impl<'a> Tally<'a> {
+    fn add(&mut self, line: u64, text: &'a str) {
+        if self.count == 0 {
+            self.first_line = line;
+            self.first_text = text;
+        }
+        self.count += 1;
+    }
+}
+
+/// What one chunk yields.
+#[derive(Default)]
+struct ChunkOut<'a> {
+    events: Vec<LineEv<'a>>,
+    lines: u64,
+    unparsed: Tally<'a>,
+    not_utf8: Tally<'a>,
+    /// Events the ring buffer dropped (`[LOST N EVENTS]`, entries header).
+    lost: u64,
+    /// CPU count from a header (`#P:N`, `cpus=N`).
+    nr_cpus: u32,
+}
+
+/// Parse every line of a chunk.
+fn parse_chunk(chunk: &[u8], style: Style) -> ChunkOut<'_> {
+    let mut out = ChunkOut::default();
+    for (i, raw) in chunk.split(|&c| c == b'\n').enumerate() {
+        out.lines = i as u64 + 1;
+        let Ok(line) = std::str::from_utf8(raw) else {
+            out.not_utf8.add(i as u64, "");
+            continue;
+        };
+        let line = line.trim_end_matches('\r');
+        if let Some(p) = prefix::parse(line, style) {
+            let (system, bare) = match p.event.split_once(':') {
+                Some((s, b)) => (s, b),
+                None => (body::system_of(p.event).unwrap_or(""), p.event),
+            };
+            let (payload, bad_body) = match body::kind_of(system, bare) {
+                Some(kind) => match body::parse(kind, p.body) {
+                    Ok(pl) => (Some(pl), false),
+                    Err(_) => (None, true),
+                },
+                None => (None, false),
+            };
+            out.events.push(LineEv {
+                comm: p.comm,
+                tid: p.tid,
+                tgid: p.tgid,
+                cpu: p.cpu,
+                ts: p.ts,
+                event: p.event,
+                payload,
+                bad_body,
+                line: i as u32,
+            });
+            continue;
+        }
+        match classify_other(line) {
+            Other::Ignore => {}
+            Other::Lost(n) => out.lost = out.lost.saturating_add(n),
+            Other::Cpus(n) => out.nr_cpus = out.nr_cpus.max(n),
+            Other::Entries {
+                in_buffer,
+                written,
+                cpus,
+            } => {
+                out.lost = out.lost.saturating_add(written.saturating_sub(in_buffer));
+                out.nr_cpus = out.nr_cpus.max(cpus);
+            }
+            Other::Unparsed => out.unparsed.add(i as u64, line),
+        }
+    }
+    // A chunk ending in '\n' yields one empty trailing piece: not a line.
+    if chunk.last() == Some(&b'\n') {
+        out.lines = out.lines.saturating_sub(1);
+    }
+    out
+}
+
+/// A line that is not an event line.
+#[derive(Debug, PartialEq, Eq)]
+enum Other {
+    /// Blank, comment, header, or a perf script call-chain line.
+    Ignore,
+    /// `CPU:N [LOST M EVENTS]` (ftrace) or `CPU:N [M EVENTS DROPPED]`.
+    Lost(u64),
+    /// `cpus=N` (trace-cmd report header).
+    Cpus(u32),
+    /// `# entries-in-buffer/entries-written: A/B   #P:N`.
+    Entries {
+        in_buffer: u64,
+        written: u64,
+        cpus: u32,
+    },
+    /// Anything else.
+    Unparsed,
+}
+
+fn classify_other(line: &str) -> Other {
+    let t = line.trim();
+    if t.is_empty() {
+        return Other::Ignore;
+    }
+    if let Some(r) = t.strip_prefix("# entries-in-buffer/entries-written:") {
+        let mut it = r.split_whitespace();
+        let ab = it.next().and_then(|s| s.split_once('/'));
+        let cpus = it
+            .find_map(|s| s.strip_prefix("#P:"))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        if let Some((a, b)) = ab {
+            if let (Ok(in_buffer), Ok(written)) = (a.parse(), b.parse()) {
+                return Other::Entries {
+                    in_buffer,
+                    written,
+                    cpus,
+                };
+            }
+        }
+        return Other::Ignore;
+    }
+    if t.starts_with('#') {
+        return Other::Ignore;
+    }
+    if let Some(n) = is_cpus_header(t) {
+        return Other::Cpus(n);
+    }
+    if t.starts_with("version = ") || t.starts_with("trace-cmd:") {
+        return Other::Ignore;
+    }
+    if let Some(r) = t.strip_prefix("CPU") {
+        // `CPU:1 [LOST 12 EVENTS]`, `CPU:1 [12 EVENTS DROPPED]`,
+        // `CPU 0 is empty`, `CPU 1 data recorded at offset=0x...`.
+        if let Some(open) = r.find('[') {
+            let inner = r[open + 1..].trim_end_matches(']');
+            let n = inner
+                .strip_prefix("LOST ")
+                .and_then(|s| s.strip_suffix(" EVENTS"))
+                .or_else(|| inner.strip_suffix(" EVENTS DROPPED"));
+            if let Some(n) = n.and_then(|s| s.trim().parse().ok()) {
+                return Other::Lost(n);
+            }
+        }
+        if r.ends_with(" is empty") || r.contains(" data recorded at offset") {
+            return Other::Ignore;
+        }
+    }
+    // perf script call-chain line: `\t ffffffff8104f1b6 sym+0x1 (dso)`.
+    if line.starts_with([' ', '\t']) {
+        let mut it = t.splitn(2, ' ');
+        if let Some(addr) = it.next() {
+            if !addr.is_empty() && addr.bytes().all(|c| c.is_ascii_hexdigit()) {
+                return Other::Ignore;
+            }
+        }
+    }
+    Other::Unparsed
+}
+
+/// Cached facts about one printed event name.
+struct NameInfo {
+    id: NameId,
+}
+
+/// Folds chunk outputs, in file order, into the trace.
+struct Builder {
+    trace: Trace,
+    names: HashMap<String, NameInfo>,
+    counts: Vec<u64>,
+    masks: HashMap<CpuMask, MaskId>,
+    line_base: u64,
+    unparsed: (u64, u64, String),
+    not_utf8: (u64, u64),
+    too_many_names: (u64, u64),
+    /// Per event name: (count, first line).
+    bad_body: HashMap<NameId, (u64, u64)>,
+    mask_unprinted: (u64, u64),
+    header_cpus: u32,
+    swapper_named: bool,
+}
+
+impl Builder {
+    fn new(trace: Trace) -> Builder {
+        Builder {
+            trace,
+            names: HashMap::new(),
+            counts: Vec::new(),
+            masks: HashMap::new(),
+            line_base: 0,
+            unparsed: (0, 0, String::new()),
+            not_utf8: (0, 0),
+            too_many_names: (0, 0),
+            bad_body: HashMap::new(),
+            mask_unprinted: (0, 0),
+            header_cpus: 0,
+            swapper_named: false,
+        }
+    }
+
+    /// The id of a printed event name (`sched_switch` -> `sched:sched_switch`).
+    fn name_id(&mut self, printed: &str) -> Option<NameId> {
+        if let Some(n) = self.names.get(printed) {
+            return Some(n.id);
+        }
+        if self.trace.event_names.len() >= u16::MAX as usize {
+            return None;
+        }
+        let full = if printed.contains(':') {
+            printed.to_string()
+        } else {
+            match body::system_of(printed) {
+                Some(sys) => format!("{sys}:{printed}"),
+                None => printed.to_string(),
+            }
+        };
+        let id = NameId(self.trace.event_names.len() as u16);
+        self.trace.event_names.push(full);
+        self.counts.push(0);
+        self.names.insert(printed.to_string(), NameInfo { id });
+        Some(id)
+    }
+
+    fn sym(&mut self, s: SymText<'_>) -> Sym {
+        match s {
+            SymText::Name(n) => Sym::from_name(self.trace.strings.intern(n)),
+            SymText::Addr(a) => Sym::from_addr(a),
+        }
+    }
+
+    fn mask(&mut self, m: CpuMask) -> MaskId {
+        if let Some(&id) = self.masks.get(&m) {
+            return id;
+        }
+        let id = MaskId(self.trace.cpumasks.len() as u32);
+        self.trace.cpumasks.push(m.clone());
+        self.masks.insert(m, id);
+        id
+    }
+
+    /// Name a task from an event field (placeholders and the idle task skipped).
+    fn comm(&mut self, tid: i32, comm: &str) {
+        if tid > 0 && !comm.is_empty() && comm != "<...>" && comm != "<idle>" {
+            self.trace.tasks.set_comm(Tid(tid), comm);
+        }
+    }
+
+    fn merge(&mut self, out: ChunkOut<'_>) {
+        let base = self.line_base;
+        let abs = |l: u64| base + l + 1;
+        if out.unparsed.count > 0 {
+            if self.unparsed.0 == 0 {
+                self.unparsed.1 = abs(out.unparsed.first_line);
+                self.unparsed.2 = out.unparsed.first_text.chars().take(80).collect();
+            }
+            self.unparsed.0 += out.unparsed.count;
+        }
+        if out.not_utf8.count > 0 {
+            if self.not_utf8.0 == 0 {
+                self.not_utf8.1 = abs(out.not_utf8.first_line);
+            }
+            self.not_utf8.0 += out.not_utf8.count;
+        }
+        self.trace.lost = self.trace.lost.saturating_add(out.lost);
+        self.header_cpus = self.header_cpus.max(out.nr_cpus);
+        self.trace.events.reserve(out.events.len());
+        for l in out.events {
+            let Some(name) = self.name_id(l.event) else {
+                if self.too_many_names.0 == 0 {
+                    self.too_many_names.1 = abs(l.line as u64);
+                }
+                self.too_many_names.0 += 1;
+                continue;
+            };
+            self.counts[name.0 as usize] += 1;
+            if l.bad_body {
+                let e = self.bad_body.entry(name).or_insert((0, abs(l.line as u64)));
+                e.0 += 1;
+            }
+            // Task table from the line prefix.
+            if l.tid == 0 {
+                if !self.swapper_named {
+                    self.trace.tasks.set_comm(Tid(0), "swapper");
+                    self.swapper_named = true;
+                }
+            } else {
+                self.comm(l.tid, l.comm);
+                if let Some(tgid) = l.tgid {
+                    self.trace.tasks.set_tgid(Tid(l.tid), Tid(tgid));
+                }
+            }
+            let ts = Ts(l.ts);
+            let data = match l.payload {
+                None => EventData::Other(None),
+                Some(p) => self.payload(p, ts, abs(l.line as u64)),
+            };
+            self.trace.events.push(Event {
+                ts,
+                cpu: Cpu(l.cpu),
+                tid: Tid(l.tid),
+                name,
+                stack: StackId::NONE,
+                data,
+            });
+        }
+        self.line_base += out.lines;
+    }
+
+    /// Intern a payload and update the task table from its fields.
+    fn payload(&mut self, p: Payload<'_>, ts: Ts, line: u64) -> EventData {
+        let s = |b: &mut Builder, x: &str| b.trace.strings.intern(x);
+        match p {
+            Payload::Switch {
+                prev_comm,
+                prev_tid,
+                prev_prio,
+                prev_state,
+                next_comm,
+                next_tid,
+                next_prio,
+            } => {
+                self.comm(prev_tid, prev_comm);
+                self.comm(next_tid, next_comm);
+                EventData::Switch {
+                    prev_tid: Tid(prev_tid),
+                    prev_prio,
+                    prev_state,
+                    prev_comm: s(self, prev_comm),
+                    next_tid: Tid(next_tid),
+                    next_prio,
+                    next_comm: s(self, next_comm),
+                }
+            }
+            Payload::Wakeup {
+                kind,
+                comm,
+                tid,
+                prio,
+                target_cpu,
+            } => {
+                self.comm(tid, comm);
+                EventData::Wakeup {
+                    kind,
+                    tid: Tid(tid),
+                    comm: s(self, comm),
+                    prio,
+                    target_cpu: Cpu(target_cpu),
+                }
+            }
+            Payload::Migrate {
+                comm,
+                tid,
+                orig_cpu,
+                dest_cpu,
+            } => {
+                self.comm(tid, comm);
+                EventData::Migrate {
+                    tid: Tid(tid),
+                    comm: s(self, comm),
+                    orig_cpu: Cpu(orig_cpu),
+                    dest_cpu: Cpu(dest_cpu),
+                }
+            }
+            Payload::Fork {
+                parent_comm,
+                parent_tid,
+                child_comm,
+                child_tid,
+            } => {
+                self.comm(parent_tid, parent_comm);
+                self.trace
+                    .tasks
+                    .fork(Tid(child_tid), None, child_comm, Some(ts));
+                EventData::Fork {
+                    parent_tid: Tid(parent_tid),
+                    child_tid: Tid(child_tid),
+                    child_comm: s(self, child_comm),
+                }
+            }
+            Payload::Exit { comm, tid } => {
+                self.trace.tasks.exit(Tid(tid), ts);
+                EventData::Exit {
+                    tid: Tid(tid),
+                    comm: s(self, comm),
+                }
+            }
+            Payload::Exec { filename, tid } => EventData::Exec {
+                tid: Tid(tid),
+                filename: s(self, filename),
+            },
+            Payload::KvmExit {
+                exit_reason,
+                isa,
+                vcpu_id,
+                guest_rip,
+            } => EventData::KvmExit {
+                exit_reason,
+                isa,
+                vcpu_id,
+                guest_rip,
+            },
+            Payload::KvmEntry { vcpu_id } => EventData::KvmEntry { vcpu_id },
+            Payload::IpiSendCpu {
+                cpu,
+                callsite,
+                callback,
+            } => EventData::IpiSendCpu {
+                cpu: Cpu(cpu),
+                callsite: self.sym(callsite),
+                callback: self.sym(callback),
+            },
+            Payload::IpiSendCpumask {
+                mask,
+                callsite,
+                callback,
+            } => {
+                let mask = match mask {
+                    Some(m) => m,
+                    None => {
+                        if self.mask_unprinted.0 == 0 {
+                            self.mask_unprinted.1 = line;
+                        }
+                        self.mask_unprinted.0 += 1;
+                        CpuMask::default()
+                    }
+                };
+                EventData::IpiSendCpumask {
+                    mask: self.mask(mask),
+                    callsite: self.sym(callsite),
+                    callback: self.sym(callback),
+                }
+            }
+            Payload::IpiRaise { mask, reason } => EventData::IpiRaise {
+                mask: self.mask(mask),
+                reason: s(self, reason),
+            },
+            Payload::TlbFlush { reason, pages } => EventData::TlbFlush { reason, pages },
+            Payload::CsdQueue {
+                cpu,
+                callsite,
+                func,
+                csd,
+            } => EventData::CsdQueue {
+                cpu: Cpu(cpu),
+                callsite: self.sym(callsite),
+                func: self.sym(func),
+                csd,
+            },
+            Payload::CsdFunction { entry, func, csd } => {
+                let func = self.sym(func);
+                if entry {
+                    EventData::CsdFunctionEntry { func, csd }
+                } else {
+                    EventData::CsdFunctionExit { func, csd }
+                }
+            }
+            Payload::CpuIdle { state, cpu_id } => EventData::CpuIdle {
+                state,
+                cpu_id: Cpu(cpu_id),
+            },
+            Payload::Softirq { vec, phase } => EventData::Softirq { vec, phase },
+            Payload::WakeIdleNoIpi { cpu } => EventData::WakeIdleNoIpi { cpu: Cpu(cpu) },
+            Payload::IrqVector { vector, entry } => EventData::IrqVector { vector, entry },
+        }
+    }
+
+    fn finish(mut self) -> Trace {
+        let t = &mut self.trace;
+        for (i, n) in self.counts.iter().enumerate() {
+            if let Some(name) = t.event_names.get(i) {
+                *t.events_by_name.entry(name.clone()).or_insert(0) += n;
+            }
+        }
+        if self.unparsed.0 > 0 {
+            t.warn(
+                Severity::DataLoss,
+                format!(
+                    "{} lines are neither events nor known headers and were skipped (first at line {}: `{}`)",
+                    self.unparsed.0, self.unparsed.1, self.unparsed.2
+                ),
+                self.unparsed.0,
+            );
+        }
+        if self.not_utf8.0 > 0 {
+            t.warn(
+                Severity::DataLoss,
+                format!(
+                    "{} lines are not valid UTF-8 and were skipped (first at line {})",
+                    self.not_utf8.0, self.not_utf8.1
+                ),
+                self.not_utf8.0,
+            );
+        }
+        if self.too_many_names.0 > 0 {
+            t.warn(
+                Severity::DataLoss,
+                format!(
+                    "{} event lines skipped: more than 65535 distinct event names (first at line {})",
+                    self.too_many_names.0, self.too_many_names.1
+                ),
+                self.too_many_names.0,
+            );
+        }
+        let mut bad: Vec<_> = self.bad_body.into_iter().collect();
+        bad.sort_by_key(|(_, (_, line))| *line);
+        for (name, (count, line)) in bad {
+            let n = t.event_name(name).to_string();
+            t.warn(
+                Severity::DataLoss,
+                format!("{n}: {count} events with fields in an unknown form, kept untyped (first at line {line})"),
+                count,
+            );
+        }
+        if self.mask_unprinted.0 > 0 {
+            t.warn(
+                Severity::DataLoss,
+                format!(
+                    "ipi:ipi_send_cpumask: {} cpumasks were not printed by the producing tool (perf 6.1 cannot decode __get_cpumask), kept as empty masks (first at line {})",
+                    self.mask_unprinted.0, self.mask_unprinted.1
+                ),
+                self.mask_unprinted.0,
+            );
+        }
+        if t.lost > 0 {
+            let lost = t.lost;
+            t.warn(
+                Severity::DataLoss,
+                format!(
+                    "{lost} events were lost by the kernel ring buffer before the text was written"
+                ),
+                lost,
+            );
+        }
+        if self.header_cpus > 0 {
+            t.meta.nr_cpus_online = Some(self.header_cpus);
+            t.nr_cpus = t.nr_cpus.max(self.header_cpus);
+        }
+        t.finish();
+        self.trace
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detect_each_shape() {
+        let ftrace = b"# tracer: nop\n#\n            bash-8402    [001] d..2.   364.815366: sched_switch: prev_comm=bash prev_pid=8402 prev_prio=120 prev_state=S ==> next_comm=x next_pid=1 next_prio=120\n";
+        assert_eq!(detect(ftrace), Some(TraceFormat::FtraceText));
+        let pipe = b"            bash-8402    [001] d..2.   364.815366: sched_waking: comm=a pid=1 prio=120 target_cpu=000\n";
+        assert_eq!(detect(pipe), Some(TraceFormat::FtraceText));
+        let tc = b"version = 6\ncpus=2\n       trace-cmd-2931  [001]  3171.776631: sched_switch:         trace-cmd:2931 [120] S ==> trace-cmd:2933 [120]\n";
+        assert_eq!(detect(tc), Some(TraceFormat::TraceCmdText));
+        let tc_no_header = b"       trace-cmd-2931  [001]  3171.776631: sched_switch:         trace-cmd:2931 [120] S ==> trace-cmd:2933 [120]\n";
+        assert_eq!(detect(tc_no_header), Some(TraceFormat::TraceCmdText));
+        let perf = b"            perf  8672 [000]   369.561690:   sched:sched_waking: comm=migration/0 pid=18 prio=0 target_cpu=000\n";
+        assert_eq!(detect(perf), Some(TraceFormat::PerfScriptText));
+        assert_eq!(detect(b"hello world\nthis is not a trace\n"), None);
+        assert_eq!(detect(b"\x00\x01\xff\xfe garbage [1] 2.0: x:"), None);
+    }
+
+    #[test]
+    fn header_lines_are_classified() {
+        assert_eq!(
+            classify_other("# entries-in-buffer/entries-written: 6808/7000   #P:2"),
+            Other::Entries {
+                in_buffer: 6808,
+                written: 7000,
+                cpus: 2
+            }
+        );
+        assert_eq!(classify_other("CPU:1 [LOST 12 EVENTS]"), Other::Lost(12));
+        assert_eq!(classify_other("CPU:0 [3 EVENTS DROPPED]"), Other::Lost(3));
+        assert_eq!(classify_other("CPU 0 is empty"), Other::Ignore);
+        assert_eq!(classify_other("cpus=4"), Other::Cpus(4));
+        assert_eq!(
+            classify_other("\t    ffffffffb8985a24 __schedule+0x514 ([kernel.kallsyms])"),
+            Other::Ignore
+        );
+        assert_eq!(classify_other("garbage here"), Other::Unparsed);
+    }
+
+    #[test]
+    fn chunks_end_at_newlines() {
+        let data = b"aaaa\nbb\ncccccc\nd";
+        let c = split_chunks(data, 3);
+        assert_eq!(c.concat(), data.to_vec());
+        assert!(c[..c.len() - 1].iter().all(|p| p.ends_with(b"\n")));
+    }
 }
