@@ -118,11 +118,11 @@ pub struct Timeline {
 
 /// tid -> index map with a cheap multiplicative hash (tids are small integers
 /// that need no DoS-resistant hashing).
-type TidMap = HashMap<Tid, usize, BuildHasherDefault<TidHasher>>;
+pub(crate) type TidMap = HashMap<Tid, usize, BuildHasherDefault<TidHasher>>;
 
 /// A Fibonacci-hashing [`Hasher`] for [`Tid`] keys.
 #[derive(Default, Clone, Copy)]
-struct TidHasher(u64);
+pub(crate) struct TidHasher(u64);
 
 impl Hasher for TidHasher {
     fn finish(&self) -> u64 {
@@ -483,30 +483,57 @@ impl Timeline {
     }
 }
 
+/// Hand-built traces for unit tests (shared with the latency tests).
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use schedscope_trace::{Event, NameId, StackId, TraceFormat, WakeKind};
+pub(crate) mod test_trace {
+    use super::Timeline;
+    use schedscope_trace::{
+        Cpu, Event, EventData, PrevState, StackId, StrId, Tid, Trace, TraceFormat, Ts, WakeKind,
+    };
 
     /// A hand-built trace: events appended in time order.
-    struct T(Trace);
+    pub(crate) struct T(pub(crate) Trace);
 
     impl T {
-        fn new() -> T {
+        pub(crate) fn new() -> T {
             T(Trace::new("test", TraceFormat::FtraceText))
         }
-        fn push(&mut self, ts: u64, cpu: u32, tid: i32, data: EventData) -> &mut T {
+        pub(crate) fn push(&mut self, ts: u64, cpu: u32, tid: i32, data: EventData) -> &mut T {
+            let name = match data {
+                EventData::Switch { .. } => "sched:sched_switch",
+                EventData::Wakeup {
+                    kind: WakeKind::Waking,
+                    ..
+                } => "sched:sched_waking",
+                EventData::Wakeup {
+                    kind: WakeKind::Wakeup,
+                    ..
+                } => "sched:sched_wakeup",
+                EventData::Wakeup { .. } => "sched:sched_wakeup_new",
+                EventData::Migrate { .. } => "sched:sched_migrate_task",
+                EventData::Exit { .. } => "sched:sched_process_exit",
+                _ => "other:other",
+            };
+            *self.0.events_by_name.entry(name.to_string()).or_insert(0) += 1;
+            let name = self.0.intern_name(name);
             self.0.events.push(Event {
                 ts: Ts(ts),
                 cpu: Cpu(cpu),
                 tid: Tid(tid),
-                name: NameId(0),
+                name,
                 stack: StackId::NONE,
                 data,
             });
             self
         }
-        fn switch(&mut self, ts: u64, cpu: u32, prev: i32, state: &str, next: i32) -> &mut T {
+        pub(crate) fn switch(
+            &mut self,
+            ts: u64,
+            cpu: u32,
+            prev: i32,
+            state: &str,
+            next: i32,
+        ) -> &mut T {
             let prev_comm = self.0.strings.intern(&format!("t{prev}"));
             let next_comm = self.0.strings.intern(&format!("t{next}"));
             let prev_state = PrevState::parse_text(state).unwrap();
@@ -525,7 +552,7 @@ mod tests {
                 },
             )
         }
-        fn wake(
+        pub(crate) fn wake(
             &mut self,
             ts: u64,
             cpu: u32,
@@ -547,7 +574,14 @@ mod tests {
                 },
             )
         }
-        fn migrate(&mut self, ts: u64, cpu: u32, tid: i32, from: u32, to: u32) -> &mut T {
+        pub(crate) fn migrate(
+            &mut self,
+            ts: u64,
+            cpu: u32,
+            tid: i32,
+            from: u32,
+            to: u32,
+        ) -> &mut T {
             self.push(
                 ts,
                 cpu,
@@ -560,7 +594,7 @@ mod tests {
                 },
             )
         }
-        fn exit(&mut self, ts: u64, cpu: u32, tid: i32) -> &mut T {
+        pub(crate) fn exit(&mut self, ts: u64, cpu: u32, tid: i32) -> &mut T {
             self.push(
                 ts,
                 cpu,
@@ -571,11 +605,18 @@ mod tests {
                 },
             )
         }
-        fn build(&mut self) -> Timeline {
+        pub(crate) fn build(&mut self) -> Timeline {
             self.0.finish();
             Timeline::build(&self.0)
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_trace::T;
+    use super::*;
+    use schedscope_trace::WakeKind;
 
     /// (start, end, state, cpu) of each interval of `tid`.
     fn spans(tl: &Timeline, tid: i32) -> Vec<(u64, Option<u64>, ThreadState, Option<u32>)> {
