@@ -83,7 +83,7 @@ pub struct TaskLatency {
 
 /// perf's per-task atom state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Wait {
+enum Phase {
     /// Not runnable (perf THREAD_SLEEPING).
     Sleeping,
     /// Waiting for a CPU since this time (THREAD_WAIT_CPU).
@@ -97,7 +97,7 @@ enum Wait {
 struct Acc {
     tid: Tid,
     comm: StrId,
-    wait: Wait,
+    wait: Phase,
     sched_out: Ts,
     switches: u64,
     wakeups: u64,
@@ -118,7 +118,7 @@ struct Pass {
 }
 
 impl Pass {
-    fn slot(&mut self, tid: Tid, comm: StrId, init: Wait, ts: Ts) -> (usize, bool) {
+    fn slot(&mut self, tid: Tid, comm: StrId, init: Phase, ts: Ts) -> (usize, bool) {
         let n = self.acc.len();
         let i = *self.index.entry(tid).or_insert(n);
         let new = i == n;
@@ -172,9 +172,9 @@ impl Pass {
             // perf 6.1: only a raw prev_state of 0 reads as 'R'.
             let yielded = prev_state.bits == 0 && !prev_state.preempted;
             let wait = if yielded {
-                Wait::WaitCpu(ts)
+                Phase::WaitCpu(ts)
             } else {
-                Wait::Sleeping
+                Phase::Sleeping
             };
             let (i, _) = self.slot(prev, prev_comm, wait, ts);
             let a = &mut self.acc[i];
@@ -185,10 +185,10 @@ impl Pass {
             }
         }
         if !next.is_idle() {
-            let (i, _) = self.slot(next, next_comm, Wait::WaitCpu(ts), ts);
+            let (i, _) = self.slot(next, next_comm, Phase::WaitCpu(ts), ts);
             let a = &mut self.acc[i];
-            if let Wait::WaitCpu(w) = a.wait {
-                a.wait = Wait::Done;
+            if let Phase::WaitCpu(w) = a.wait {
+                a.wait = Phase::Done;
                 if ts >= w {
                     let d = ts.0 - w.0;
                     a.switches += 1;
@@ -207,12 +207,12 @@ impl Pass {
         if tid.is_idle() {
             return;
         }
-        let (i, _) = self.slot(tid, comm, Wait::Sleeping, ts);
+        let (i, _) = self.slot(tid, comm, Phase::Sleeping, ts);
         let a = &mut self.acc[i];
-        if a.wait != Wait::Sleeping || a.sched_out > ts {
+        if a.wait != Phase::Sleeping || a.sched_out > ts {
             return;
         }
-        a.wait = Wait::WaitCpu(ts);
+        a.wait = Phase::WaitCpu(ts);
         a.wakeups += 1;
     }
 }
