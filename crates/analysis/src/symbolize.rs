@@ -122,6 +122,9 @@ impl fmt::Display for Resolved {
     }
 }
 
+/// The addresses of one process with their resolutions.
+type UserResolved = (Option<Tid>, Vec<(u64, Resolved)>);
+
 /// Symbols for a set of locations, each resolved once.
 #[derive(Clone, Debug, Default)]
 pub struct SymbolTable {
@@ -148,9 +151,11 @@ impl SymbolTable {
                     let r = if name.is_empty() || name == "0x0" || name == "(nil)" {
                         Resolved::unsymbolized(0, "[unknown]", "empty name in text trace")
                     } else {
+                        // `%pS` text is `name+0xoff/0xsize`: keep the function name.
+                        let (base, offset) = split_offset(&name);
                         Resolved {
-                            name: Some(name),
-                            offset: 0,
+                            name: Some(base.to_string()),
+                            offset,
                             module: String::new(),
                             reason: String::new(),
                             addr: 0,
@@ -167,7 +172,7 @@ impl SymbolTable {
             map.insert(Location::kernel(Sym::from_addr(*a)), r);
         }
         let user: Vec<(Option<Tid>, Vec<u64>)> = user.into_iter().collect();
-        let ures: Vec<(Option<Tid>, Vec<(u64, Resolved)>)> = user
+        let ures: Vec<UserResolved> = user
             .into_par_iter()
             .map(|(pid, addrs)| {
                 let r = resolve_user(trace, pid, &addrs);
@@ -205,6 +210,11 @@ impl SymbolTable {
         }
     }
 
+    /// Number of distinct locations without a name.
+    pub fn unsymbolized_count(&self) -> usize {
+        self.map.values().filter(|r| !r.is_symbolized()).count()
+    }
+
     /// Number of distinct locations resolved.
     pub fn len(&self) -> usize {
         self.map.len()
@@ -213,6 +223,17 @@ impl SymbolTable {
     /// Whether nothing was resolved.
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
+    }
+}
+
+/// Split `name+0xoff/0xsize` (as `%pS` prints) into the name and offset.
+fn split_offset(s: &str) -> (&str, u64) {
+    match s.split_once("+0x") {
+        Some((base, rest)) if !base.is_empty() => {
+            let hex = rest.split('/').next().unwrap_or("");
+            (base, u64::from_str_radix(hex, 16).unwrap_or(0))
+        }
+        _ => (s, 0),
     }
 }
 
@@ -396,6 +417,13 @@ mod tests {
         let loc = Location::kernel(Sym::from_name(id));
         let st = SymbolTable::build(&t, [loc]);
         assert_eq!(st.name(loc), "sched_ttwu_pending");
+        let id = t.strings.intern("smp_call_function_many_cond+0x1a0/0x2e0");
+        let loc = Location::kernel(Sym::from_name(id));
+        let st = SymbolTable::build(&t, [loc]);
+        assert_eq!(
+            st.get(loc).with_offset(),
+            "smp_call_function_many_cond+0x1a0"
+        );
     }
 
     #[test]

@@ -1,0 +1,730 @@
+//! TLB-shootdown and IPI hotspots (DESIGN.md "TLB shootdown / IPI hotspots").
+//!
+//! Data flow: one time-ordered pass ([`requests`]) turns the IPI-related
+//! events into logical *requests*: "CPU c asked CPUs T to run function f".
+//! The unit depends on what the trace has:
+//!
+//! * `csd:csd_queue_cpu` (one event per target; the function `func` is the
+//!   logical one, e.g. `flush_tlb_func`): consecutive queue events of one
+//!   sender CPU with the same callsite and function and ascending targets
+//!   form one multi-target request; the `ipi:ipi_send_*` that follows is the
+//!   hardware IPI of that request (its callback is the generic
+//!   `generic_smp_call_function_single_interrupt`, so it does not name the
+//!   logical function).
+//! * otherwise `ipi:ipi_send_cpumask` / `ipi:ipi_send_cpu`, whose callback is
+//!   the logical function on the multi-target path.
+//! * a NULL callback is a reschedule IPI.
+//!
+//! `csd_function_entry/exit` on the target give delivery latency (queue ->
+//! entry, matched by target CPU and csd pointer) and handler run time;
+//! `tlb:tlb_flush` gives the receiving side (reason "remote shootdown") and
+//! the pages of each shootdown (reason "remote IPI send"); the
+//! [`crate::Timeline`] tells whether each target CPU was idle at send time.
+//! All code locations are symbolized once through [`crate::symbolize`].
+//!
+//! [`profile`] is the cpu-clock "top callers" table of `record --profile`.
+
+pub mod profile;
+mod render;
+mod requests;
+
+pub use profile::{analyze_profile, ProfileReport, ProfileRow};
+
+use crate::symbolize::{frames, Location, SymbolTable};
+use crate::{AnalysisError, Context};
+use requests::Request;
+use schedscope_trace::{Cpu, Dur, Sym, Tid, Ts};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// Events this analysis reads (any of the IPI ones suffices).
+pub const EVENTS: &[&str] = &[
+    "csd:csd_queue_cpu",
+    "csd:csd_function_entry",
+    "csd:csd_function_exit",
+    "ipi:ipi_send_cpu",
+    "ipi:ipi_send_cpumask",
+    "tlb:tlb_flush",
+];
+
+/// Functions whose presence marks TLB-flush work (highlighted in tables).
+pub const FLUSH_FUNCTIONS: &[&str] = &[
+    "native_flush_tlb_multi",
+    "native_flush_tlb_others",
+    "flush_tlb_mm_range",
+    "smp_call_function_many_cond",
+    "flush_tlb_func",
+    "flush_tlb_others",
+    "arch_tlbbatch_flush",
+];
+
+/// Rows kept in JSON tables (text output shows `--top`).
+const JSON_ROWS: usize = 100;
+
+/// What an IPI asked the target CPU to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IpiClass {
+    /// The target runs `flush_tlb_func`.
+    TlbShootdown,
+    /// The target runs `sched_ttwu_pending` (queued remote wakeup).
+    RemoteWakeup,
+    /// The target runs `nohz_csd_func` (idle-balance kick).
+    IdleBalanceKick,
+    /// No callback: a reschedule IPI.
+    Reschedule,
+    /// Any other function.
+    Other,
+}
+
+impl IpiClass {
+    /// Classify by the function the target runs (`None`/empty = no callback).
+    pub fn of_function(name: Option<&str>) -> IpiClass {
+        let Some(name) = name.filter(|n| !n.is_empty()) else {
+            return IpiClass::Reschedule;
+        };
+        let base = name.split(['+', '.']).next().unwrap_or(name);
+        if base.starts_with("flush_tlb_func") {
+            IpiClass::TlbShootdown
+        } else if base == "sched_ttwu_pending" {
+            IpiClass::RemoteWakeup
+        } else if base == "nohz_csd_func" {
+            IpiClass::IdleBalanceKick
+        } else {
+            IpiClass::Other
+        }
+    }
+
+    /// Human label.
+    pub fn label(self) -> &'static str {
+        match self {
+            IpiClass::TlbShootdown => "TLB shootdown",
+            IpiClass::RemoteWakeup => "remote wakeup",
+            IpiClass::IdleBalanceKick => "idle-balance kick",
+            IpiClass::Reschedule => "reschedule",
+            IpiClass::Other => "other",
+        }
+    }
+
+    const ALL: [IpiClass; 5] = [
+        IpiClass::TlbShootdown,
+        IpiClass::RemoteWakeup,
+        IpiClass::IdleBalanceKick,
+        IpiClass::Reschedule,
+        IpiClass::Other,
+    ];
+}
+
+/// Summary of a set of durations (ns).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct DurStats {
+    /// Number of samples.
+    pub count: u64,
+    /// Mean.
+    pub mean_ns: u64,
+    /// Median.
+    pub p50_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// Maximum.
+    pub max_ns: u64,
+    /// Log2 histogram: `[lo_ns, hi_ns)`, last bucket open (`hi_ns` null).
+    pub hist: Vec<HistBucket>,
+}
+
+/// One histogram bucket.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HistBucket {
+    /// Inclusive lower bound (ns).
+    pub lo_ns: u64,
+    /// Exclusive upper bound (ns); `None` = unbounded.
+    pub hi_ns: Option<u64>,
+    /// Samples in the bucket.
+    pub count: u64,
+}
+
+impl DurStats {
+    /// Statistics of `v` (sorted in place); `None` when empty.
+    pub fn of(v: &mut [u64]) -> Option<DurStats> {
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_unstable();
+        let n = v.len();
+        let pct = |p: usize| v[((n * p).div_ceil(100)).clamp(1, n) - 1];
+        // Buckets: [0,1us), [1us,2us), [2us,4us), ... [2^20 us, inf).
+        let mut hist: Vec<HistBucket> = Vec::new();
+        let mut lo = 0u64;
+        let mut hi = 1000u64;
+        loop {
+            let last = hi > 1000 << 20;
+            let count = v.iter().filter(|&&x| x >= lo && (last || x < hi)).count() as u64;
+            hist.push(HistBucket {
+                lo_ns: lo,
+                hi_ns: (!last).then_some(hi),
+                count,
+            });
+            if last || v[n - 1] < hi {
+                break;
+            }
+            lo = hi;
+            hi *= 2;
+        }
+        while hist.len() > 1 && hist.first().is_some_and(|b| b.count == 0) {
+            hist.remove(0);
+        }
+        Some(DurStats {
+            count: n as u64,
+            mean_ns: (v.iter().map(|&x| x as u128).sum::<u128>() / n as u128) as u64,
+            p50_ns: pct(50),
+            p99_ns: pct(99),
+            max_ns: v[n - 1],
+            hist,
+        })
+    }
+}
+
+/// What the target CPUs were doing when the IPI was sent.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TargetStates {
+    /// Target was idle (swapper): lazy TLB or gang scheduling would avoid these.
+    pub idle: u64,
+    /// Target ran a thread of the sending process.
+    pub same_process: u64,
+    /// Target ran another process (another mm).
+    pub other_process: u64,
+    /// Not known (no sched_switch before the send on that CPU).
+    pub unknown: u64,
+}
+
+impl TargetStates {
+    fn total(&self) -> u64 {
+        self.idle + self.same_process + self.other_process + self.unknown
+    }
+}
+
+/// One sending thread.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SenderThread {
+    /// Thread id.
+    pub tid: i32,
+    /// Its comm.
+    pub comm: String,
+    /// Requests it sent.
+    pub count: u64,
+}
+
+/// One sending process (tgid).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Sender {
+    /// Process id (tgid; the tid when the tgid is unknown).
+    pub pid: i32,
+    /// Process comm.
+    pub comm: String,
+    /// Requests sent.
+    pub count: u64,
+    /// Fraction of the class's requests.
+    pub share: f64,
+    /// Its busiest threads (at most 10).
+    pub threads: Vec<SenderThread>,
+}
+
+/// Per-class statistics.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ClassReport {
+    /// The class.
+    pub class: IpiClass,
+    /// Logical requests (one per sender call, whatever the number of targets).
+    pub count: u64,
+    /// Requests per second of trace.
+    pub per_second: f64,
+    /// Target CPUs summed over requests.
+    pub targets: u64,
+    /// Hardware IPIs sent (`ipi:ipi_send_*` attached to these requests).
+    pub ipis_sent: u64,
+    /// Number of targets -> requests.
+    pub targets_hist: BTreeMap<u32, u64>,
+    /// Target CPU states at send time.
+    pub targets_at_send: TargetStates,
+    /// Queue (`csd_queue_cpu`) to `csd_function_entry` on the target.
+    pub delivery: Option<DurStats>,
+    /// `csd_function_entry` to `csd_function_exit` on the target.
+    pub handler: Option<DurStats>,
+    /// Top sending processes.
+    pub senders: Vec<Sender>,
+}
+
+/// A hotspot: (callsite, function run by the target).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Callsite {
+    /// Function that sent/queued the IPI.
+    pub callsite: String,
+    /// Function the target runs.
+    pub callback: String,
+    /// Its class.
+    pub class: IpiClass,
+    /// Requests.
+    pub count: u64,
+    /// Fraction of all requests.
+    pub share: f64,
+}
+
+/// A hot call stack (functions, innermost first).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StackRow {
+    /// Symbolized frames, innermost first.
+    pub frames: Vec<String>,
+    /// Function the targets ran.
+    pub callback: String,
+    /// Its class.
+    pub class: IpiClass,
+    /// Requests with this stack.
+    pub count: u64,
+    /// Fraction of requests that had a stack.
+    pub share: f64,
+}
+
+/// `tlb:tlb_flush` events of one reason.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FlushReason {
+    /// Raw reason code.
+    pub reason: i32,
+    /// Events.
+    pub count: u64,
+    /// Events per CPU that emitted them (index = CPU).
+    pub by_cpu: Vec<u64>,
+    /// Full flushes (`pages` = -1 / TLB_FLUSH_ALL).
+    pub full_flushes: u64,
+    /// Ranged flushes by page count (`"1"`, `"2-3"`, `"4-7"`, ...).
+    pub pages_hist: BTreeMap<String, u64>,
+}
+
+/// Symbolization summary.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SymbolStats {
+    /// Distinct locations symbolized.
+    pub distinct: u64,
+    /// Of which without a name.
+    pub unsymbolized: u64,
+    /// Kernel symbol source used.
+    pub kernel_source: String,
+}
+
+/// The `tlb` section.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TlbReport {
+    /// TLB-shootdown requests (target function flush_tlb_func); from
+    /// tlb_flush "remote IPI send" when the trace has no IPI events.
+    pub shootdowns: u64,
+    /// Shootdowns per second of trace.
+    pub shootdowns_per_second: f64,
+    /// Number of target CPUs -> shootdowns.
+    pub targets_hist: BTreeMap<u32, u64>,
+    /// Shootdown target CPU states at send time (idle targets are the ones
+    /// lazy TLB or gang scheduling avoids).
+    pub targets_at_send: TargetStates,
+    /// Trace duration used for rates (ns).
+    pub duration_ns: u64,
+    /// Which events the requests came from.
+    pub source: String,
+    /// Per class.
+    pub ipi_classes: Vec<ClassReport>,
+    /// Top (callsite, callback) pairs over all requests.
+    pub top_callsites: Vec<Callsite>,
+    /// Top call stacks over all requests that carry one.
+    pub top_stacks: Vec<StackRow>,
+    /// Processes initiating shootdowns.
+    pub senders: Vec<Sender>,
+    /// `tlb:tlb_flush` by reason name.
+    pub tlb_flush_by_reason: BTreeMap<String, FlushReason>,
+    /// irq_vectors entry events by name.
+    pub irq_vectors: BTreeMap<String, u64>,
+    /// Queued csds never seen entering on the target (trace ended, or lost).
+    pub undelivered: u64,
+    /// Hardware IPIs with the generic callback and no csd_queue_cpu before them.
+    pub unmatched_ipis: u64,
+    /// Symbolization summary.
+    pub symbols: SymbolStats,
+    /// What the data cannot show and why.
+    pub notes: Vec<String>,
+}
+
+/// `tlb_flush` reason names, as the kernel's print fmt spells them.
+pub fn flush_reason_name(reason: i32) -> String {
+    match reason {
+        0 => "flush on task switch".into(),
+        1 => "remote shootdown".into(),
+        2 => "local shootdown".into(),
+        3 => "local MM shootdown".into(),
+        4 => "remote IPI send".into(),
+        5 => "remote wrong CPU".into(),
+        r => format!("reason {r}"),
+    }
+}
+
+/// Page-count bucket label for `tlb_flush` (`full` for TLB_FLUSH_ALL).
+pub fn pages_bucket(pages: i64) -> String {
+    if pages < 0 {
+        return "full".into();
+    }
+    if pages <= 1 {
+        return pages.to_string();
+    }
+    let lo = 1u64 << (63 - (pages as u64).leading_zeros());
+    format!("{lo}-{}", lo * 2 - 1)
+}
+
+fn has_event(ctx: &Context, name: &str) -> bool {
+    ctx.trace.count(name) > 0 || ctx.trace.name_id(name).is_some()
+}
+
+/// Compute the tlb section.
+pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
+    let trace = ctx.trace;
+    let present: Vec<&str> = EVENTS
+        .iter()
+        .copied()
+        .filter(|n| has_event(ctx, n))
+        .collect();
+    let has_ipi = present.iter().any(|n| *n != "tlb:tlb_flush");
+    if present.is_empty() {
+        return Err(AnalysisError::missing("tlb", EVENTS));
+    }
+    let has_csd = has_event(ctx, "csd:csd_queue_cpu");
+    let scan = requests::scan(trace, has_csd);
+
+    // Symbolize every callsite, function and stack frame once.
+    let pid_of = |tid: Tid| trace.tasks.tgid(tid).filter(|p| p.0 > 0).or(Some(tid));
+    let mut locs: Vec<Location> = Vec::new();
+    for r in &scan.requests {
+        locs.push(Location::kernel(r.callsite));
+        locs.push(Location::kernel(r.func));
+        if let Some(st) = trace.stack(r.stack) {
+            let pid = pid_of(r.tid);
+            locs.extend(frames(st).map(|a| Location::in_process(pid, Sym(a))));
+        }
+    }
+    let syms = SymbolTable::build(trace, locs);
+
+    let duration = trace.duration();
+    let secs = duration.0 as f64 / 1e9;
+    let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+
+    // Classify; drop hardware IPIs that only restate a csd request.
+    let mut unmatched_ipis = scan.unmatched_ipis;
+    let mut classified: Vec<(IpiClass, &Request)> = Vec::with_capacity(scan.requests.len());
+    let mut class_by_index: Vec<Option<IpiClass>> = vec![None; scan.requests.len()];
+    for (i, r) in scan.requests.iter().enumerate() {
+        let fname = func_name(&syms, r.func);
+        if r.standalone_ipi
+            && fname
+                .as_deref()
+                .is_some_and(|n| n.starts_with("generic_smp_call_function"))
+        {
+            unmatched_ipis += 1;
+            continue;
+        }
+        let class = IpiClass::of_function(fname.as_deref());
+        class_by_index[i] = Some(class);
+        classified.push((class, r));
+    }
+
+    let mut notes = Vec::new();
+    let tl = ctx.timeline;
+    let mut per_class: BTreeMap<IpiClass, ClassAcc> = BTreeMap::new();
+    for &(class, r) in &classified {
+        let acc = per_class.entry(class).or_default();
+        acc.count += 1;
+        acc.ipis += r.ipis as u64;
+        acc.targets += r.targets.len() as u64;
+        *acc.targets_hist.entry(r.targets.len() as u32).or_default() += 1;
+        let sender_pid = pid_of(r.tid);
+        for &t in &r.targets {
+            match cpu_current(tl, t, r.ts) {
+                None => acc.states.unknown += 1,
+                Some(cur) if cur.is_idle() => acc.states.idle += 1,
+                Some(cur) => {
+                    if cur == r.tid || pid_of(cur) == sender_pid {
+                        acc.states.same_process += 1
+                    } else {
+                        acc.states.other_process += 1
+                    }
+                }
+            }
+        }
+        *acc.senders.entry(r.tid).or_default() += 1;
+    }
+    for (ri, d) in &scan.deliveries {
+        if let Some(class) = class_by_index.get(*ri).copied().flatten() {
+            per_class.entry(class).or_default().delivery.push(d.0);
+        }
+    }
+    for (ri, d) in &scan.handlers {
+        if let Some(class) = class_by_index.get(*ri).copied().flatten() {
+            per_class.entry(class).or_default().handler.push(d.0);
+        }
+    }
+
+    let mut ipi_classes: Vec<ClassReport> = Vec::new();
+    for class in IpiClass::ALL {
+        let Some(a) = per_class.get_mut(&class) else {
+            continue;
+        };
+        ipi_classes.push(ClassReport {
+            class,
+            count: a.count,
+            per_second: rate(a.count),
+            targets: a.targets,
+            ipis_sent: a.ipis,
+            targets_hist: a.targets_hist.clone(),
+            targets_at_send: a.states.clone(),
+            delivery: DurStats::of(&mut a.delivery),
+            handler: DurStats::of(&mut a.handler),
+            senders: senders(ctx, &a.senders, a.count, 10),
+        });
+    }
+
+    // Hotspots.
+    let total = classified.len() as u64;
+    let mut by_site: HashMap<(String, String, IpiClass), u64> = HashMap::new();
+    let mut by_stack: HashMap<(Vec<String>, String, IpiClass), u64> = HashMap::new();
+    let mut with_stack = 0u64;
+    for &(class, r) in &classified {
+        let cb = syms.name(Location::kernel(r.func));
+        *by_site
+            .entry((syms.name(Location::kernel(r.callsite)), cb.clone(), class))
+            .or_default() += 1;
+        if let Some(st) = trace.stack(r.stack) {
+            let pid = pid_of(r.tid);
+            let fr: Vec<String> = frames(st)
+                .map(|a| syms.name(Location::in_process(pid, Sym(a))))
+                .collect();
+            if !fr.is_empty() {
+                with_stack += 1;
+                *by_stack.entry((fr, cb, class)).or_default() += 1;
+            }
+        }
+    }
+    let share = |n: u64, of: u64| if of > 0 { n as f64 / of as f64 } else { 0.0 };
+    let mut top_callsites: Vec<Callsite> = by_site
+        .into_iter()
+        .map(|((callsite, callback, class), count)| Callsite {
+            callsite,
+            callback,
+            class,
+            count,
+            share: share(count, total),
+        })
+        .collect();
+    top_callsites.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then_with(|| (&a.callsite, &a.callback).cmp(&(&b.callsite, &b.callback)))
+    });
+    top_callsites.truncate(JSON_ROWS);
+    let mut top_stacks: Vec<StackRow> = by_stack
+        .into_iter()
+        .map(|((frames, callback, class), count)| StackRow {
+            frames,
+            callback,
+            class,
+            count,
+            share: share(count, with_stack),
+        })
+        .collect();
+    top_stacks.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.frames.cmp(&b.frames)));
+    top_stacks.truncate(JSON_ROWS);
+
+    // Receiving side and pages.
+    let mut tlb_flush_by_reason: BTreeMap<String, FlushReason> = BTreeMap::new();
+    for f in &scan.flushes {
+        let e = tlb_flush_by_reason
+            .entry(flush_reason_name(f.reason))
+            .or_insert_with(|| FlushReason {
+                reason: f.reason,
+                ..FlushReason::default()
+            });
+        e.count += 1;
+        let c = f.cpu.0 as usize;
+        if e.by_cpu.len() <= c {
+            e.by_cpu.resize(c + 1, 0);
+        }
+        e.by_cpu[c] += 1;
+        if f.pages < 0 {
+            e.full_flushes += 1;
+        }
+        *e.pages_hist.entry(pages_bucket(f.pages)).or_default() += 1;
+    }
+
+    let tlb_class = per_class.get(&IpiClass::TlbShootdown);
+    let (shootdowns, source) = if has_ipi {
+        let src = if has_csd {
+            "csd:csd_queue_cpu"
+        } else {
+            "ipi:ipi_send_cpu/ipi_send_cpumask"
+        };
+        (tlb_class.map(|a| a.count).unwrap_or(0), src.to_string())
+    } else {
+        notes.push(
+            "no csd/ipi events: shootdowns counted from tlb_flush \"remote IPI send\" (one per \
+             flush_tlb_multi call); targets, senders by callsite and latencies need \
+             csd:csd_queue_cpu, csd:csd_function_entry, csd:csd_function_exit, ipi:ipi_send_cpu, \
+             ipi:ipi_send_cpumask"
+                .to_string(),
+        );
+        let n = tlb_flush_by_reason
+            .get("remote IPI send")
+            .map(|r| r.count)
+            .unwrap_or(0);
+        (n, "tlb:tlb_flush remote IPI send".to_string())
+    };
+    if has_csd && !has_event(ctx, "csd:csd_function_entry") {
+        notes.push(
+            "no csd:csd_function_entry/exit events: delivery latency and handler run time unknown"
+                .into(),
+        );
+    }
+    if !has_event(ctx, "tlb:tlb_flush") {
+        notes.push("no tlb:tlb_flush events: receiving side and page counts unknown".into());
+    }
+    if has_ipi && total > 0 && with_stack == 0 {
+        notes.push(
+            "no call chains: record with `schedscope record --call-graph` (or `perf record -g`) \
+             for top stacks"
+                .into(),
+        );
+    }
+    if tl.cpus.is_empty() {
+        notes.push("no sched:sched_switch timeline: target CPU states at send time unknown".into());
+    }
+    if !has_csd && has_event(ctx, "ipi:ipi_send_cpu") {
+        notes.push(
+            "without csd:csd_queue_cpu, single-target IPIs carry only the generic callback \
+             (generic_smp_call_function_single_interrupt): their logical function is unknown"
+                .into(),
+        );
+    }
+    let mut states = tlb_class.map(|a| a.states.clone()).unwrap_or_default();
+    if states.total() == 0 {
+        states = TargetStates::default();
+    }
+    let senders_all = tlb_class
+        .map(|a| senders(ctx, &a.senders, a.count, JSON_ROWS))
+        .unwrap_or_default();
+    let unsymbolized = syms.unsymbolized_count() as u64;
+    Ok(TlbReport {
+        shootdowns,
+        shootdowns_per_second: rate(shootdowns),
+        targets_hist: tlb_class
+            .map(|a| a.targets_hist.clone())
+            .unwrap_or_default(),
+        targets_at_send: states,
+        duration_ns: duration.0,
+        source,
+        ipi_classes,
+        top_callsites,
+        top_stacks,
+        senders: senders_all,
+        tlb_flush_by_reason,
+        irq_vectors: scan.irq_vectors.clone(),
+        undelivered: scan.undelivered,
+        unmatched_ipis,
+        symbols: SymbolStats {
+            distinct: syms.len() as u64,
+            unsymbolized,
+            kernel_source: syms.kernel_source.to_string(),
+        },
+        notes,
+    })
+}
+
+#[derive(Default)]
+struct ClassAcc {
+    count: u64,
+    ipis: u64,
+    targets: u64,
+    targets_hist: BTreeMap<u32, u64>,
+    states: TargetStates,
+    delivery: Vec<u64>,
+    handler: Vec<u64>,
+    senders: HashMap<Tid, u64>,
+}
+
+/// The function a request asks for, `None` for a NULL callback.
+fn func_name(syms: &SymbolTable, func: Sym) -> Option<String> {
+    if func.addr() == Some(0) {
+        return None;
+    }
+    let r = syms.get(Location::kernel(func));
+    if !r.is_symbolized() && r.addr == 0 {
+        return None;
+    }
+    Some(r.function())
+}
+
+/// Who was current on `cpu` at `ts` according to the timeline.
+fn cpu_current(tl: &crate::Timeline, cpu: u32, ts: Ts) -> Option<Tid> {
+    let runs = tl.cpus.get(cpu as usize)?;
+    let i = runs.partition_point(|r| r.ts <= ts);
+    let r = runs.get(i.checked_sub(1)?)?;
+    r.end.is_none_or(|e| ts < e).then_some(r.tid)
+}
+
+fn senders(ctx: &Context, by_tid: &HashMap<Tid, u64>, total: u64, rows: usize) -> Vec<Sender> {
+    let tasks = &ctx.trace.tasks;
+    let mut by_pid: HashMap<Tid, Vec<(Tid, u64)>> = HashMap::new();
+    for (&tid, &n) in by_tid {
+        let pid = tasks.tgid(tid).filter(|p| p.0 > 0).unwrap_or(tid);
+        by_pid.entry(pid).or_default().push((tid, n));
+    }
+    let mut out: Vec<Sender> = by_pid
+        .into_iter()
+        .map(|(pid, mut threads)| {
+            threads.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            let count = threads.iter().map(|t| t.1).sum();
+            let comm = match tasks.comm(pid) {
+                "" => threads
+                    .first()
+                    .map(|t| tasks.comm(t.0).to_string())
+                    .unwrap_or_default(),
+                c => c.to_string(),
+            };
+            Sender {
+                pid: pid.0,
+                comm,
+                count,
+                share: if total > 0 {
+                    count as f64 / total as f64
+                } else {
+                    0.0
+                },
+                threads: threads
+                    .iter()
+                    .take(10)
+                    .map(|&(tid, count)| SenderThread {
+                        tid: tid.0,
+                        comm: tasks.comm(tid).to_string(),
+                        count,
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| b.count.cmp(&a.count).then(a.pid.cmp(&b.pid)));
+    out.truncate(rows);
+    out
+}
+
+/// A delivery or handler duration attributed to request index.
+type Timed = (usize, Dur);
+
+/// A `tlb:tlb_flush` event.
+#[derive(Clone, Copy, Debug)]
+struct Flush {
+    cpu: Cpu,
+    reason: i32,
+    pages: i64,
+}
+
+#[cfg(test)]
+mod tests;

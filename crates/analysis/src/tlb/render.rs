@@ -1,0 +1,354 @@
+//! Text rendering of [`TlbReport`] and [`ProfileReport`]: headline first,
+//! aligned tables with units in the headers, `--top` rows.
+
+use super::{ClassReport, DurStats, ProfileReport, Sender, TargetStates, TlbReport};
+use crate::Context;
+use std::io::{self, Write};
+
+/// A minimal aligned table: first column left-aligned where `left[i]`.
+fn table(
+    out: &mut dyn Write,
+    headers: &[&str],
+    left: &[bool],
+    rows: &[Vec<String>],
+) -> io::Result<()> {
+    let mut w: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            if i < w.len() {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut s = String::from("  ");
+        for (i, c) in cells.iter().enumerate() {
+            let width = w.get(i).copied().unwrap_or(0);
+            let last = i + 1 == cells.len();
+            if left.get(i).copied().unwrap_or(false) {
+                if last {
+                    s.push_str(c);
+                } else {
+                    s.push_str(&format!("{c:<width$}"));
+                }
+            } else {
+                s.push_str(&format!("{c:>width$}"));
+            }
+            if !last {
+                s.push_str("  ");
+            }
+        }
+        s
+    };
+    let hs: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
+    writeln!(out, "{}", line(&hs))?;
+    for r in rows {
+        writeln!(out, "{}", line(r))?;
+    }
+    Ok(())
+}
+
+fn pct(share: f64) -> String {
+    format!("{:.1}", share * 100.0)
+}
+
+fn us(ns: u64) -> String {
+    format!("{:.1}", ns as f64 / 1000.0)
+}
+
+fn dur_cells(d: &Option<DurStats>) -> [String; 3] {
+    match d {
+        Some(d) => [us(d.p50_ns), us(d.p99_ns), us(d.max_ns)],
+        None => ["-".into(), "-".into(), "-".into()],
+    }
+}
+
+fn hist_text(h: &std::collections::BTreeMap<u32, u64>) -> String {
+    h.iter()
+        .map(|(k, v)| format!("{k}:{v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn states_line(s: &TargetStates) -> String {
+    let total = s.idle + s.same_process + s.other_process + s.unknown;
+    let p = |n: u64| {
+        if total > 0 {
+            format!("{n} ({:.1}%)", n as f64 * 100.0 / total as f64)
+        } else {
+            n.to_string()
+        }
+    };
+    format!(
+        "idle {}, same process {}, other process {}, unknown {}",
+        p(s.idle),
+        p(s.same_process),
+        p(s.other_process),
+        p(s.unknown)
+    )
+}
+
+fn senders_rows(s: &[Sender], top: usize) -> Vec<Vec<String>> {
+    s.iter()
+        .take(top)
+        .map(|s| {
+            let t = s
+                .threads
+                .first()
+                .map(|t| format!("{} {} ({})", t.tid, t.comm, t.count))
+                .unwrap_or_default();
+            vec![
+                s.count.to_string(),
+                pct(s.share),
+                s.pid.to_string(),
+                s.comm.clone(),
+                t,
+            ]
+        })
+        .collect()
+}
+
+impl TlbReport {
+    /// Render as text: headline (shootdowns, rate), classes, hotspots.
+    pub fn render_text(&self, ctx: &Context, out: &mut dyn Write) -> io::Result<()> {
+        let top = if ctx.opts.top == 0 { 10 } else { ctx.opts.top };
+        writeln!(
+            out,
+            "TLB shootdowns: {} ({:.1}/s over {:.3} s; from {})",
+            self.shootdowns,
+            self.shootdowns_per_second,
+            self.duration_ns as f64 / 1e9,
+            self.source
+        )?;
+        if !self.targets_hist.is_empty() {
+            writeln!(
+                out,
+                "  targets per shootdown (CPUs:count): {}",
+                hist_text(&self.targets_hist)
+            )?;
+            writeln!(
+                out,
+                "  targets at send time: {}",
+                states_line(&self.targets_at_send)
+            )?;
+            if self.targets_at_send.idle > 0 {
+                writeln!(
+                    out,
+                    "  ({} shootdown targets were idle: IPIs that lazy TLB or gang scheduling avoid)",
+                    self.targets_at_send.idle
+                )?;
+            }
+        }
+        for n in &self.notes {
+            writeln!(out, "  note: {n}")?;
+        }
+        if !self.ipi_classes.is_empty() {
+            writeln!(out, "\nIPI classes")?;
+            let rows: Vec<Vec<String>> = self.ipi_classes.iter().map(class_row).collect();
+            table(
+                out,
+                &[
+                    "class",
+                    "requests",
+                    "per s",
+                    "targets",
+                    "IPIs",
+                    "deliv p50 us",
+                    "p99 us",
+                    "max us",
+                    "handler p50 us",
+                    "p99 us",
+                    "max us",
+                    "targets hist",
+                ],
+                &[
+                    true, false, false, false, false, false, false, false, false, false, false,
+                    true,
+                ],
+                &rows,
+            )?;
+        }
+        if !self.top_callsites.is_empty() {
+            writeln!(out, "\nTop callsites")?;
+            let rows: Vec<Vec<String>> = self
+                .top_callsites
+                .iter()
+                .take(top)
+                .map(|c| {
+                    vec![
+                        c.count.to_string(),
+                        pct(c.share),
+                        c.class.label().to_string(),
+                        c.callsite.clone(),
+                        c.callback.clone(),
+                    ]
+                })
+                .collect();
+            table(
+                out,
+                &["requests", "share %", "class", "callsite", "function run"],
+                &[false, false, true, true, true],
+                &rows,
+            )?;
+        }
+        if !self.senders.is_empty() {
+            writeln!(out, "\nProcesses initiating shootdowns")?;
+            table(
+                out,
+                &["shootdowns", "share %", "pid", "comm", "top thread (count)"],
+                &[false, false, false, true, true],
+                &senders_rows(&self.senders, top),
+            )?;
+        }
+        for c in &self.ipi_classes {
+            if c.class == super::IpiClass::TlbShootdown || c.senders.is_empty() {
+                continue;
+            }
+            writeln!(out, "\nSenders of {} IPIs", c.class.label())?;
+            table(
+                out,
+                &["requests", "share %", "pid", "comm", "top thread (count)"],
+                &[false, false, false, true, true],
+                &senders_rows(&c.senders, top.min(5)),
+            )?;
+        }
+        if !self.top_stacks.is_empty() {
+            writeln!(out, "\nTop stacks (innermost first)")?;
+            for (i, s) in self.top_stacks.iter().take(top).enumerate() {
+                writeln!(
+                    out,
+                    "  #{} {} requests ({}%), {} -> {}",
+                    i + 1,
+                    s.count,
+                    pct(s.share),
+                    s.class.label(),
+                    s.callback
+                )?;
+                for f in s.frames.iter().take(24) {
+                    writeln!(out, "      {f}")?;
+                }
+                if s.frames.len() > 24 {
+                    writeln!(out, "      ... {} more frames", s.frames.len() - 24)?;
+                }
+            }
+        }
+        if !self.tlb_flush_by_reason.is_empty() {
+            writeln!(out, "\ntlb_flush by reason")?;
+            let rows: Vec<Vec<String>> = self
+                .tlb_flush_by_reason
+                .iter()
+                .map(|(name, r)| {
+                    let cpus = r
+                        .by_cpu
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, n)| **n > 0)
+                        .map(|(c, n)| format!("{c}:{n}"))
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    let pages = r
+                        .pages_hist
+                        .iter()
+                        .map(|(k, v)| format!("{k}:{v}"))
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    vec![
+                        name.clone(),
+                        r.count.to_string(),
+                        r.full_flushes.to_string(),
+                        cpus,
+                        pages,
+                    ]
+                })
+                .collect();
+            table(
+                out,
+                &["reason", "events", "full", "by CPU", "pages (range:count)"],
+                &[true, false, false, true, true],
+                &rows,
+            )?;
+        }
+        if !self.irq_vectors.is_empty() {
+            let s = self
+                .irq_vectors
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            writeln!(out, "\nIRQ vector entries: {s}")?;
+        }
+        writeln!(
+            out,
+            "\nsymbols: {} distinct, {} unsymbolized (kernel: {}); undelivered csds {}, unmatched IPIs {}",
+            self.symbols.distinct,
+            self.symbols.unsymbolized,
+            self.symbols.kernel_source,
+            self.undelivered,
+            self.unmatched_ipis
+        )?;
+        Ok(())
+    }
+}
+
+fn class_row(c: &ClassReport) -> Vec<String> {
+    let [d50, d99, dmax] = dur_cells(&c.delivery);
+    let [h50, h99, hmax] = dur_cells(&c.handler);
+    vec![
+        c.class.label().to_string(),
+        c.count.to_string(),
+        format!("{:.1}", c.per_second),
+        c.targets.to_string(),
+        c.ipis_sent.to_string(),
+        d50,
+        d99,
+        dmax,
+        h50,
+        h99,
+        hmax,
+        hist_text(&c.targets_hist),
+    ]
+}
+
+impl ProfileReport {
+    /// Render the "top callers" table; flush functions are marked with `*`.
+    pub fn render_text(&self, ctx: &Context, out: &mut dyn Write) -> io::Result<()> {
+        let top = if ctx.opts.top == 0 { 10 } else { ctx.opts.top };
+        writeln!(
+            out,
+            "Profile: {} {} samples ({} kernel, {} user, {} unsymbolized); {} ({:.1}%) under a TLB-flush function",
+            self.samples,
+            self.event,
+            self.kernel_samples,
+            self.user_samples,
+            self.unsymbolized_samples,
+            self.flush_samples,
+            if self.samples > 0 {
+                self.flush_samples as f64 * 100.0 / self.samples as f64
+            } else {
+                0.0
+            }
+        )?;
+        let rows: Vec<Vec<String>> = self
+            .top
+            .iter()
+            .take(top)
+            .map(|r| {
+                vec![
+                    r.samples.to_string(),
+                    pct(r.share),
+                    r.total_samples.to_string(),
+                    if r.flush { "*".into() } else { String::new() },
+                    r.module.clone(),
+                    r.symbol.clone(),
+                ]
+            })
+            .collect();
+        writeln!(out, "\nTop callers (* = TLB-flush function)")?;
+        table(
+            out,
+            &["samples", "share %", "in stack", "", "module", "symbol"],
+            &[false, false, false, true, true, true],
+            &rows,
+        )
+    }
+}
