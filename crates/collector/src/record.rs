@@ -1,0 +1,830 @@
+//! The recording loop: open one perf event per (tracepoint, CPU), funnel
+//! each CPU's events into one ring, drain the rings into the perf.data
+//! writer until asked to stop, then finish the file.
+
+use crate::cgroup::{self, CgroupSample};
+use crate::error::RecordError;
+use crate::events::{self, EventRequest};
+use crate::procfs;
+use crate::sys::{self, EventFd, Ring};
+use schedscope_parser::perf_data::abi;
+use schedscope_parser::perf_data::writer::{
+    attr_flag, AttrSpec, EventAttr, Features, PerfDataWriter,
+};
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ExitStatus};
+use std::time::{Duration, Instant};
+
+/// Default per-CPU ring size: large enough that `perf bench sched
+/// messaging -g 20 -l 1500` loses nothing on a 2-CPU machine.
+pub const DEFAULT_BUFFER_BYTES: u64 = 16 << 20;
+/// How often cgroup counters are sampled.
+const CGROUP_INTERVAL: Duration = Duration::from_millis(100);
+/// Upper bound of one poll wait, so stop conditions are noticed quickly.
+const POLL_MS: i32 = 100;
+
+/// What to record and where.
+#[derive(Clone, Debug, Default)]
+pub struct RecordConfig {
+    /// Output file; an existing one is renamed to `<output>.old`.
+    pub output: PathBuf,
+    /// `-e` options as given (see [`events::resolve_event_list`]).
+    pub events: Vec<String>,
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+    /// Per-CPU ring size in bytes (rounded up to a power-of-two number of pages).
+    pub buffer_bytes: Option<u64>,
+    /// Kernel+user call chains on IPI/TLB events.
+    pub call_graph: bool,
+    /// cpu-clock sampling profile at this frequency, with call chains.
+    pub profile_hz: Option<u64>,
+    /// cgroups to sample; empty = every cgroup with a CFS quota.
+    pub cgroups: Vec<String>,
+    /// Command to run while recording (empty = record until stopped).
+    pub command: Vec<String>,
+    /// Command line stored in the file (HEADER_CMDLINE).
+    pub cmdline: Vec<String>,
+}
+
+/// Live figures handed to the progress callback about once a second.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Samples written so far.
+    pub events: u64,
+    /// Samples per second over the last interval.
+    pub events_per_sec: f64,
+    /// Bytes of the data section so far.
+    pub bytes: u64,
+    /// Time since the start.
+    pub elapsed: Duration,
+}
+
+/// Why the recording stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// SIGINT/SIGTERM/SIGHUP (signal number).
+    Signal(i32),
+    /// `--duration` expired.
+    Duration,
+    /// The command exited.
+    CommandExited,
+    /// Writing the file failed (message).
+    WriteError(String),
+}
+
+/// The outcome of a recording.
+#[derive(Debug)]
+pub struct RecordSummary {
+    /// Output file.
+    pub output: PathBuf,
+    /// Sample records written.
+    pub events: u64,
+    /// Samples lost (kernel counters, or PERF_RECORD_LOST totals if larger).
+    pub lost: u64,
+    /// PERF_RECORD_LOST records found in the stream.
+    pub lost_records: u64,
+    /// File size in bytes.
+    pub bytes: u64,
+    /// Recording time.
+    pub elapsed: Duration,
+    /// Samples per event name, in attr order.
+    pub events_by_name: Vec<(String, u64)>,
+    /// Default events this kernel lacks (skipped).
+    pub skipped: Vec<String>,
+    /// cgroup samples stored.
+    pub cgroup_samples: usize,
+    /// Why it stopped.
+    pub stop: StopReason,
+    /// Exit status of the command, when one was run.
+    pub command_status: Option<ExitStatus>,
+}
+
+impl RecordSummary {
+    /// Lost share in percent of all samples produced.
+    pub fn lost_percent(&self) -> f64 {
+        let total = self.events + self.lost;
+        if total == 0 {
+            0.0
+        } else {
+            100.0 * self.lost as f64 / total as f64
+        }
+    }
+
+    /// The final line: "N events, M lost (x%), S MB, T s".
+    pub fn line(&self) -> String {
+        format!(
+            "{} events, {} lost ({:.2}%), {:.1} MB, {:.1} s",
+            self.events,
+            self.lost,
+            self.lost_percent(),
+            self.bytes as f64 / 1e6,
+            self.elapsed.as_secs_f64()
+        )
+    }
+}
+
+/// Parse `--buffer-size`: `4M`, `512K`, `1G`, or a plain number of pages.
+pub fn parse_buffer_size(s: &str) -> Result<u64, RecordError> {
+    let bad = |d: &str| RecordError::BadOption {
+        option: "--buffer-size".into(),
+        detail: format!("'{s}': {d}"),
+    };
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let m = match c.to_ascii_uppercase() {
+                'K' => 1u64 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                _ => return Err(bad("unit must be K, M or G")),
+            };
+            (&t[..i], m)
+        }
+        _ => (t, sys::page_size() as u64),
+    };
+    let n: u64 = num
+        .trim()
+        .parse()
+        .map_err(|_| bad("expected a number of pages or a size like 4M"))?;
+    let bytes = n
+        .checked_mul(mult)
+        .filter(|b| (1..=(1 << 32)).contains(b))
+        .ok_or_else(|| bad("size must be between one page and 4G"))?;
+    Ok(bytes)
+}
+
+/// Data pages for a ring of at least `bytes` (a power of two, >= 2).
+fn ring_pages(bytes: u64) -> usize {
+    let page = sys::page_size() as u64;
+    (bytes.div_ceil(page).max(2)).next_power_of_two() as usize
+}
+
+/// Online CPUs from /sys/devices/system/cpu/online ("0-3,5").
+pub fn online_cpus() -> Vec<u32> {
+    let s = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let mut out = parse_cpu_list(&s);
+    if out.is_empty() {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        out = (0..n as u32).collect();
+    }
+    out
+}
+
+fn parse_cpu_list(s: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) {
+                    out.extend(a..=b);
+                }
+            }
+            None => out.extend(part.parse::<u32>().ok()),
+        }
+    }
+    out
+}
+
+/// One event to open.
+struct Planned {
+    name: String,
+    attr: EventAttr,
+    filter: Option<&'static str>,
+    explicit: bool,
+}
+
+fn plan(
+    cfg: &RecordConfig,
+    tracefs: &Path,
+    notice: &mut dyn FnMut(&str),
+    skipped: &mut Vec<String>,
+) -> Result<Vec<Planned>, RecordError> {
+    let reqs: Vec<EventRequest> = events::resolve_event_list(&cfg.events)?;
+    let mut out = Vec::new();
+    for r in reqs {
+        match events::tracepoint_id(tracefs, &r.name)? {
+            Some(id) => {
+                let mut attr = EventAttr::tracepoint(id);
+                if cfg.call_graph && events::wants_callchain(&r.name) {
+                    attr.sample_type |= abi::sample::CALLCHAIN;
+                }
+                out.push(Planned {
+                    filter: events::default_filter(&r.name),
+                    name: r.name,
+                    attr,
+                    explicit: r.explicit,
+                });
+            }
+            None if r.explicit => {
+                return Err(RecordError::BadEvent {
+                    name: r.name.clone(),
+                    detail: format!(
+                        "no such tracepoint ({} does not exist)",
+                        tracefs
+                            .join("events")
+                            .join(r.name.replace(':', "/"))
+                            .display()
+                    ),
+                })
+            }
+            None => {
+                notice(&format!(
+                    "skipping {}: not available on this kernel",
+                    r.name
+                ));
+                skipped.push(r.name);
+            }
+        }
+    }
+    if let Some(hz) = cfg.profile_hz {
+        if hz == 0 {
+            return Err(RecordError::BadOption {
+                option: "--profile".into(),
+                detail: "frequency must be at least 1 Hz".into(),
+            });
+        }
+        let mut attr = EventAttr::tracepoint(0);
+        attr.kind = abi::attr_type::SOFTWARE;
+        attr.config = 0; // PERF_COUNT_SW_CPU_CLOCK
+        attr.sample_period = hz;
+        attr.flags |= attr_flag::FREQ;
+        attr.sample_type = (attr.sample_type & !abi::sample::RAW) | abi::sample::CALLCHAIN;
+        out.push(Planned {
+            name: "cpu-clock".into(),
+            attr,
+            filter: None,
+            explicit: true,
+        });
+    }
+    Ok(out)
+}
+
+/// Per-CPU state: its ring (owned by the first event opened on it).
+struct CpuRing {
+    ring: Ring,
+    leader_fd: i32,
+}
+
+/// Open events: attr specs for the file, all fds, one ring per CPU.
+struct Opened {
+    specs: Vec<AttrSpec>,
+    fds: Vec<(usize, EventFd)>,
+    rings: Vec<CpuRing>,
+    has_lost_format: bool,
+}
+
+fn open_all(
+    planned: Vec<Planned>,
+    cpus: &[u32],
+    ring_bytes: u64,
+    notice: &mut dyn FnMut(&str),
+    skipped: &mut Vec<String>,
+) -> Result<Opened, RecordError> {
+    let pages = ring_pages(ring_bytes);
+    let watermark = ((pages * sys::page_size()) / 4).min(u32::MAX as usize) as u32;
+    let mut specs: Vec<AttrSpec> = Vec::new();
+    let mut fds: Vec<(usize, EventFd)> = Vec::new();
+    // Per CPU: index in `fds` of the event that owns the CPU's ring.
+    let mut leader: Vec<Option<usize>> = vec![None; cpus.len()];
+    let mut rings: Vec<CpuRing> = Vec::new();
+    let mut has_lost_format = true;
+    for p in planned {
+        let mut attr = p.attr.clone();
+        attr.flags |= attr_flag::USE_CLOCKID | attr_flag::WATERMARK;
+        attr.clockid = libc::CLOCK_MONOTONIC;
+        attr.wakeup = watermark;
+        if specs.is_empty() {
+            // The tracking event: the kernel adds COMM/FORK/EXIT records.
+            attr.flags |= attr_flag::COMM | attr_flag::TASK | attr_flag::COMM_EXEC;
+            if attr.sample_type & abi::sample::CALLCHAIN != 0 {
+                attr.flags |= attr_flag::MMAP;
+            }
+        }
+        attr.read_format = abi::read_format::ID
+            | if has_lost_format {
+                abi::read_format::LOST
+            } else {
+                0
+            };
+        let mut ids = Vec::with_capacity(cpus.len());
+        let mut event_fds = Vec::with_capacity(cpus.len());
+        let mut failure: Option<(u32, io::Error)> = None;
+        for &cpu in cpus {
+            let mut r = EventFd::open(&attr, cpu);
+            if matches!(&r, Err(e) if e.raw_os_error() == Some(libc::EINVAL))
+                && attr.read_format & abi::read_format::LOST != 0
+            {
+                // Kernels before 6.0 lack PERF_FORMAT_LOST.
+                attr.read_format &= !abi::read_format::LOST;
+                has_lost_format = false;
+                r = EventFd::open(&attr, cpu);
+            }
+            match r {
+                Ok(fd) => {
+                    let id = fd.id().map_err(|e| RecordError::PerfEvent {
+                        what: "PERF_EVENT_IOC_ID",
+                        event: p.name.clone(),
+                        cpu,
+                        source: e,
+                    })?;
+                    if let Some(f) = p.filter {
+                        fd.set_filter(f).map_err(|e| RecordError::PerfEvent {
+                            what: "PERF_EVENT_IOC_SET_FILTER",
+                            event: p.name.clone(),
+                            cpu,
+                            source: e,
+                        })?;
+                    }
+                    ids.push(id);
+                    event_fds.push((cpu, fd));
+                }
+                Err(e) => {
+                    failure = Some((cpu, e));
+                    break;
+                }
+            }
+        }
+        if let Some((cpu, e)) = failure {
+            match e.raw_os_error() {
+                Some(libc::EACCES) | Some(libc::EPERM) => {
+                    return Err(RecordError::Permission {
+                        detail: format!("perf_event_open for {} on CPU {cpu}: {e}", p.name),
+                    })
+                }
+                Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) if !p.explicit => {
+                    notice(&format!("skipping {}: {e}", p.name));
+                    skipped.push(p.name);
+                    continue;
+                }
+                _ => {
+                    return Err(RecordError::PerfEvent {
+                        what: "perf_event_open",
+                        event: p.name,
+                        cpu,
+                        source: e,
+                    })
+                }
+            }
+        }
+        let idx = specs.len();
+        for (ci, (cpu, fd)) in event_fds.into_iter().enumerate() {
+            match leader[ci] {
+                None => {
+                    let ring = Ring::map(&fd, pages).map_err(|e| RecordError::PerfEvent {
+                        what: "mmap of the ring buffer",
+                        event: p.name.clone(),
+                        cpu,
+                        source: e,
+                    })?;
+                    rings.push(CpuRing {
+                        ring,
+                        leader_fd: fd.raw(),
+                    });
+                    leader[ci] = Some(fds.len());
+                }
+                Some(l) => {
+                    fd.set_output(&fds[l].1)
+                        .map_err(|e| RecordError::PerfEvent {
+                            what: "PERF_EVENT_IOC_SET_OUTPUT",
+                            event: p.name.clone(),
+                            cpu,
+                            source: e,
+                        })?;
+                }
+            }
+            fds.push((idx, fd));
+        }
+        specs.push(AttrSpec {
+            attr,
+            name: p.name,
+            ids,
+        });
+    }
+    Ok(Opened {
+        specs,
+        fds,
+        rings,
+        has_lost_format,
+    })
+}
+
+/// Sample and loss counters, filled while scanning drained bytes.
+struct Counts {
+    /// (id, event index), sorted by id.
+    by_id: Vec<(u64, usize)>,
+    per_event: Vec<u64>,
+    samples: u64,
+    lost_in_stream: u64,
+    lost_records: u64,
+}
+
+impl Counts {
+    fn new(specs: &[AttrSpec]) -> Counts {
+        let mut by_id: Vec<(u64, usize)> = specs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, s)| s.ids.iter().map(move |&id| (id, i)))
+            .collect();
+        by_id.sort_unstable();
+        Counts {
+            by_id,
+            per_event: vec![0; specs.len()],
+            samples: 0,
+            lost_in_stream: 0,
+            lost_records: 0,
+        }
+    }
+
+    /// Walk the record headers of the ring bytes `a` followed by `b`.
+    fn scan(&mut self, a: &[u8], b: &[u8]) {
+        let len = a.len() + b.len();
+        let byte = |i: usize| if i < a.len() { a[i] } else { b[i - a.len()] };
+        let read = |i: usize, n: usize| -> u64 {
+            let mut v = [0u8; 8];
+            if i + n <= a.len() {
+                v[..n].copy_from_slice(&a[i..i + n]);
+            } else {
+                for (k, slot) in v.iter_mut().enumerate().take(n) {
+                    *slot = byte(i + k);
+                }
+            }
+            u64::from_ne_bytes(v)
+        };
+        let mut pos = 0usize;
+        while pos + 8 <= len {
+            let ty = read(pos, 4) as u32;
+            let size = ((read(pos, 8) >> 48) & 0xffff) as usize;
+            if size < 8 || pos + size > len {
+                break;
+            }
+            if ty == abi::RecordType::SAMPLE.0 && size >= 16 {
+                let id = read(pos + 8, 8);
+                self.samples += 1;
+                if let Ok(k) = self.by_id.binary_search_by_key(&id, |&(i, _)| i) {
+                    self.per_event[self.by_id[k].1] += 1;
+                }
+            } else if ty == abi::RecordType::LOST.0 && size >= 24 {
+                self.lost_records += 1;
+                self.lost_in_stream += read(pos + 16, 8);
+            }
+            pos += size;
+        }
+    }
+}
+
+/// Copy everything pending in every ring to the file. Returns bytes moved.
+fn drain(
+    rings: &mut [CpuRing],
+    w: &mut PerfDataWriter<File>,
+    counts: &mut Counts,
+) -> io::Result<u64> {
+    let mut moved = 0;
+    for r in rings.iter_mut() {
+        let new_tail = {
+            let (a, b, new_tail) = r.ring.pending();
+            if a.is_empty() {
+                continue;
+            }
+            counts.scan(a, b);
+            w.write_records(a)?;
+            w.write_records(b)?;
+            moved += (a.len() + b.len()) as u64;
+            new_tail
+        };
+        r.ring.consume(new_tail);
+    }
+    if moved > 0 {
+        w.finished_round()?;
+    }
+    Ok(moved)
+}
+
+fn host_string(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// Record until a signal, `duration` or the command's exit. Notices
+/// (skipped events, warnings) go to `notice`; `progress` is called about
+/// once a second.
+pub fn record(
+    cfg: &RecordConfig,
+    notice: &mut dyn FnMut(&str),
+    mut progress: Option<&mut dyn FnMut(&Progress)>,
+) -> Result<RecordSummary, RecordError> {
+    let tracefs = events::find_tracefs()?;
+    let mut skipped = Vec::new();
+    let planned = plan(cfg, &tracefs, notice, &mut skipped)?;
+    if planned.is_empty() {
+        return Err(RecordError::NoEvents);
+    }
+    let cgroup_dirs = if cfg.cgroups.is_empty() {
+        cgroup::discover()
+    } else {
+        cgroup::resolve(&cfg.cgroups)?
+    };
+    let cpus = online_cpus();
+    let ring_bytes = cfg.buffer_bytes.unwrap_or(DEFAULT_BUFFER_BYTES);
+    let opened = open_all(planned, &cpus, ring_bytes, notice, &mut skipped)?;
+    if opened.specs.is_empty() {
+        return Err(RecordError::NoEvents);
+    }
+    let Opened {
+        specs,
+        fds,
+        mut rings,
+        has_lost_format,
+    } = opened;
+
+    // Output: keep the previous recording as FILE.old, as perf does.
+    let out_err = |e| RecordError::Output {
+        path: cfg.output.clone(),
+        source: e,
+    };
+    if cfg.output.exists() {
+        let mut old = cfg.output.clone().into_os_string();
+        old.push(".old");
+        std::fs::rename(&cfg.output, &old).map_err(out_err)?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&cfg.output)
+        .map_err(out_err)?;
+    let mut w = PerfDataWriter::new(file, specs.clone()).map_err(out_err)?;
+    let mut counts = Counts::new(&specs);
+
+    sys::install_stop_handlers().map_err(out_err)?;
+    for (i, fd) in &fds {
+        fd.enable().map_err(|e| RecordError::PerfEvent {
+            what: "PERF_EVENT_IOC_ENABLE",
+            event: specs[*i].name.clone(),
+            cpu: 0,
+            source: e,
+        })?;
+    }
+    let start = Instant::now();
+    let mut write_error: Option<String> = None;
+    // Threads alive now; the tracking event reports later ones.
+    for t in procfs::threads() {
+        let (ppid, ptid) = if t.tgid == t.tid {
+            (t.ppid, t.ppid)
+        } else {
+            (t.tgid, t.tgid)
+        };
+        let r = w
+            .fork(t.tgid, ppid, t.tid, ptid, 0)
+            .and_then(|_| w.comm(t.tgid, t.tid, &t.comm, 0));
+        if let Err(e) = r {
+            write_error = Some(e.to_string());
+            break;
+        }
+    }
+    let mut samples: Vec<CgroupSample> = Vec::new();
+    let take_cgroups = |samples: &mut Vec<CgroupSample>| {
+        let ts = sys::monotonic_ns();
+        samples.extend(cgroup_dirs.iter().filter_map(|d| cgroup::sample(d, ts)));
+    };
+    take_cgroups(&mut samples);
+
+    let mut child: Option<Child> = None;
+    if let Some((prog, args)) = cfg.command.split_first() {
+        match std::process::Command::new(prog).args(args).spawn() {
+            Ok(c) => child = Some(c),
+            Err(e) => {
+                for (_, fd) in &fds {
+                    let _ = fd.disable();
+                }
+                let _ = w.finish(&Features::default());
+                return Err(RecordError::Command {
+                    command: prog.clone(),
+                    source: e,
+                });
+            }
+        }
+    }
+
+    let poll_fds: Vec<i32> = rings.iter().map(|r| r.leader_fd).collect();
+    let mut next_cgroup = Instant::now() + CGROUP_INTERVAL;
+    let mut next_progress = Instant::now() + Duration::from_secs(1);
+    let mut last_progress = (Instant::now(), 0u64);
+    let mut command_status = None;
+    let stop = loop {
+        if let Some(e) = &write_error {
+            break StopReason::WriteError(e.clone());
+        }
+        if let Some(sig) = sys::stop_requested() {
+            break StopReason::Signal(sig);
+        }
+        if let Some(c) = child.as_mut() {
+            if let Ok(Some(st)) = c.try_wait() {
+                command_status = Some(st);
+                break StopReason::CommandExited;
+            }
+        }
+        let now = Instant::now();
+        if cfg.duration.is_some_and(|d| now.duration_since(start) >= d) {
+            break StopReason::Duration;
+        }
+        let mut wait = POLL_MS;
+        if let Some(d) = cfg.duration {
+            let left = d.saturating_sub(now.duration_since(start));
+            wait = wait.min(left.as_millis() as i32 + 1);
+        }
+        if !cgroup_dirs.is_empty() {
+            wait = wait.min(next_cgroup.saturating_duration_since(now).as_millis() as i32);
+        }
+        if let Err(e) = sys::poll_in(&poll_fds, wait) {
+            notice(&format!("poll failed: {e}"));
+        }
+        if let Err(e) = drain(&mut rings, &mut w, &mut counts) {
+            write_error = Some(e.to_string());
+            continue;
+        }
+        let now = Instant::now();
+        if !cgroup_dirs.is_empty() && now >= next_cgroup {
+            take_cgroups(&mut samples);
+            next_cgroup = now + CGROUP_INTERVAL;
+        }
+        if now >= next_progress {
+            if let Some(cb) = progress.as_mut() {
+                let dt = now.duration_since(last_progress.0).as_secs_f64();
+                cb(&Progress {
+                    events: counts.samples,
+                    events_per_sec: (counts.samples - last_progress.1) as f64 / dt.max(1e-9),
+                    bytes: w.data_size(),
+                    elapsed: now.duration_since(start),
+                });
+            }
+            last_progress = (now, counts.samples);
+            next_progress = now + Duration::from_secs(1);
+        }
+    };
+
+    // Stop the events, then drain what they produced.
+    for (_, fd) in &fds {
+        let _ = fd.disable();
+    }
+    if write_error.is_none() {
+        if let Err(e) = drain(&mut rings, &mut w, &mut counts) {
+            write_error = Some(e.to_string());
+        }
+    }
+    let elapsed = start.elapsed();
+    take_cgroups(&mut samples);
+
+    let mut lost_stat = 0u64;
+    if has_lost_format {
+        let mut vals = [0u64; 3];
+        for (_, fd) in &fds {
+            if let Ok(3) = fd.read_values(&mut vals) {
+                lost_stat += vals[2];
+            }
+        }
+    }
+    drop(rings);
+    drop(fds);
+
+    let tp_names: Vec<&str> = specs
+        .iter()
+        .filter(|s| s.attr.kind == abi::attr_type::TRACEPOINT)
+        .map(|s| s.name.as_str())
+        .collect();
+    let tracing_data = match events::tracing_data(&tracefs, &tp_names).and_then(|td| {
+        td.to_bytes().map_err(|e| RecordError::Tracefs {
+            path: tracefs.clone(),
+            detail: e.to_string(),
+        })
+    }) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            notice(&format!(
+                "warning: tracing data not stored ({e}); perf cannot decode the events"
+            ));
+            None
+        }
+    };
+    let nr_online = cpus.len() as u32;
+    let nr_avail = std::fs::read_to_string("/sys/devices/system/cpu/present")
+        .ok()
+        .and_then(|s| parse_cpu_list(&s).into_iter().max())
+        .map_or(nr_online, |m| m + 1);
+    let features = Features {
+        tracing_data,
+        hostname: host_string("/proc/sys/kernel/hostname"),
+        osrelease: host_string("/proc/sys/kernel/osrelease"),
+        version: Some(format!("schedscope {}", env!("CARGO_PKG_VERSION"))),
+        arch: Some(std::env::consts::ARCH.to_string()),
+        nr_cpus: Some((nr_avail, nr_online)),
+        cmdline: cfg.cmdline.clone(),
+        extra: vec![(
+            abi::feature::SCHEDSCOPE_CGROUP_SAMPLES,
+            cgroup::encode(&samples),
+        )],
+    };
+    let (_, fin) = w.finish(&features).map_err(out_err)?;
+
+    // The command may still run after a signal: pass the signal on and
+    // wait for it, so we exit with its status.
+    if let Some(mut c) = child {
+        if command_status.is_none() {
+            if let StopReason::Signal(sig) = stop {
+                if let Ok(None) = c.try_wait() {
+                    sys::kill(c.id(), sig);
+                }
+            }
+            command_status = c.wait().ok();
+        }
+    }
+
+    let stop = match write_error {
+        Some(e) if !matches!(stop, StopReason::WriteError(_)) => StopReason::WriteError(e),
+        _ => stop,
+    };
+    Ok(RecordSummary {
+        output: cfg.output.clone(),
+        events: counts.samples,
+        lost: lost_stat.max(counts.lost_in_stream),
+        lost_records: counts.lost_records,
+        bytes: fin.file_size,
+        elapsed,
+        events_by_name: specs
+            .iter()
+            .zip(&counts.per_event)
+            .map(|(s, &n)| (s.name.clone(), n))
+            .collect(),
+        skipped,
+        cgroup_samples: samples.len(),
+        stop,
+        command_status,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffer_sizes_parse_as_bytes_or_pages() {
+        let page = sys::page_size() as u64;
+        assert_eq!(parse_buffer_size("4M").unwrap(), 4 << 20);
+        assert_eq!(parse_buffer_size("512k").unwrap(), 512 << 10);
+        assert_eq!(parse_buffer_size("1024").unwrap(), 1024 * page);
+        let e = parse_buffer_size("12X").unwrap_err().to_string();
+        assert!(e.contains("--buffer-size") && e.contains("12X"), "{e}");
+        assert!(parse_buffer_size("0").is_err());
+    }
+
+    #[test]
+    fn ring_pages_are_powers_of_two() {
+        let page = sys::page_size() as u64;
+        assert_eq!(ring_pages(1024 * page), 1024);
+        assert_eq!(ring_pages(1000 * page), 1024);
+        assert_eq!(ring_pages(1), 2);
+    }
+
+    #[test]
+    fn cpu_lists_parse() {
+        assert_eq!(parse_cpu_list("0-3,5\n"), vec![0, 1, 2, 3, 5]);
+        assert_eq!(parse_cpu_list("0"), vec![0]);
+    }
+
+    #[test]
+    fn scan_counts_records_split_across_the_wrap() {
+        let specs = vec![AttrSpec {
+            attr: EventAttr::tracepoint(1),
+            name: "a:b".into(),
+            ids: vec![42],
+        }];
+        let mut c = Counts::new(&specs);
+        let mut bytes = Vec::new();
+        // SAMPLE with id 42, 24 bytes.
+        bytes.extend_from_slice(&9u32.to_ne_bytes());
+        bytes.extend_from_slice(&0u16.to_ne_bytes());
+        bytes.extend_from_slice(&24u16.to_ne_bytes());
+        bytes.extend_from_slice(&42u64.to_ne_bytes());
+        bytes.extend_from_slice(&0u64.to_ne_bytes());
+        // LOST: id, lost = 5.
+        bytes.extend_from_slice(&2u32.to_ne_bytes());
+        bytes.extend_from_slice(&0u16.to_ne_bytes());
+        bytes.extend_from_slice(&24u16.to_ne_bytes());
+        bytes.extend_from_slice(&42u64.to_ne_bytes());
+        bytes.extend_from_slice(&5u64.to_ne_bytes());
+        for split in 0..bytes.len() {
+            let mut c2 = Counts::new(&specs);
+            c2.scan(&bytes[..split], &bytes[split..]);
+            assert_eq!(
+                (c2.samples, c2.per_event[0], c2.lost_in_stream),
+                (1, 1, 5),
+                "split {split}"
+            );
+        }
+        c.scan(&bytes, &[]);
+        assert_eq!(c.lost_records, 1);
+    }
+}
