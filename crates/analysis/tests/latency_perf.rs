@@ -1,0 +1,291 @@
+//! Oracle test: our latency and run-time numbers against perf's own, on one
+//! recording made by the test.
+//!
+//! * max delay and switch count per task against `perf sched latency -p`
+//!   (Debian perf 6.1; see `latency.rs` for the semantics we match);
+//! * run time per task against `perf sched timehist -s`, within 0.1% (or the
+//!   microsecond that perf's truncating print loses);
+//! * the same recording decoded from perf.data and from `perf script` text
+//!   gives the same report.
+//!
+//! Needs root, perf and tracefs; skips with a message otherwise.
+
+use schedscope_analysis::latency::{self, LatencyReport};
+use schedscope_trace::{EventData, Trace};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const EVENTS: &str =
+    "sched:sched_switch,sched:sched_wakeup,sched:sched_waking,sched:sched_migrate_task";
+
+fn skip_reason() -> Option<String> {
+    // /proc/self is owned by the effective uid of this process.
+    use std::os::unix::fs::MetadataExt;
+    if std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(1)
+        != 0
+    {
+        return Some("not root".into());
+    }
+    if Command::new("perf").arg("--version").output().is_err() {
+        return Some("perf not installed".into());
+    }
+    if !Path::new("/sys/kernel/tracing/events/sched/sched_switch").exists()
+        && !Path::new("/sys/kernel/debug/tracing/events/sched/sched_switch").exists()
+    {
+        return Some("tracefs not mounted".into());
+    }
+    None
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("schedscope-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// perf sched latency -p rows: tid -> (switches, max delay in ms).
+fn perf_latency(data: &Path) -> (HashMap<i32, (u64, f64)>, Vec<i32>) {
+    let text = run(Command::new("perf")
+        .args(["sched", "latency", "-p", "-i"])
+        .arg(data));
+    let mut rows = HashMap::new();
+    let mut dup = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('|').collect();
+        if f.len() < 5 || !f[4].contains("max:") {
+            continue;
+        }
+        let name = f[0].trim();
+        let Some((_, tid)) = name.rsplit_once(':') else {
+            continue;
+        };
+        let Ok(tid) = tid.parse::<i32>() else {
+            continue;
+        };
+        let switches: u64 = f[2].trim().parse().unwrap();
+        let max: f64 = f[4]
+            .trim()
+            .trim_start_matches("max:")
+            .trim()
+            .trim_end_matches("ms")
+            .trim()
+            .parse()
+            .unwrap();
+        if rows.insert(tid, (switches, max)).is_some() {
+            dup.push(tid);
+        }
+    }
+    (rows, dup)
+}
+
+/// perf sched timehist -s: tid -> run time in ms.
+fn perf_runtime(data: &Path) -> (HashMap<i32, f64>, Vec<i32>) {
+    let text = run(Command::new("perf")
+        .args(["sched", "timehist", "-s", "-i"])
+        .arg(data));
+    let mut rows = HashMap::new();
+    let mut dup = Vec::new();
+    for line in text.lines() {
+        // "   comm[tid]   parent   sched-in   run-time   min ..."
+        let Some(close) = line.find("] ") else {
+            continue;
+        };
+        let Some(open) = line[..close].rfind('[') else {
+            continue;
+        };
+        let Ok(tid) = line[open + 1..close].parse::<i32>() else {
+            continue;
+        };
+        let cols: Vec<&str> = line[close + 1..].split_whitespace().collect();
+        if cols.len() < 3 {
+            continue;
+        }
+        let Ok(ms) = cols[2].parse::<f64>() else {
+            continue;
+        };
+        if rows.insert(tid, ms).is_some() {
+            dup.push(tid);
+        }
+    }
+    (rows, dup)
+}
+
+fn record(dir: &Path) -> PathBuf {
+    let data = dir.join("perf.data");
+    run(Command::new("perf")
+        .args(["record", "-q", "-e", EVENTS, "-a", "-o"])
+        .arg(&data)
+        .args([
+            "--",
+            "perf",
+            "bench",
+            "sched",
+            "messaging",
+            "-g",
+            "4",
+            "-l",
+            "200",
+        ]));
+    data
+}
+
+fn load(path: &Path) -> Trace {
+    schedscope_parser::load(path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn ours(path: &Path) -> LatencyReport {
+    latency::compute(&load(path)).unwrap()
+}
+
+/// Run time that `perf sched timehist` charges to a pseudo-thread instead of
+/// prev_pid: the final switch-out of an exiting task is recorded with sample
+/// pid/tid -1, and timehist charges the slice to the sample's thread (its
+/// `:-1[-1/N]` row), while we charge it to prev_pid, the task that ran.
+fn charged_to_sample_minus_one(trace: &Trace) -> HashMap<i32, u64> {
+    let mut last: HashMap<u32, u64> = HashMap::new();
+    let mut out = HashMap::new();
+    for ev in &trace.events {
+        if let EventData::Switch { prev_tid, .. } = ev.data {
+            if let Some(t0) = last.insert(ev.cpu.0, ev.ts.0) {
+                if ev.tid.0 < 0 && !prev_tid.is_idle() {
+                    *out.entry(prev_tid.0).or_insert(0) += ev.ts.0 - t0;
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn latency_and_runtime_agree_with_perf() {
+    if let Some(why) = skip_reason() {
+        eprintln!(
+            "SKIPPED latency_and_runtime_agree_with_perf: {why} (needs root, perf and tracefs)"
+        );
+        return;
+    }
+    let dir = tmpdir("latency");
+    let data = record(&dir);
+    let trace = load(&data);
+    let report = latency::compute(&trace).unwrap();
+    let orphan = charged_to_sample_minus_one(&trace);
+    drop(trace);
+
+    let (perf_lat, dup_lat) = perf_latency(&data);
+    let (perf_run, dup_run) = perf_runtime(&data);
+    assert!(
+        perf_lat.len() >= 100,
+        "perf listed only {} tasks",
+        perf_lat.len()
+    );
+    let by_tid: HashMap<i32, &latency::TaskLatency> =
+        report.tasks.iter().map(|t| (t.tid, t)).collect();
+
+    // Same tasks: every task perf lists (it lists those with switches > 0),
+    // and no task of ours with switches that perf does not list. A tid that
+    // perf shows twice (reused by a new thread) is compared by presence only.
+    let ours_with_switches: Vec<i32> = report
+        .tasks
+        .iter()
+        .filter(|t| t.switches > 0)
+        .map(|t| t.tid)
+        .collect();
+    for tid in &ours_with_switches {
+        assert!(
+            perf_lat.contains_key(tid),
+            "tid {tid} has switches here but perf does not list it"
+        );
+    }
+    let mut exact = 0;
+    let mut diffs = Vec::new();
+    for (tid, &(switches, max_ms)) in &perf_lat {
+        let t = by_tid
+            .get(tid)
+            .unwrap_or_else(|| panic!("perf lists tid {tid}, we do not"));
+        if dup_lat.contains(tid) {
+            continue;
+        }
+        // perf prints %8.3f ms, i.e. rounded to the microsecond.
+        let ours_ms = (t.delay_max_ns as f64 / 1e6 * 1000.0).round() / 1000.0;
+        if (ours_ms - max_ms).abs() < 0.0005 && t.switches == switches {
+            exact += 1;
+        } else {
+            diffs.push((*tid, switches, max_ms, t.switches, t.delay_max_ns));
+        }
+    }
+    let n = perf_lat.len() - dup_lat.len();
+    assert!(
+        exact * 100 >= n * 99,
+        "max delay/switches equal for only {exact}/{n} tasks; differing (tid, perf switches, perf max ms, our switches, our max ns): {diffs:?}"
+    );
+    // perf counts the same inconsistencies as "context switch bugs".
+    eprintln!(
+        "latency: {exact}/{n} tasks equal to the microsecond; context switch bugs {}",
+        report.context_switch_bugs
+    );
+
+    // Run time against timehist, within 0.1% or perf's print rounding.
+    let mut checked = 0;
+    for (tid, &ms) in &perf_run {
+        if *tid <= 0 || dup_run.contains(tid) {
+            continue;
+        }
+        let ours_ns = by_tid.get(tid).map(|t| t.runtime_ns).unwrap_or(0)
+            - orphan.get(tid).copied().unwrap_or(0);
+        // timehist prints whole microseconds, truncated (print_sched_time).
+        let ours_us = ours_ns / 1000;
+        let perf_us = (ms * 1000.0).round() as u64;
+        let within =
+            ours_us == perf_us || (ours_us as f64 - perf_us as f64).abs() <= perf_us as f64 * 0.001;
+        assert!(
+            within,
+            "tid {tid}: run time {ours_ns} ns here, {ms:.3} ms in perf sched timehist"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 100, "only {checked} run times compared");
+
+    // The same recording as perf script text gives the same numbers.
+    let text = dir.join("perf.txt");
+    let script = run(Command::new("perf")
+        .args(["script", "--ns", "-i"])
+        .arg(&data));
+    std::fs::write(&text, script).unwrap();
+    let from_text = ours(&text);
+    let key = |r: &LatencyReport| {
+        let mut v: Vec<(i32, u64, u64, u64, u64)> = r
+            .tasks
+            .iter()
+            .map(|t| {
+                (
+                    t.tid,
+                    t.switches,
+                    t.delay_max_ns,
+                    t.delay_total_ns,
+                    t.runtime_ns,
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        key(&report),
+        key(&from_text),
+        "perf.data and perf script text disagree"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
