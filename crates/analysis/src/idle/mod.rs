@@ -1,0 +1,338 @@
+//! Idle under bandwidth control (DESIGN.md "Idle under bandwidth", issue 5).
+//!
+//! One pass over the time-sorted events ([`pass`]) keeps per-CPU state (who
+//! runs, idle since when, open wasted-idle gap, SCHED softirq in progress)
+//! and per-task state (running, or waiting on which CPU since when, and
+//! whether the wait is a CFS-bandwidth throttle). From it:
+//!
+//! * per CPU `idle_ns` (pid 0 current) and `wasted_idle_ns`: idle time during
+//!   which at least one runnable task was *stuck* somewhere: queued on a busy
+//!   CPU, or throttled. A task just woken onto an idle CPU is that CPU's
+//!   incoming work (its wakeup latency), not stuck work, so it does not make
+//!   other idle CPUs' time wasted.
+//! * the split of wasted idle: `throttled_ns` when every stuck task is
+//!   throttled, `imbalance_ns` when some stuck task could have run on the idle
+//!   CPU (it waits on a busy CPU and is not throttled).
+//! * throttling is `inferred` from the trace (on 6.18 a throttled task leaves
+//!   the CPU as runnable, prev_state R, and the CPU then idles or runs
+//!   something else while the task stays off CPU: a CPU that goes idle while a
+//!   preempted task is queued on it proves that task is throttled) or
+//!   `recorded` when the trace carries cgroup cpu.stat samples and tasks map to
+//!   the sampled cgroups (by comm = last path component, see
+//!   [`IdleReport::attribution`]); recorded throttling marks a task throttled
+//!   from its R switch-out when its cgroup's nr_throttled grew in that sample
+//!   interval.
+//! * the per-second table of the seeds (idle %, work done), idle-balancing
+//!   proxies (SCHED softirqs, nohz kicks, wake_idle_without_ipi, pulls into
+//!   idle CPUs), how each wasted-idle gap ended, wait-before-pull percentiles,
+//!   a gap-length histogram and the longest gaps with who was waiting.
+
+mod pass;
+mod render;
+mod stats;
+
+use crate::{AnalysisError, Context};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+pub use stats::{percentile_nearest_rank, population_stddev};
+
+/// Events the analysis cannot do without.
+const REQUIRED: &[&str] = &["sched:sched_switch"];
+/// One of these is needed to know when tasks become runnable.
+const WAKEUPS: &[&str] = &["sched:sched_waking", "sched:sched_wakeup"];
+/// Idle-balancing proxies; without them the balance table is incomplete.
+const PROXIES: &[&str] = &[
+    "sched:sched_migrate_task",
+    "irq:softirq_entry",
+    "irq:softirq_exit",
+    "csd:csd_queue_cpu",
+    "sched:sched_wake_idle_without_ipi",
+];
+
+/// Where the throttled/imbalance split comes from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Attribution {
+    /// From the cgroup cpu.stat samples stored in the trace (plus the trace
+    /// inference for tasks that map to no sampled cgroup).
+    Recorded,
+    #[default]
+    /// Inferred from the trace alone: a task switched out runnable (prev_state
+    /// R) whose CPU then idled while it stayed queued is throttled.
+    Inferred,
+}
+
+/// One CPU's idle figures.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CpuIdle {
+    /// CPU number.
+    pub cpu: u32,
+    /// Time the idle task (pid 0) was current.
+    pub idle_ns: u64,
+    /// Idle time while some runnable task was stuck elsewhere or throttled.
+    pub wasted_idle_ns: u64,
+    /// Part of `wasted_idle_ns` when every stuck task was throttled.
+    pub throttled_ns: u64,
+    /// Part of `wasted_idle_ns` when some stuck task was not throttled.
+    pub imbalance_ns: u64,
+    /// SCHED softirq runs (irq:softirq_entry vec=7) on this CPU.
+    pub sched_softirqs: u64,
+    /// Time spent in SCHED softirqs on this CPU.
+    pub sched_softirq_ns: u64,
+    /// nohz idle-balance kicks (csd_queue_cpu func=nohz_csd_func) sent to this CPU.
+    pub nohz_kicks_received: u64,
+    /// sched_wake_idle_without_ipi targeting this CPU.
+    pub wake_idle_without_ipi: u64,
+    /// Runnable tasks migrated into this CPU while it was idle.
+    pub pulls: u64,
+}
+
+/// Statistics of the per-second idle %.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PctStats {
+    /// Mean over the full one-second buckets (null when the trace is shorter than 1 s).
+    pub avg: Option<f64>,
+    /// Population standard deviation.
+    pub stddev: Option<f64>,
+    /// Smallest bucket.
+    pub min: Option<f64>,
+    /// Largest bucket.
+    pub max: Option<f64>,
+}
+
+/// Statistics of the CPU time delivered to non-idle tasks per second.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct WorkStats {
+    /// Mean ns of non-idle CPU time per full one-second bucket (all CPUs).
+    pub avg: Option<f64>,
+    /// Population standard deviation.
+    pub stddev: Option<f64>,
+}
+
+/// Distribution of a set of durations.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct DurStats {
+    /// How many.
+    pub count: u64,
+    /// Mean (null when empty).
+    pub avg: Option<f64>,
+    /// Median, nearest rank.
+    pub p50: Option<u64>,
+    /// 99th percentile, nearest rank.
+    pub p99: Option<u64>,
+    /// Largest.
+    pub max: Option<u64>,
+}
+
+/// How wasted-idle gaps ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct GapEndings {
+    /// The CPU left idle to run a task woken onto it.
+    pub wakeup: u64,
+    /// A runnable task was migrated into the CPU during the gap (a pull).
+    pub pull: u64,
+    /// The stuck work got a CPU elsewhere (or was unthrottled there) while
+    /// this CPU stayed idle.
+    pub ran_elsewhere: u64,
+    /// Still open when the trace ended.
+    pub trace_end: u64,
+    /// The CPU left idle to run a task that had been throttled on it.
+    pub unthrottle: u64,
+}
+
+/// nohz kicks between one pair of CPUs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Kick {
+    /// CPU that sent the kick.
+    pub from: u32,
+    /// CPU that was kicked.
+    pub to: u32,
+    /// How many times.
+    pub count: u64,
+}
+
+/// Idle-balancing proxies.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Balance {
+    /// SCHED softirq runs, all CPUs.
+    pub sched_softirqs: u64,
+    /// Time in SCHED softirqs, all CPUs.
+    pub sched_softirq_ns: u64,
+    /// nohz idle-balance kicks.
+    pub nohz_kicks: u64,
+    /// Who kicked whom.
+    pub kicks: Vec<Kick>,
+    /// sched_wake_idle_without_ipi events.
+    pub wake_idle_without_ipi: u64,
+    /// Runnable (queued, not being woken) tasks migrated into an idle CPU.
+    pub pulls_into_idle: u64,
+    /// Pulls by inferred balancing path: `nohz_kick` (in a SCHED softirq of a
+    /// CPU kicked since it went idle), `nohz_balance` (SCHED softirq on
+    /// another CPU balancing for the idle one), `idle_balance` (SCHED softirq
+    /// of the idle CPU itself, not kicked), `newidle` (from the idle CPU
+    /// outside a softirq), `active` (migration/N stopper), `other`.
+    pub pulls_by_path: BTreeMap<String, u64>,
+    /// How long the pulled task had waited while the destination CPU was idle.
+    pub wait_before_pull_ns: DurStats,
+    /// How wasted-idle gaps ended.
+    pub gap_endings: GapEndings,
+}
+
+/// A log2 bucket of gap lengths.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct GapBucket {
+    /// Lower bound (inclusive), ns.
+    pub lo_ns: u64,
+    /// Upper bound (exclusive), ns.
+    pub hi_ns: u64,
+    /// Gaps in the bucket.
+    pub count: u64,
+    /// Their total length.
+    pub total_ns: u64,
+}
+
+/// A runnable task that was stuck when a gap opened.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Waiter {
+    /// Thread id.
+    pub tid: i32,
+    /// Command name.
+    pub comm: String,
+    /// CPU it was queued on.
+    pub cpu: u32,
+    /// Whether it was throttled.
+    pub throttled: bool,
+}
+
+/// One wasted-idle gap.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Gap {
+    /// The idle CPU.
+    pub cpu: u32,
+    /// Start (trace clock, ns).
+    pub start_ns: u64,
+    /// Length.
+    pub dur_ns: u64,
+    /// Part of it with only throttled tasks stuck.
+    pub throttled_ns: u64,
+    /// Part of it with some unthrottled task stuck.
+    pub imbalance_ns: u64,
+    /// How it ended (`wakeup`, `pull`, `ran_elsewhere`, `trace_end`, `unthrottle`).
+    pub ending: String,
+    /// Up to four tasks stuck when it opened.
+    pub waiting: Vec<Waiter>,
+}
+
+/// Wasted-idle gaps.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Gaps {
+    /// Number of gaps.
+    pub count: u64,
+    /// Their total length (= `wasted_idle_ns`).
+    pub total_ns: u64,
+    /// By length: bucket 0 is < 1 µs, bucket i covers [2^(i-1), 2^i) µs.
+    pub histogram: Vec<GapBucket>,
+    /// The 20 longest, longest first.
+    pub longest: Vec<Gap>,
+}
+
+/// One cgroup's CPU time vs its quota, from the recorded samples.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CgroupUsage {
+    /// Path relative to the controller root.
+    pub path: String,
+    /// cfs_quota_us (latest sample); -1 = unlimited.
+    pub quota_us: i64,
+    /// cfs_period_us.
+    pub period_us: u64,
+    /// Quota in CPUs (quota / period); null when unlimited.
+    pub quota_cpus: Option<f64>,
+    /// CPUs used on average between the first and last sample (null without usage).
+    pub usage_cpus: Option<f64>,
+    /// nr_periods growth between the first and last sample.
+    pub nr_periods: u64,
+    /// nr_throttled growth.
+    pub nr_throttled: u64,
+    /// throttled time growth.
+    pub throttled_ns: u64,
+    /// Number of samples.
+    pub samples: u64,
+    /// Tasks of the trace mapped to this cgroup (by comm = last path component).
+    pub tasks: u64,
+}
+
+/// The `idle` section.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct IdleReport {
+    /// Per CPU.
+    pub cpus: Vec<CpuIdle>,
+    /// Sum of per-CPU idle.
+    pub idle_ns: u64,
+    /// Sum of per-CPU wasted idle.
+    pub wasted_idle_ns: u64,
+    /// Wasted idle with only throttled work stuck.
+    pub throttled_ns: u64,
+    /// Wasted idle with unthrottled work stuck elsewhere.
+    pub imbalance_ns: u64,
+    /// Where the split comes from.
+    pub attribution: Attribution,
+    /// Idle % per full one-second bucket from the first event.
+    pub per_second_idle_pct: PctStats,
+    /// Non-idle CPU time per full one-second bucket.
+    pub work_per_second_ns: WorkStats,
+    /// Full one-second buckets.
+    pub seconds: u64,
+    /// Time from first to last event.
+    pub duration_ns: u64,
+    /// Idle-balancing proxies and gap endings.
+    pub balance: Balance,
+    /// Wasted-idle gaps.
+    pub gaps: Gaps,
+    /// Per-cgroup CPU time vs quota (from recorded samples).
+    pub cgroups: Vec<CgroupUsage>,
+    /// Balancing proxies that the trace lacks (their counts above are 0 for that reason).
+    pub missing_events: Vec<String>,
+    /// Events that contradicted the tracked state (tolerated).
+    pub anomalies: u64,
+}
+
+fn has_event(trace: &schedscope_trace::Trace, name: &str) -> bool {
+    trace.count(name) > 0 || trace.name_id(name).is_some()
+}
+
+/// Compute the idle section.
+///
+/// Errors with [`AnalysisError::MissingEvents`] when the trace has no
+/// sched_switch or no wakeup events (without them idle and waiting time are
+/// unknowable); missing balancing proxies only leave those tables empty and
+/// are listed in [`IdleReport::missing_events`].
+pub fn analyze(ctx: &Context) -> Result<IdleReport, AnalysisError> {
+    let trace = ctx.trace;
+    let mut missing: Vec<&str> = REQUIRED
+        .iter()
+        .copied()
+        .filter(|n| !has_event(trace, n))
+        .collect();
+    if !WAKEUPS.iter().any(|n| has_event(trace, n)) {
+        missing.push(WAKEUPS[0]);
+    }
+    if !missing.is_empty() {
+        return Err(AnalysisError::missing("idle", &missing));
+    }
+    let mut report = pass::run(trace);
+    report.missing_events = PROXIES
+        .iter()
+        .filter(|n| !has_event(trace, n))
+        .map(|s| s.to_string())
+        .collect();
+    Ok(report)
+}
+
+impl IdleReport {
+    /// Render the section as text: headline first, then aligned tables
+    /// (`ctx.opts.top` rows where a table can be long).
+    pub fn render_text(&self, ctx: &Context, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        render::render(self, ctx, out)
+    }
+}

@@ -1,0 +1,893 @@
+//! The single pass over the sorted events.
+//!
+//! Per CPU: who is current (known from the first event on that CPU, whose
+//! common_pid is current), since when, the open wasted-idle gap, the SCHED
+//! softirq in progress and the last nohz kick received. Per task: running
+//! where, or waiting on which CPU since when, and whether that wait is a
+//! throttle. Globally: `n_thr` (throttled waiters) and `n_busyq` (unthrottled
+//! waiters queued on CPUs that are not idle). The global mode is
+//! `Imbalance` when `n_busyq > 0`, else `Throttled` when `n_thr > 0`, else
+//! none; every idle CPU accrues wasted time into the current mode, so the
+//! work per event is O(1) except on mode changes (O(CPUs)).
+
+use super::stats::{dur_stats, gap_bucket, histogram, population_stddev, SecondBuckets, SEC};
+use super::{
+    Attribution, Balance, CgroupUsage, CpuIdle, Gap, GapEndings, Gaps, IdleReport, Kick, PctStats,
+    Waiter, WorkStats,
+};
+use schedscope_trace::{EventData, StrId, Sym, Tid, Trace, WakeKind};
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A fast hasher for small integer keys (tids, string ids, addresses).
+#[derive(Default)]
+struct IntHasher(u64);
+
+impl Hasher for IntHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_i32(&mut self, i: i32) {
+        self.write_u64(i as u32 as u64);
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(i as u64);
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0 ^ i).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    None,
+    Throttled,
+    Imbalance,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Wait {
+    cpu: u32,
+    since: u64,
+    throttled: bool,
+    preempted: bool,
+    slot: usize,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct TaskSt {
+    running_on: Option<u32>,
+    wait: Option<Wait>,
+    /// Between sched_waking and sched_wakeup: a migration now is wake placement.
+    in_wake: bool,
+    /// Pulled into this CPU during the current wait.
+    pulled_into: Option<u32>,
+}
+
+#[derive(Clone, Debug)]
+struct OpenGap {
+    start: u64,
+    thr: u64,
+    imb: u64,
+    pulled: bool,
+    waiting: Vec<(Tid, u32, bool)>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct CpuSt {
+    known: bool,
+    cur: Tid,
+    /// Start of the current run (of `cur`).
+    since: u64,
+    /// Start of the not yet accrued part of the current idle time.
+    seg_start: u64,
+    gap: Option<OpenGap>,
+    softirq_since: Option<u64>,
+    last_kick: Option<u64>,
+    /// Preempted unthrottled waiters queued here (may hold stale entries).
+    preempted_q: Vec<Tid>,
+    out: CpuIdle,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ending {
+    Wakeup,
+    Pull,
+    RanElsewhere,
+    TraceEnd,
+    Unthrottle,
+}
+
+impl Ending {
+    fn as_str(self) -> &'static str {
+        match self {
+            Ending::Wakeup => "wakeup",
+            Ending::Pull => "pull",
+            Ending::RanElsewhere => "ran_elsewhere",
+            Ending::TraceEnd => "trace_end",
+            Ending::Unthrottle => "unthrottle",
+        }
+    }
+}
+
+/// Recorded cgroup throttling: tasks map to cgroups by comm = last path component.
+struct Recorded {
+    /// Leaf name -> cgroup index.
+    by_leaf: HashMap<String, usize>,
+    /// Per cgroup: (ts, nr_throttled), sorted by ts.
+    samples: Vec<Vec<(u64, u64)>>,
+    /// comm string id -> cgroup index (cache).
+    by_comm: IntMap<StrId, Option<usize>>,
+}
+
+impl Recorded {
+    fn new(trace: &Trace) -> Option<Recorded> {
+        let mut by_leaf = HashMap::new();
+        let mut samples: Vec<Vec<(u64, u64)>> = Vec::new();
+        for s in &trace.cgroup_samples {
+            if s.quota_us <= 0 {
+                continue;
+            }
+            let Some(leaf) = s.path.rsplit('/').find(|p| !p.is_empty()) else {
+                continue;
+            };
+            let i = *by_leaf.entry(leaf.to_string()).or_insert_with(|| {
+                samples.push(Vec::new());
+                samples.len() - 1
+            });
+            samples[i].push((s.ts.0, s.nr_throttled));
+        }
+        for v in &mut samples {
+            v.sort_unstable();
+        }
+        let mapped = trace
+            .tasks
+            .iter()
+            .any(|t| by_leaf.contains_key(t.comm.as_str()));
+        (mapped && samples.iter().any(|v| v.len() >= 2)).then_some(Recorded {
+            by_leaf,
+            samples,
+            by_comm: IntMap::default(),
+        })
+    }
+
+    /// Whether the cgroup of a task with comm `comm` was throttled in the
+    /// sample interval containing `ts`.
+    fn throttled(&mut self, trace: &Trace, comm: StrId, ts: u64) -> bool {
+        let by_leaf = &self.by_leaf;
+        let cg = *self
+            .by_comm
+            .entry(comm)
+            .or_insert_with(|| by_leaf.get(trace.strings.get(comm)).copied());
+        let Some(v) = cg.and_then(|i| self.samples.get(i)) else {
+            return false;
+        };
+        let i = v.partition_point(|s| s.0 <= ts);
+        match (i.checked_sub(1).and_then(|j| v.get(j)), v.get(i)) {
+            (Some(a), Some(b)) => b.1 > a.1,
+            _ => false,
+        }
+    }
+}
+
+struct Pass<'t> {
+    trace: &'t Trace,
+    start: u64,
+    cpus: Vec<CpuSt>,
+    tasks: IntMap<Tid, TaskSt>,
+    waiting: Vec<Tid>,
+    nonthr_on: Vec<u32>,
+    n_thr: u64,
+    n_busyq: u64,
+    mode: Mode,
+    has_wakeup: bool,
+    idle_b: SecondBuckets,
+    busy_b: SecondBuckets,
+    hist: Vec<(u64, u64)>,
+    gap_count: u64,
+    gap_total: u64,
+    longest: Vec<Gap>,
+    endings: GapEndings,
+    pull_waits: Vec<u64>,
+    pulls_by_path: BTreeMap<String, u64>,
+    kicks: BTreeMap<(u32, u32), u64>,
+    nohz_cache: IntMap<u64, bool>,
+    recorded: Option<Recorded>,
+    anomalies: u64,
+}
+
+const LONGEST: usize = 20;
+
+/// Run the pass over `trace` (events sorted by time).
+pub(super) fn run(trace: &Trace) -> IdleReport {
+    let start = trace.start().0;
+    let end = trace.end().0;
+    let nb = ((end - start) / SEC) as usize;
+    let max_cpu = trace
+        .events
+        .iter()
+        .map(|e| e.cpu.0 + 1)
+        .max()
+        .unwrap_or(0)
+        .max(trace.nr_cpus);
+    let n = max_cpu as usize;
+    let mut p = Pass {
+        trace,
+        start,
+        cpus: (0..n)
+            .map(|c| CpuSt {
+                out: CpuIdle {
+                    cpu: c as u32,
+                    ..CpuIdle::default()
+                },
+                ..CpuSt::default()
+            })
+            .collect(),
+        tasks: IntMap::default(),
+        waiting: Vec::new(),
+        nonthr_on: vec![0; n],
+        n_thr: 0,
+        n_busyq: 0,
+        mode: Mode::None,
+        has_wakeup: trace.count("sched:sched_wakeup") > 0
+            || trace.count("sched:sched_wakeup_new") > 0,
+        idle_b: SecondBuckets::new(start, nb),
+        busy_b: SecondBuckets::new(start, nb),
+        hist: Vec::new(),
+        gap_count: 0,
+        gap_total: 0,
+        longest: Vec::new(),
+        endings: GapEndings::default(),
+        pull_waits: Vec::new(),
+        pulls_by_path: BTreeMap::new(),
+        kicks: BTreeMap::new(),
+        nohz_cache: IntMap::default(),
+        recorded: Recorded::new(trace),
+        anomalies: 0,
+    };
+    for ev in &trace.events {
+        p.event(ev);
+    }
+    p.finish(end, nb)
+}
+
+impl<'t> Pass<'t> {
+    fn idle(&self, c: u32) -> bool {
+        self.cpus
+            .get(c as usize)
+            .is_some_and(|s| s.known && s.cur.is_idle())
+    }
+
+    fn valid(&self, c: u32) -> bool {
+        (c as usize) < self.cpus.len()
+    }
+
+    fn compute_mode(&self) -> Mode {
+        if self.n_busyq > 0 {
+            Mode::Imbalance
+        } else if self.n_thr > 0 {
+            Mode::Throttled
+        } else {
+            Mode::None
+        }
+    }
+
+    // ---- waiters ----
+
+    fn add_wait(&mut self, tid: Tid, cpu: u32, since: u64, preempted: bool, throttled: bool) {
+        let slot = self.waiting.len();
+        self.waiting.push(tid);
+        if throttled {
+            self.n_thr += 1;
+        } else {
+            self.nonthr_on[cpu as usize] += 1;
+            if !self.idle(cpu) {
+                self.n_busyq += 1;
+            }
+            if preempted {
+                self.cpus[cpu as usize].preempted_q.push(tid);
+            }
+        }
+        let t = self.tasks.entry(tid).or_default();
+        t.wait = Some(Wait {
+            cpu,
+            since,
+            throttled,
+            preempted,
+            slot,
+        });
+    }
+
+    fn remove_wait(&mut self, tid: Tid) -> Option<Wait> {
+        let w = self.tasks.get_mut(&tid)?.wait.take()?;
+        self.waiting.swap_remove(w.slot);
+        if let Some(&moved) = self.waiting.get(w.slot) {
+            if let Some(Wait { slot, .. }) =
+                self.tasks.get_mut(&moved).and_then(|t| t.wait.as_mut())
+            {
+                *slot = w.slot;
+            }
+        }
+        if w.throttled {
+            self.n_thr -= 1;
+        } else {
+            self.nonthr_on[w.cpu as usize] -= 1;
+            if !self.idle(w.cpu) {
+                self.n_busyq -= 1;
+            }
+        }
+        Some(w)
+    }
+
+    fn set_throttled(&mut self, tid: Tid, throttled: bool) {
+        let Some(w) = self.tasks.get(&tid).and_then(|t| t.wait) else {
+            return;
+        };
+        if w.throttled == throttled {
+            return;
+        }
+        self.remove_wait(tid);
+        self.add_wait(tid, w.cpu, w.since, w.preempted, throttled);
+    }
+
+    fn move_wait(&mut self, tid: Tid, cpu: u32) {
+        let Some(w) = self.tasks.get(&tid).and_then(|t| t.wait) else {
+            return;
+        };
+        if w.cpu == cpu {
+            return;
+        }
+        self.remove_wait(tid);
+        self.add_wait(tid, cpu, w.since, w.preempted, w.throttled);
+    }
+
+    // ---- CPU state ----
+
+    /// Accrue the idle CPU `c`'s time since its last accrual into the current mode.
+    fn accrue(&mut self, c: usize, ts: u64) {
+        let mode = self.mode;
+        let s = &mut self.cpus[c];
+        let dur = ts.saturating_sub(s.seg_start);
+        s.seg_start = ts;
+        if dur == 0 {
+            return;
+        }
+        match mode {
+            Mode::None => {}
+            Mode::Throttled => {
+                s.out.throttled_ns += dur;
+                s.out.wasted_idle_ns += dur;
+                if let Some(g) = s.gap.as_mut() {
+                    g.thr += dur;
+                }
+            }
+            Mode::Imbalance => {
+                s.out.imbalance_ns += dur;
+                s.out.wasted_idle_ns += dur;
+                if let Some(g) = s.gap.as_mut() {
+                    g.imb += dur;
+                }
+            }
+        }
+    }
+
+    fn open_gap(&mut self, c: usize, ts: u64) {
+        let mut waiting = Vec::new();
+        for &tid in self.waiting.iter().take(64) {
+            if let Some(w) = self.tasks.get(&tid).and_then(|t| t.wait) {
+                if w.throttled || !self.idle(w.cpu) {
+                    waiting.push((tid, w.cpu, w.throttled));
+                    if waiting.len() == 4 {
+                        break;
+                    }
+                }
+            }
+        }
+        self.cpus[c].gap = Some(OpenGap {
+            start: ts,
+            thr: 0,
+            imb: 0,
+            pulled: false,
+            waiting,
+        });
+    }
+
+    fn close_gap(&mut self, c: usize, ts: u64, ending: Ending) {
+        let Some(g) = self.cpus[c].gap.take() else {
+            return;
+        };
+        let dur = ts.saturating_sub(g.start);
+        if dur == 0 {
+            return;
+        }
+        let ending = if g.pulled && ending != Ending::TraceEnd {
+            Ending::Pull
+        } else {
+            ending
+        };
+        self.gap_count += 1;
+        self.gap_total += dur;
+        let b = gap_bucket(dur);
+        if self.hist.len() <= b {
+            self.hist.resize(b + 1, (0, 0));
+        }
+        self.hist[b].0 += 1;
+        self.hist[b].1 += dur;
+        match ending {
+            Ending::Wakeup => self.endings.wakeup += 1,
+            Ending::Pull => self.endings.pull += 1,
+            Ending::RanElsewhere => self.endings.ran_elsewhere += 1,
+            Ending::TraceEnd => self.endings.trace_end += 1,
+            Ending::Unthrottle => self.endings.unthrottle += 1,
+        }
+        let min_kept = if self.longest.len() >= LONGEST {
+            self.longest.iter().map(|g| g.dur_ns).min().unwrap_or(0)
+        } else {
+            0
+        };
+        if dur > min_kept || self.longest.len() < LONGEST {
+            self.longest.push(Gap {
+                cpu: c as u32,
+                start_ns: g.start,
+                dur_ns: dur,
+                throttled_ns: g.thr,
+                imbalance_ns: g.imb,
+                ending: ending.as_str().to_string(),
+                waiting: g
+                    .waiting
+                    .iter()
+                    .map(|&(tid, cpu, throttled)| Waiter {
+                        tid: tid.0,
+                        comm: String::new(),
+                        cpu,
+                        throttled,
+                    })
+                    .collect(),
+            });
+            if self.longest.len() > 2 * LONGEST {
+                self.trim_longest();
+            }
+        }
+    }
+
+    fn trim_longest(&mut self) {
+        self.longest.sort_by(|a, b| {
+            b.dur_ns
+                .cmp(&a.dur_ns)
+                .then(a.start_ns.cmp(&b.start_ns))
+                .then(a.cpu.cmp(&b.cpu))
+        });
+        self.longest.truncate(LONGEST);
+    }
+
+    /// After the counters changed at `ts`: if the mode changed, accrue every
+    /// idle CPU under the old mode and open or close its gap.
+    fn sync(&mut self, ts: u64) {
+        let new = self.compute_mode();
+        if new == self.mode {
+            return;
+        }
+        let old = self.mode;
+        for c in 0..self.cpus.len() {
+            if !self.idle(c as u32) {
+                continue;
+            }
+            self.accrue(c, ts);
+            if old == Mode::None {
+                self.open_gap(c, ts);
+            } else if new == Mode::None {
+                self.close_gap(c, ts, Ending::RanElsewhere);
+            }
+        }
+        self.mode = new;
+    }
+
+    /// A busy (or unknown) CPU becomes idle at `ts`.
+    fn cpu_goes_idle(&mut self, c: usize, ts: u64) {
+        self.n_busyq -= self.nonthr_on[c] as u64;
+        self.cpus[c].known = true;
+        self.cpus[c].cur = Tid::IDLE;
+        self.cpus[c].seg_start = ts;
+        // A CPU that idles while a preempted task is queued on it: that task
+        // is not runnable in the scheduler's eyes, i.e. throttled.
+        let q = std::mem::take(&mut self.cpus[c].preempted_q);
+        for tid in q {
+            let still = self
+                .tasks
+                .get(&tid)
+                .and_then(|t| t.wait)
+                .is_some_and(|w| w.cpu == c as u32 && w.preempted && !w.throttled);
+            if still {
+                self.set_throttled(tid, true);
+            }
+        }
+        if self.mode != Mode::None {
+            self.open_gap(c, ts);
+        }
+    }
+
+    /// An idle CPU starts running `next` at `ts`; its gap ends with `ending`.
+    fn cpu_goes_busy(&mut self, c: usize, ts: u64, next: Tid, ending: Ending) {
+        self.accrue(c, ts);
+        self.close_gap(c, ts, ending);
+        self.cpus[c].cur = next;
+        self.n_busyq += self.nonthr_on[c] as u64;
+    }
+
+    /// Close the current run of CPU `c` at `ts` into the idle/busy totals.
+    fn close_run(&mut self, c: usize, ts: u64) {
+        let s = &mut self.cpus[c];
+        if !s.known {
+            return;
+        }
+        let (a, b) = (s.since, ts.max(s.since));
+        if s.cur.is_idle() {
+            s.out.idle_ns += b - a;
+            self.idle_b.add(a, b);
+        } else {
+            self.busy_b.add(a, b);
+        }
+        s.since = ts;
+    }
+
+    /// First event on CPU `c`: its common_pid is current, and was since the trace start.
+    fn learn_cpu(&mut self, c: usize, cur: Tid, ts: u64) {
+        self.cpus[c].since = self.start;
+        if cur.is_idle() {
+            self.cpu_goes_idle(c, ts);
+        } else {
+            self.cpus[c].known = true;
+            self.cpus[c].cur = cur;
+            self.tasks.entry(cur).or_default().running_on = Some(c as u32);
+        }
+    }
+
+    fn is_nohz_kick(&mut self, func: Sym) -> bool {
+        let trace = self.trace;
+        *self.nohz_cache.entry(func.0).or_insert_with(|| {
+            let name = trace.sym_name(func);
+            name.split('+').next() == Some("nohz_csd_func")
+        })
+    }
+
+    fn pull_path(&self, e: u32, dest: u32, ev_tid: Tid) -> &'static str {
+        if self.trace.tasks.comm(ev_tid).starts_with("migration/") {
+            return "active";
+        }
+        let s = &self.cpus[e as usize];
+        if s.softirq_since.is_some() {
+            let kicked = s.known && s.cur.is_idle() && s.last_kick.is_some_and(|k| k >= s.since);
+            if kicked {
+                "nohz_kick"
+            } else if e == dest {
+                "idle_balance"
+            } else {
+                "nohz_balance"
+            }
+        } else if e == dest {
+            "newidle"
+        } else {
+            "other"
+        }
+    }
+
+    // ---- events ----
+
+    fn event(&mut self, ev: &schedscope_trace::Event) {
+        let ts = ev.ts.0;
+        let c = ev.cpu.0 as usize;
+        if c >= self.cpus.len() {
+            self.anomalies += 1;
+            return;
+        }
+        if !self.cpus[c].known {
+            self.learn_cpu(c, ev.tid, ts);
+            self.sync(ts);
+        }
+        match ev.data {
+            EventData::Switch {
+                prev_tid,
+                prev_state,
+                prev_comm,
+                next_tid,
+                ..
+            } => self.switch(
+                c,
+                ts,
+                prev_tid,
+                prev_state.is_runnable(),
+                prev_comm,
+                next_tid,
+            ),
+            EventData::Wakeup {
+                kind,
+                tid,
+                target_cpu,
+                ..
+            } => self.wakeup(ts, kind, tid, target_cpu.0),
+            EventData::Migrate { tid, dest_cpu, .. } => self.migrate(ev, ts, tid, dest_cpu.0),
+            EventData::Exit { tid, .. } => {
+                self.remove_wait(tid);
+            }
+            EventData::Softirq { vec: 7, phase, .. } => {
+                let s = &mut self.cpus[c];
+                match phase {
+                    0 => {
+                        s.out.sched_softirqs += 1;
+                        s.softirq_since = Some(ts);
+                    }
+                    1 => {
+                        if let Some(a) = s.softirq_since.take() {
+                            s.out.sched_softirq_ns += ts.saturating_sub(a);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            EventData::CsdQueue { cpu, func, .. }
+                if self.valid(cpu.0) && self.is_nohz_kick(func) =>
+            {
+                self.cpus[cpu.0 as usize].out.nohz_kicks_received += 1;
+                self.cpus[cpu.0 as usize].last_kick = Some(ts);
+                *self.kicks.entry((c as u32, cpu.0)).or_default() += 1;
+            }
+            EventData::WakeIdleNoIpi { cpu } if self.valid(cpu.0) => {
+                self.cpus[cpu.0 as usize].out.wake_idle_without_ipi += 1;
+            }
+            _ => {}
+        }
+        self.sync(ts);
+    }
+
+    fn switch(
+        &mut self,
+        c: usize,
+        ts: u64,
+        prev: Tid,
+        prev_runnable: bool,
+        prev_comm: StrId,
+        next: Tid,
+    ) {
+        if self.cpus[c].cur != prev {
+            self.anomalies += 1;
+        }
+        self.close_run(c, ts);
+        if !prev.is_idle() {
+            let t = self.tasks.entry(prev).or_default();
+            t.running_on = None;
+            t.in_wake = false;
+            t.pulled_into = None;
+            if self.remove_wait(prev).is_some() {
+                self.anomalies += 1;
+            }
+            if prev_runnable {
+                let trace = self.trace;
+                let thr = match self.recorded.as_mut() {
+                    Some(r) => r.throttled(trace, prev_comm, ts),
+                    None => false,
+                };
+                self.add_wait(prev, c as u32, ts, true, thr);
+            }
+        }
+        let mut ending = Ending::Wakeup;
+        if !next.is_idle() {
+            let w = self.remove_wait(next);
+            let t = self.tasks.entry(next).or_default();
+            if t.running_on.is_some_and(|r| r != c as u32) {
+                self.anomalies += 1;
+            }
+            t.running_on = Some(c as u32);
+            t.in_wake = false;
+            let pulled = t.pulled_into.take() == Some(c as u32);
+            if pulled {
+                ending = Ending::Pull;
+            } else if w.is_some_and(|w| w.throttled) {
+                ending = Ending::Unthrottle;
+            }
+        }
+        let was_idle = self.idle(c as u32);
+        match (was_idle, next.is_idle()) {
+            (false, true) => self.cpu_goes_idle(c, ts),
+            (true, false) => self.cpu_goes_busy(c, ts, next, ending),
+            _ => self.cpus[c].cur = next,
+        }
+        self.cpus[c].since = ts;
+    }
+
+    fn wakeup(&mut self, ts: u64, kind: WakeKind, tid: Tid, target: u32) {
+        if tid.is_idle() || !self.valid(target) {
+            return;
+        }
+        let t = self.tasks.entry(tid).or_default();
+        if t.running_on.is_some() {
+            return;
+        }
+        let waiting = t.wait.is_some();
+        match kind {
+            WakeKind::Waking => {
+                if !waiting {
+                    t.in_wake = true;
+                    t.pulled_into = None;
+                    self.add_wait(tid, target, ts, false, false);
+                }
+            }
+            WakeKind::Wakeup | WakeKind::WakeupNew => {
+                t.in_wake = false;
+                if !waiting {
+                    t.pulled_into = None;
+                }
+                if waiting {
+                    self.move_wait(tid, target);
+                } else {
+                    self.add_wait(tid, target, ts, false, false);
+                }
+            }
+        }
+    }
+
+    fn migrate(&mut self, ev: &schedscope_trace::Event, ts: u64, tid: Tid, dest: u32) {
+        if !self.valid(dest) {
+            self.anomalies += 1;
+            return;
+        }
+        let Some(t) = self.tasks.get_mut(&tid) else {
+            return;
+        };
+        let Some(w) = t.wait else {
+            return;
+        };
+        if t.in_wake {
+            if !self.has_wakeup {
+                t.in_wake = false;
+            }
+            self.move_wait(tid, dest);
+            return;
+        }
+        if w.cpu == dest {
+            return;
+        }
+        let pull = self.idle(dest);
+        if w.throttled {
+            // It moved, so the scheduler saw it runnable: not throttled after all.
+            self.set_throttled(tid, false);
+        }
+        self.move_wait(tid, dest);
+        if pull {
+            let d = dest as usize;
+            let path = self.pull_path(ev.cpu.0, dest, ev.tid);
+            *self.pulls_by_path.entry(path.to_string()).or_default() += 1;
+            let idle_since = self.cpus[d].since;
+            self.pull_waits.push(ts - w.since.max(idle_since).min(ts));
+            self.cpus[d].out.pulls += 1;
+            if let Some(g) = self.cpus[d].gap.as_mut() {
+                g.pulled = true;
+            }
+            if let Some(t) = self.tasks.get_mut(&tid) {
+                t.pulled_into = Some(dest);
+            }
+        }
+    }
+
+    // ---- results ----
+
+    fn finish(mut self, end: u64, nb: usize) -> IdleReport {
+        for c in 0..self.cpus.len() {
+            self.close_run(c, end);
+            if self.idle(c as u32) {
+                self.accrue(c, end);
+                self.close_gap(c, end, Ending::TraceEnd);
+            }
+        }
+        self.trim_longest();
+        let trace = self.trace;
+        for g in &mut self.longest {
+            for w in &mut g.waiting {
+                w.comm = trace.tasks.comm(Tid(w.tid)).to_string();
+            }
+        }
+        let n_cpus = self.cpus.len() as f64;
+        let idle_pct: Vec<f64> = self
+            .idle_b
+            .values()
+            .iter()
+            .map(|&ns| ns as f64 / (n_cpus * SEC as f64) * 100.0)
+            .collect();
+        let work: Vec<f64> = self.busy_b.values().iter().map(|&ns| ns as f64).collect();
+        let pct = population_stddev(&idle_pct);
+        let per_second_idle_pct = PctStats {
+            avg: pct.map(|p| p.0),
+            stddev: pct.map(|p| p.1),
+            min: idle_pct.iter().copied().reduce(f64::min),
+            max: idle_pct.iter().copied().reduce(f64::max),
+        };
+        let w = population_stddev(&work);
+        let work_per_second_ns = WorkStats {
+            avg: w.map(|p| p.0),
+            stddev: w.map(|p| p.1),
+        };
+        let cpus: Vec<CpuIdle> = self.cpus.iter().map(|s| s.out.clone()).collect();
+        let sum = |f: fn(&CpuIdle) -> u64| cpus.iter().map(f).sum::<u64>();
+        let balance = Balance {
+            sched_softirqs: sum(|c| c.sched_softirqs),
+            sched_softirq_ns: sum(|c| c.sched_softirq_ns),
+            nohz_kicks: sum(|c| c.nohz_kicks_received),
+            kicks: self
+                .kicks
+                .iter()
+                .map(|(&(from, to), &count)| Kick { from, to, count })
+                .collect(),
+            wake_idle_without_ipi: sum(|c| c.wake_idle_without_ipi),
+            pulls_into_idle: sum(|c| c.pulls),
+            pulls_by_path: std::mem::take(&mut self.pulls_by_path),
+            wait_before_pull_ns: dur_stats(&mut self.pull_waits),
+            gap_endings: self.endings.clone(),
+        };
+        let attribution = if self.recorded.is_some() {
+            Attribution::Recorded
+        } else {
+            Attribution::Inferred
+        };
+        IdleReport {
+            idle_ns: sum(|c| c.idle_ns),
+            wasted_idle_ns: sum(|c| c.wasted_idle_ns),
+            throttled_ns: sum(|c| c.throttled_ns),
+            imbalance_ns: sum(|c| c.imbalance_ns),
+            cpus,
+            attribution,
+            per_second_idle_pct,
+            work_per_second_ns,
+            seconds: nb as u64,
+            duration_ns: end - self.start,
+            balance,
+            gaps: Gaps {
+                count: self.gap_count,
+                total_ns: self.gap_total,
+                histogram: histogram(&self.hist),
+                longest: std::mem::take(&mut self.longest),
+            },
+            cgroups: cgroup_usage(trace),
+            missing_events: Vec::new(),
+            anomalies: self.anomalies,
+        }
+    }
+}
+
+/// Per-cgroup CPU time vs quota from the recorded samples.
+fn cgroup_usage(trace: &Trace) -> Vec<CgroupUsage> {
+    let mut by_path: BTreeMap<&str, Vec<&schedscope_trace::CgroupSample>> = BTreeMap::new();
+    for s in &trace.cgroup_samples {
+        by_path.entry(s.path.as_str()).or_default().push(s);
+    }
+    by_path
+        .into_iter()
+        .filter_map(|(path, mut v)| {
+            v.sort_by_key(|s| s.ts);
+            let (first, last) = (*v.first()?, *v.last()?);
+            let dt = last.ts.0.saturating_sub(first.ts.0);
+            let leaf = path.rsplit('/').find(|p| !p.is_empty()).unwrap_or(path);
+            Some(CgroupUsage {
+                path: path.to_string(),
+                quota_us: last.quota_us,
+                period_us: last.period_us,
+                quota_cpus: (last.quota_us > 0 && last.period_us > 0)
+                    .then(|| last.quota_us as f64 / last.period_us as f64),
+                usage_cpus: match (first.usage_ns, last.usage_ns) {
+                    (Some(a), Some(b)) if dt > 0 => Some(b.saturating_sub(a) as f64 / dt as f64),
+                    _ => None,
+                },
+                nr_periods: last.nr_periods.saturating_sub(first.nr_periods),
+                nr_throttled: last.nr_throttled.saturating_sub(first.nr_throttled),
+                throttled_ns: last.throttled_ns.saturating_sub(first.throttled_ns),
+                samples: v.len() as u64,
+                tasks: trace.tasks.iter().filter(|t| t.comm == leaf).count() as u64,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,308 @@
+//! Text rendering of the idle section: headline, seed table, per-CPU table,
+//! balancing, gap histogram, longest gaps, cgroups.
+
+use super::{Attribution, IdleReport};
+use crate::Context;
+use std::io::{self, Write};
+
+/// A small aligned table: first column left-aligned, the others right-aligned.
+struct Table {
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new(header: &[&str]) -> Table {
+        Table {
+            rows: vec![header.iter().map(|s| s.to_string()).collect()],
+        }
+    }
+
+    fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    fn write(&self, out: &mut dyn Write) -> io::Result<()> {
+        let n = self.rows.iter().map(Vec::len).max().unwrap_or(0);
+        let widths: Vec<usize> = (0..n)
+            .map(|i| {
+                self.rows
+                    .iter()
+                    .filter_map(|r| r.get(i))
+                    .map(|s| s.chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        for r in &self.rows {
+            let mut line = String::new();
+            for (i, cell) in r.iter().enumerate() {
+                if i == 0 {
+                    line.push_str(&format!("  {:<w$}", cell, w = widths[i]));
+                } else {
+                    line.push_str(&format!("  {:>w$}", cell, w = widths[i]));
+                }
+            }
+            writeln!(out, "{}", line.trim_end())?;
+        }
+        Ok(())
+    }
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.3}", ns as f64 / 1e6)
+}
+
+fn us_opt(ns: Option<u64>) -> String {
+    ns.map_or("-".into(), |v| format!("{:.1}", v as f64 / 1e3))
+}
+
+fn pct_opt(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.1}%"))
+}
+
+fn pct(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "-".into()
+    } else {
+        format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+    }
+}
+
+pub(super) fn render(r: &IdleReport, ctx: &Context, out: &mut dyn Write) -> io::Result<()> {
+    let top = ctx.opts.top.max(1);
+    let cpu_time = r.duration_ns.saturating_mul(r.cpus.len() as u64);
+    writeln!(
+        out,
+        "Wasted idle: {} ms ({} of CPU time) idle while runnable work waited: throttled {} ms, imbalance {} ms (attribution: {})",
+        ms(r.wasted_idle_ns),
+        pct(r.wasted_idle_ns, cpu_time),
+        ms(r.throttled_ns),
+        ms(r.imbalance_ns),
+        match r.attribution {
+            Attribution::Recorded => "recorded cgroup samples",
+            Attribution::Inferred => "inferred from the trace",
+        }
+    )?;
+    writeln!(
+        out,
+        "Idle: {} ms of {} ms CPU time ({}) over {} CPUs, {:.3} s",
+        ms(r.idle_ns),
+        ms(cpu_time),
+        pct(r.idle_ns, cpu_time),
+        r.cpus.len(),
+        r.duration_ns as f64 / 1e9
+    )?;
+    writeln!(out)?;
+
+    let p = &r.per_second_idle_pct;
+    let mut t = Table::new(&["Idle time", "Average", "Std-deviation", "Min", "Max"]);
+    t.row(vec![
+        format!("this trace ({} s)", r.seconds),
+        pct_opt(p.avg),
+        pct_opt(p.stddev),
+        pct_opt(p.min),
+        pct_opt(p.max),
+    ]);
+    t.write(out)?;
+    let w = &r.work_per_second_ns;
+    let mut t = Table::new(&["Work done (CPU ms/s)", "Average", "Std-deviation"]);
+    let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.1}", v / 1e6));
+    t.row(vec!["this trace".into(), f(w.avg), f(w.stddev)]);
+    t.write(out)?;
+    if r.seconds == 0 {
+        writeln!(
+            out,
+            "  (trace shorter than one full second: no per-second figures)"
+        )?;
+    }
+    writeln!(out)?;
+
+    writeln!(out, "Per CPU")?;
+    let mut t = Table::new(&[
+        "CPU",
+        "idle (ms)",
+        "idle %",
+        "wasted (ms)",
+        "throttled (ms)",
+        "imbalance (ms)",
+        "SCHED softirqs",
+        "kicks recv",
+        "pulls",
+    ]);
+    for c in &r.cpus {
+        t.row(vec![
+            c.cpu.to_string(),
+            ms(c.idle_ns),
+            pct(c.idle_ns, r.duration_ns),
+            ms(c.wasted_idle_ns),
+            ms(c.throttled_ns),
+            ms(c.imbalance_ns),
+            c.sched_softirqs.to_string(),
+            c.nohz_kicks_received.to_string(),
+            c.pulls.to_string(),
+        ]);
+    }
+    t.write(out)?;
+    writeln!(out)?;
+
+    let b = &r.balance;
+    writeln!(
+        out,
+        "Idle balancing: {} SCHED softirqs ({} ms), {} nohz kicks, {} wake_idle_without_ipi, {} pulls into idle CPUs",
+        b.sched_softirqs,
+        ms(b.sched_softirq_ns),
+        b.nohz_kicks,
+        b.wake_idle_without_ipi,
+        b.pulls_into_idle
+    )?;
+    if !b.pulls_by_path.is_empty() {
+        let mut t = Table::new(&["Pull path", "pulls"]);
+        for (k, v) in &b.pulls_by_path {
+            t.row(vec![k.clone(), v.to_string()]);
+        }
+        t.write(out)?;
+    }
+    let wp = &b.wait_before_pull_ns;
+    let mut t = Table::new(&[
+        "Wait before pull",
+        "count",
+        "avg (µs)",
+        "p50 (µs)",
+        "p99 (µs)",
+        "max (µs)",
+    ]);
+    t.row(vec![
+        "runnable while a CPU idled".into(),
+        wp.count.to_string(),
+        wp.avg.map_or("-".into(), |v| format!("{:.1}", v / 1e3)),
+        us_opt(wp.p50),
+        us_opt(wp.p99),
+        us_opt(wp.max),
+    ]);
+    t.write(out)?;
+    let e = &b.gap_endings;
+    let mut t = Table::new(&[
+        "Gap endings",
+        "wakeup",
+        "pull",
+        "ran elsewhere",
+        "unthrottle",
+        "trace end",
+    ]);
+    t.row(vec![
+        format!("{} gaps", r.gaps.count),
+        e.wakeup.to_string(),
+        e.pull.to_string(),
+        e.ran_elsewhere.to_string(),
+        e.unthrottle.to_string(),
+        e.trace_end.to_string(),
+    ]);
+    t.write(out)?;
+    if !b.kicks.is_empty() {
+        let mut kicks = b.kicks.clone();
+        kicks.sort_by_key(|k| std::cmp::Reverse(k.count));
+        let mut t = Table::new(&["nohz kick from CPU", "to CPU", "kicks"]);
+        for k in kicks.iter().take(top) {
+            t.row(vec![
+                k.from.to_string(),
+                k.to.to_string(),
+                k.count.to_string(),
+            ]);
+        }
+        t.write(out)?;
+    }
+    writeln!(out)?;
+
+    if !r.gaps.histogram.is_empty() {
+        writeln!(out, "Wasted-idle gaps by length")?;
+        let mut t = Table::new(&["length (µs)", "gaps", "total (ms)"]);
+        for h in r.gaps.histogram.iter().filter(|h| h.count > 0) {
+            t.row(vec![
+                format!("[{}, {})", h.lo_ns / 1000, h.hi_ns / 1000),
+                h.count.to_string(),
+                ms(h.total_ns),
+            ]);
+        }
+        t.write(out)?;
+        writeln!(out)?;
+        writeln!(out, "Longest wasted-idle gaps")?;
+        let mut t = Table::new(&[
+            "CPU",
+            "start (s)",
+            "length (ms)",
+            "throttled (ms)",
+            "ending",
+            "waiting (tid comm @cpu)",
+        ]);
+        for g in r.gaps.longest.iter().take(top) {
+            let waiting = g
+                .waiting
+                .iter()
+                .map(|w| {
+                    format!(
+                        "{} {}@{}{}",
+                        w.tid,
+                        w.comm,
+                        w.cpu,
+                        if w.throttled { " (throttled)" } else { "" }
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            t.row(vec![
+                g.cpu.to_string(),
+                format!("{:.6}", g.start_ns as f64 / 1e9),
+                ms(g.dur_ns),
+                ms(g.throttled_ns),
+                g.ending.clone(),
+                waiting,
+            ]);
+        }
+        t.write(out)?;
+        writeln!(out)?;
+    }
+
+    if !r.cgroups.is_empty() {
+        writeln!(out, "cgroups (recorded cpu.stat samples)")?;
+        let mut t = Table::new(&[
+            "cgroup",
+            "quota (CPUs)",
+            "used (CPUs)",
+            "periods",
+            "throttled",
+            "throttled (ms)",
+            "tasks",
+        ]);
+        for g in r.cgroups.iter().take(top) {
+            let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+            t.row(vec![
+                g.path.clone(),
+                f(g.quota_cpus),
+                f(g.usage_cpus),
+                g.nr_periods.to_string(),
+                g.nr_throttled.to_string(),
+                ms(g.throttled_ns),
+                g.tasks.to_string(),
+            ]);
+        }
+        t.write(out)?;
+        writeln!(out)?;
+    }
+    if !r.missing_events.is_empty() {
+        writeln!(
+            out,
+            "Note: the trace has no {} events, so the balancing figures above are incomplete; record them with `schedscope record -e +{}` (or `perf record -a -e {}`).",
+            r.missing_events.join(", "),
+            r.missing_events.join(" -e +"),
+            r.missing_events.join(",")
+        )?;
+    }
+    if r.anomalies > 0 {
+        writeln!(
+            out,
+            "Note: {} events contradicted the tracked state (tolerated).",
+            r.anomalies
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,454 @@
+//! Generated trace with a hand-computed ground truth for every number of the
+//! `idle` JSON section.
+//!
+//! Two CPUs, 2.5 s. Times below are ms after the first event (T0 = 1 s).
+//!
+//! CPU0: A runs 0-100, A leaves R and CPU0 idles (A throttled: a CPU idles
+//! with a preempted task queued on it); C is woken at 150 onto busy CPU1,
+//! a SCHED softirq on CPU0 (160-162) pulls C at 161 (idle_balance, waited
+//! 11 ms while CPU0 idled), C runs 163-400, A runs 400-600, leaves R to idle
+//! again (throttled), runs again at 700 (unthrottle), nohz kick 0->1 at 500,
+//! wakes D onto itself at 800 (D stuck behind A), A preempted by D at 830,
+//! D sleeps 1200-1500 (nothing waits), F woken onto busy CPU0 at 2300.
+//!
+//! CPU1: B runs 0-300 and sleeps; idle 300-810 (wasted while A is throttled:
+//! 300-400 and 600-700, and while D waits: 800-810), E woken onto CPU1 runs
+//! 810-820, idle again 820-851 while D then A wait on CPU0; A is pulled at
+//! 850 (newidle, waited 20 ms), runs 851-2200, idle 2200-2500 (F stuck on
+//! CPU0 from 2300 to the end).
+//!
+//! Ground truth (ms): idle CPU0 63+100+300 = 463, CPU1 510+31+300 = 841.
+//! Wasted CPU0: 100-163 (throttled 50+2, imbalance 11), 600-700 throttled;
+//! CPU1: 300-400 thr, 600-700 thr, 800-810 imb, 820-850 imb, 2300-2500 imb.
+//! Gaps: 63 pull, 100 ran_elsewhere, 100 unthrottle, 100 ran_elsewhere, 10
+//! wakeup, 30 pull, 200 trace_end. Seconds: bucket 0 idle 163+541 = 704
+//! (35.2 %), bucket 1 idle 300 (15 %): avg 25.1, population std-dev 10.1;
+//! work 1296 and 1700 ms: avg 1498, std-dev 202. Wait before pull 11, 20:
+//! avg 15.5, p50 11, p99 20.
+
+use schedscope_analysis::idle::{self, IdleReport};
+use schedscope_analysis::{AnalysisError, Context, Options, Timeline};
+use schedscope_trace::{
+    Cpu, Event, EventData, PrevState, StackId, Sym, Tid, Trace, TraceFormat, Ts, WakeKind,
+};
+use serde_json::{json, Value};
+
+const T0: u64 = 1_000_000_000;
+const MS: u64 = 1_000_000;
+
+struct B {
+    t: Trace,
+}
+
+impl B {
+    fn new() -> B {
+        B {
+            t: Trace::new("generated", TraceFormat::PerfData),
+        }
+    }
+    fn push(&mut self, ms: u64, cpu: u32, tid: i32, name: &str, data: EventData) {
+        let name = self.t.intern_name(name);
+        let n = self.t.event_names[name.0 as usize].clone();
+        *self.t.events_by_name.entry(n).or_default() += 1;
+        self.t.events.push(Event {
+            ts: Ts(T0 + ms * MS),
+            cpu: Cpu(cpu),
+            tid: Tid(tid),
+            name,
+            stack: StackId::NONE,
+            data,
+        });
+    }
+    fn comm(&mut self, tid: i32) -> schedscope_trace::StrId {
+        let c = match tid {
+            0 => "swapper".to_string(),
+            t => format!("task{t}"),
+        };
+        self.t.tasks.set_comm(Tid(tid), &c);
+        self.t.strings.intern(&c)
+    }
+    fn switch(&mut self, ms: u64, cpu: u32, prev: i32, state: &str, next: i32) {
+        let (prev_comm, next_comm) = (self.comm(prev), self.comm(next));
+        let prev_state = PrevState::parse_text(state).expect("valid state in test");
+        self.push(
+            ms,
+            cpu,
+            prev,
+            "sched:sched_switch",
+            EventData::Switch {
+                prev_tid: Tid(prev),
+                prev_prio: 120,
+                prev_state,
+                prev_comm,
+                next_tid: Tid(next),
+                next_prio: 120,
+                next_comm,
+            },
+        );
+    }
+    fn wake(&mut self, ms: u64, cpu: u32, cur: i32, tid: i32, target: u32) {
+        let comm = self.comm(tid);
+        for (kind, name) in [
+            (WakeKind::Waking, "sched:sched_waking"),
+            (WakeKind::Wakeup, "sched:sched_wakeup"),
+        ] {
+            self.push(
+                ms,
+                cpu,
+                cur,
+                name,
+                EventData::Wakeup {
+                    kind,
+                    tid: Tid(tid),
+                    comm,
+                    prio: 120,
+                    target_cpu: Cpu(target),
+                },
+            );
+        }
+    }
+    fn migrate(&mut self, ms: u64, cpu: u32, cur: i32, tid: i32, from: u32, to: u32) {
+        let comm = self.comm(tid);
+        self.push(
+            ms,
+            cpu,
+            cur,
+            "sched:sched_migrate_task",
+            EventData::Migrate {
+                tid: Tid(tid),
+                comm,
+                orig_cpu: Cpu(from),
+                dest_cpu: Cpu(to),
+            },
+        );
+    }
+    fn softirq(&mut self, ms: u64, cpu: u32, cur: i32, phase: u8) {
+        let name = if phase == 0 {
+            "irq:softirq_entry"
+        } else {
+            "irq:softirq_exit"
+        };
+        self.push(ms, cpu, cur, name, EventData::Softirq { vec: 7, phase });
+    }
+}
+
+const A: i32 = 100;
+const BB: i32 = 101;
+const C: i32 = 102;
+const D: i32 = 103;
+const E: i32 = 104;
+const F: i32 = 105;
+
+fn scenario() -> Trace {
+    let mut b = B::new();
+    b.switch(0, 0, 0, "R", A);
+    b.switch(0, 1, 0, "R", BB);
+    b.switch(100, 0, A, "R", 0);
+    b.wake(150, 1, BB, C, 1);
+    b.softirq(160, 0, 0, 0);
+    b.migrate(161, 0, 0, C, 1, 0);
+    b.softirq(162, 0, 0, 1);
+    b.switch(163, 0, 0, "R", C);
+    b.switch(300, 1, BB, "S", 0);
+    b.switch(400, 0, C, "S", A);
+    let f = b.t.strings.intern("nohz_csd_func");
+    b.push(
+        500,
+        0,
+        A,
+        "csd:csd_queue_cpu",
+        EventData::CsdQueue {
+            cpu: Cpu(1),
+            callsite: Sym::from_addr(0xffff_ffff_8100_0000),
+            func: Sym::from_name(f),
+            csd: 0xffff_8880_0000_1000,
+        },
+    );
+    b.switch(600, 0, A, "R", 0);
+    b.switch(700, 0, 0, "R", A);
+    b.wake(800, 0, A, D, 0);
+    b.wake(810, 1, 0, E, 1);
+    b.switch(810, 1, 0, "R", E);
+    b.switch(820, 1, E, "S", 0);
+    b.switch(830, 0, A, "R", D);
+    b.migrate(850, 1, 0, A, 0, 1);
+    b.switch(851, 1, 0, "R", A);
+    b.switch(1200, 0, D, "S", 0);
+    b.wake(1499, 0, 0, D, 0);
+    b.switch(1500, 0, 0, "R", D);
+    b.switch(2200, 1, A, "S", 0);
+    b.wake(2300, 0, D, F, 0);
+    b.softirq(2500, 0, D, 0);
+    b.push(
+        2500,
+        0,
+        D,
+        "sched:sched_wake_idle_without_ipi",
+        EventData::WakeIdleNoIpi { cpu: Cpu(1) },
+    );
+    b.t.finish();
+    b.t
+}
+
+fn run(trace: &Trace) -> Result<IdleReport, AnalysisError> {
+    let timeline = Timeline::default();
+    let opts = Options {
+        top: 20,
+        ..Options::default()
+    };
+    let ctx = Context {
+        trace,
+        timeline: &timeline,
+        opts: &opts,
+    };
+    idle::analyze(&ctx)
+}
+
+/// Compare JSON values; numbers within a relative 1e-9 (floats from sums).
+fn assert_json_eq(path: &str, got: &Value, want: &Value) {
+    match (got, want) {
+        (Value::Number(g), Value::Number(w)) => {
+            let (g, w) = (
+                g.as_f64().unwrap_or(f64::NAN),
+                w.as_f64().unwrap_or(f64::NAN),
+            );
+            assert!(
+                (g - w).abs() <= 1e-9 * w.abs().max(1.0),
+                "{path}: got {g}, want {w}"
+            );
+        }
+        (Value::Object(g), Value::Object(w)) => {
+            let gk: Vec<_> = g.keys().collect();
+            let wk: Vec<_> = w.keys().collect();
+            assert_eq!(gk, wk, "{path}: keys differ");
+            for (k, wv) in w {
+                assert_json_eq(&format!("{path}.{k}"), &g[k], wv);
+            }
+        }
+        (Value::Array(g), Value::Array(w)) => {
+            assert_eq!(g.len(), w.len(), "{path}: length differs: {got}");
+            for (i, (gv, wv)) in g.iter().zip(w).enumerate() {
+                assert_json_eq(&format!("{path}[{i}]"), gv, wv);
+            }
+        }
+        _ => assert_eq!(got, want, "{path}"),
+    }
+}
+
+fn gap(cpu: u32, start: u64, dur: u64, thr: u64, ending: &str, waiting: Value) -> Value {
+    json!({
+        "cpu": cpu, "start_ns": T0 + start * MS, "dur_ns": dur * MS,
+        "throttled_ns": thr * MS, "imbalance_ns": (dur - thr) * MS,
+        "ending": ending, "waiting": waiting,
+    })
+}
+
+fn waiter(tid: i32, cpu: u32, throttled: bool) -> Value {
+    json!([{"tid": tid, "comm": format!("task{tid}"), "cpu": cpu, "throttled": throttled}])
+}
+
+fn bucket(i: u32, count: u64, total_ms: u64) -> Value {
+    let (lo, hi) = if i == 0 {
+        (0, 1000)
+    } else {
+        (1000u64 << (i - 1), 1000u64 << i)
+    };
+    json!({"lo_ns": lo, "hi_ns": hi, "count": count, "total_ns": total_ms * MS})
+}
+
+#[test]
+fn every_number_matches_the_hand_computed_ground_truth() {
+    let trace = scenario();
+    let r = run(&trace).expect("all needed events are present");
+    let got = serde_json::to_value(&r).expect("serialisable");
+    let mut histogram: Vec<Value> = (0..19).map(|i| bucket(i, 0, 0)).collect();
+    histogram[14] = bucket(14, 1, 10); // 10 ms in [8192, 16384) µs
+    histogram[15] = bucket(15, 1, 30);
+    histogram[16] = bucket(16, 1, 63);
+    histogram[17] = bucket(17, 3, 300);
+    histogram[18] = bucket(18, 1, 200);
+    let want = json!({
+        "cpus": [
+            {"cpu": 0, "idle_ns": 463 * MS, "wasted_idle_ns": 163 * MS, "throttled_ns": 152 * MS,
+             "imbalance_ns": 11 * MS, "sched_softirqs": 2, "sched_softirq_ns": 2 * MS,
+             "nohz_kicks_received": 0, "wake_idle_without_ipi": 0, "pulls": 1},
+            {"cpu": 1, "idle_ns": 841 * MS, "wasted_idle_ns": 440 * MS, "throttled_ns": 200 * MS,
+             "imbalance_ns": 240 * MS, "sched_softirqs": 0, "sched_softirq_ns": 0,
+             "nohz_kicks_received": 1, "wake_idle_without_ipi": 1, "pulls": 1},
+        ],
+        "idle_ns": 1304 * MS,
+        "wasted_idle_ns": 603 * MS,
+        "throttled_ns": 352 * MS,
+        "imbalance_ns": 251 * MS,
+        "attribution": "inferred",
+        "per_second_idle_pct": {"avg": 25.1, "stddev": 10.1, "min": 15.0, "max": 35.2},
+        "work_per_second_ns": {"avg": 1498.0 * MS as f64, "stddev": 202.0 * MS as f64},
+        "seconds": 2,
+        "duration_ns": 2500 * MS,
+        "balance": {
+            "sched_softirqs": 2,
+            "sched_softirq_ns": 2 * MS,
+            "nohz_kicks": 1,
+            "kicks": [{"from": 0, "to": 1, "count": 1}],
+            "wake_idle_without_ipi": 1,
+            "pulls_into_idle": 2,
+            "pulls_by_path": {"idle_balance": 1, "newidle": 1},
+            "wait_before_pull_ns": {"count": 2, "avg": 15.5 * MS as f64, "p50": 11 * MS,
+                                    "p99": 20 * MS, "max": 20 * MS},
+            "gap_endings": {"wakeup": 1, "pull": 2, "ran_elsewhere": 2, "trace_end": 1,
+                            "unthrottle": 1},
+        },
+        "gaps": {
+            "count": 7,
+            "total_ns": 603 * MS,
+            "histogram": histogram,
+            "longest": [
+                gap(1, 2300, 200, 0, "trace_end", waiter(F, 0, false)),
+                gap(1, 300, 100, 100, "ran_elsewhere", waiter(A, 0, true)),
+                gap(0, 600, 100, 100, "unthrottle", waiter(A, 0, true)),
+                gap(1, 600, 100, 100, "ran_elsewhere", waiter(A, 0, true)),
+                gap(0, 100, 63, 52, "pull", waiter(A, 0, true)),
+                gap(1, 820, 30, 0, "pull", waiter(D, 0, false)),
+                gap(1, 800, 10, 0, "wakeup", waiter(D, 0, false)),
+            ],
+        },
+        "cgroups": [],
+        "missing_events": [],
+        "anomalies": 0,
+    });
+    assert_json_eq("idle", &got, &want);
+}
+
+#[test]
+fn text_report_puts_the_headline_first_and_prints_the_seed_table() {
+    let trace = scenario();
+    let r = run(&trace).expect("all needed events are present");
+    let timeline = Timeline::default();
+    let opts = Options {
+        top: 3,
+        ..Options::default()
+    };
+    let ctx = Context {
+        trace: &trace,
+        timeline: &timeline,
+        opts: &opts,
+    };
+    let mut out = Vec::new();
+    r.render_text(&ctx, &mut out).expect("write to a Vec");
+    let text = String::from_utf8(out).expect("utf-8");
+    let first = text.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with("Wasted idle: 603.000 ms (12.1% of CPU time)"),
+        "{first}"
+    );
+    let seed = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("this trace (2 s)"))
+        .unwrap_or_else(|| panic!("no seed row in\n{text}"));
+    let cells: Vec<&str> = seed.split_whitespace().collect();
+    assert_eq!(&cells[4..], &["25.1%", "10.1%", "15.0%", "35.2%"], "{seed}");
+    // top = 3 rows of the longest-gaps table.
+    let longest = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Longest"))
+        .skip(2)
+        .take_while(|l| !l.is_empty())
+        .count();
+    assert_eq!(longest, 3, "{text}");
+}
+
+#[test]
+fn missing_switch_events_name_them_and_the_record_command() {
+    let mut b = B::new();
+    b.wake(0, 0, 0, A, 0);
+    b.t.finish();
+    match run(&b.t) {
+        Err(AnalysisError::MissingEvents {
+            missing,
+            record_command,
+            perf_command,
+            ..
+        }) => {
+            assert_eq!(missing, vec!["sched:sched_switch".to_string()]);
+            assert!(
+                record_command.contains("sched:sched_switch"),
+                "{record_command}"
+            );
+            assert!(perf_command.starts_with("perf record -a -e sched:sched_switch"));
+        }
+        other => panic!("expected MissingEvents, got {other:?}"),
+    }
+}
+
+#[test]
+fn missing_wakeups_are_named_and_missing_proxies_listed() {
+    let mut b = B::new();
+    b.switch(0, 0, 0, "R", A);
+    b.switch(10, 0, A, "S", 0);
+    b.t.finish();
+    match run(&b.t) {
+        Err(AnalysisError::MissingEvents { missing, .. }) => {
+            assert_eq!(missing, vec!["sched:sched_waking".to_string()])
+        }
+        other => panic!("expected MissingEvents, got {other:?}"),
+    }
+    b.wake(20, 0, 0, A, 0);
+    b.t.finish();
+    let r = run(&b.t).expect("switch and wakeups present");
+    assert_eq!(
+        r.missing_events,
+        vec![
+            "sched:sched_migrate_task",
+            "irq:softirq_entry",
+            "irq:softirq_exit",
+            "csd:csd_queue_cpu",
+            "sched:sched_wake_idle_without_ipi"
+        ]
+    );
+    assert_eq!(r.idle_ns, 10 * MS);
+    assert_eq!(r.per_second_idle_pct.avg, None, "trace shorter than 1 s");
+}
+
+#[test]
+fn recorded_cgroup_samples_mark_a_preempted_task_throttled() {
+    // task100 is preempted (R) by task101 on CPU0 while CPU1 idles. Without
+    // samples that is imbalance (it could have been pulled); with samples of
+    // its cgroup (leaf "task100") showing nr_throttled growing, it is
+    // throttled and attribution is "recorded".
+    let mut b = B::new();
+    b.switch(0, 1, 0, "R", 0);
+    b.switch(0, 0, 0, "R", A);
+    b.wake(10, 0, A, BB, 0);
+    b.switch(20, 0, A, "R", BB);
+    b.switch(60, 0, BB, "S", A);
+    b.t.finish();
+    let r = run(&b.t).expect("events present");
+    assert_eq!(r.attribution, idle::Attribution::Inferred);
+    assert_eq!((r.throttled_ns, r.imbalance_ns), (0, 50 * MS));
+
+    for (ms, thr) in [(0u64, 3u64), (40, 4), (80, 4)] {
+        b.t.cgroup_samples.push(schedscope_trace::CgroupSample {
+            ts: Ts(T0 + ms * MS),
+            path: "/L1/L2/C1/task100".into(),
+            quota_us: 50_000,
+            period_us: 100_000,
+            nr_periods: 10 + ms / 10,
+            nr_throttled: thr,
+            throttled_ns: thr * 7 * MS,
+            usage_ns: Some(ms * MS / 2),
+        });
+    }
+    let r = run(&b.t).expect("events present");
+    assert_eq!(r.attribution, idle::Attribution::Recorded);
+    // 10-20: BB woken onto busy CPU0 (imbalance); 20-60: A waits, throttled.
+    assert_eq!((r.throttled_ns, r.imbalance_ns), (40 * MS, 10 * MS));
+    assert_eq!(r.cgroups.len(), 1);
+    let cg = &r.cgroups[0];
+    assert_eq!(cg.quota_cpus, Some(0.5));
+    assert_eq!(cg.usage_cpus, Some(0.5));
+    assert_eq!(
+        (cg.nr_periods, cg.nr_throttled, cg.throttled_ns),
+        (8, 1, 7 * MS)
+    );
+    assert_eq!((cg.samples, cg.tasks), (3, 1));
+}
