@@ -1,13 +1,779 @@
-//! Placeholder for the gang analysis (being written).
+//! Gang co-run (DESIGN.md "Analyses — definitions", issue 4).
+//!
+//! A gang is a set of threads that should run together: by default every
+//! process (tgid) with two or more threads that were Running or Runnable, and
+//! every VM (the threads of one tgid that emitted kvm_exit / kvm_entry; a VM's
+//! gang holds only its vCPU threads); or gangs given with `--gang-of`
+//! (`pid=N`, `tids=A,B,C`, `comm=REGEX`, `cgroup=PATH`).
+//!
+//! With running(t) = members Running and active(t) = members Running or
+//! Runnable, and alive(t) = members whose state is known and not Dead:
+//! * `corun_ratio` = time(running = alive, running >= 1) / time(running >= 1)
+//! * `fragmented_ns` = time(1 <= running < active)
+//! * `running_hist_ns[k]` = time with exactly k members running
+//! * `pair_corun[i][j]` = time(i and j running) / time(i or j running)
+//!
+//! Each gang is one sweep over the merged state transitions of its members
+//! (taken from the [`crate::Timeline`]); gangs are computed in parallel.
 
+use crate::timeline::{ThreadState, Timeline};
 use crate::{AnalysisError, Context};
+use rayon::prelude::*;
+use schedscope_trace::{EventData, Tid, Trace, Ts};
 use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::io::{self, Write};
+
+/// How many of the longest fragmented episodes each gang keeps.
+pub const EPISODES_KEPT: usize = 10;
+
+/// How a gang was formed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GangKind {
+    /// The vCPU threads of one VM (automatic).
+    Vm,
+    /// The threads of one process (automatic or `pid=N`).
+    Process,
+    /// Given explicitly with `--gang-of` (`tids=`, `comm=`).
+    Explicit,
+}
+
+/// A gang's members before analysis.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GangDef {
+    /// Display name ("VM 4242 (qemu-system-x86)", "process 77 (ebizzy)", or the spec).
+    pub name: String,
+    /// How it was formed.
+    pub kind: GangKind,
+    /// The process, when the gang is one process or VM.
+    pub tgid: Option<Tid>,
+    /// Member tids, ascending.
+    pub members: Vec<Tid>,
+    /// vCPU id of each member (VMs only; `None` when the events had none).
+    pub vcpus: Vec<Option<u32>>,
+}
+
+/// A stretch of time in which some members ran while others waited for a CPU.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Episode {
+    /// Start (trace clock, ns).
+    pub start_ns: u64,
+    /// Length (ns).
+    pub duration_ns: u64,
+    /// Members that were Runnable (waiting) at some point during it.
+    pub waiting: Vec<Tid>,
+}
+
+/// The co-run numbers of one gang.
+#[derive(Clone, Debug, Serialize)]
+pub struct Gang {
+    /// Display name.
+    pub name: String,
+    /// How it was formed.
+    pub kind: GangKind,
+    /// The process, when the gang is one process or VM.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tgid: Option<Tid>,
+    /// Member tids, ascending.
+    pub members: Vec<Tid>,
+    /// vCPU ids of the members (VMs only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub vcpus: Vec<Option<u32>>,
+    /// time(all alive members running) / time(any member running); 0 when none ran.
+    pub corun_ratio: f64,
+    /// Time (ns) with 1 <= running < active: some ran while siblings waited.
+    pub fragmented_ns: u64,
+    /// `fragmented_ns` / `any_running_ns`.
+    pub fragmented_ratio: f64,
+    /// Index k = time (ns) with exactly k members running.
+    pub running_hist_ns: Vec<u64>,
+    /// `[i][j]` = time(i and j running) / time(i or j running); 1 on the diagonal
+    /// when i ran, 0 when neither ran.
+    pub pair_corun: Vec<Vec<f64>>,
+    /// Time (ns) any member ran.
+    pub any_running_ns: u64,
+    /// Time (ns) all alive members ran together.
+    pub all_running_ns: u64,
+    /// Run time (ns) of each member.
+    pub member_running_ns: Vec<u64>,
+    /// The longest fragmented episodes, longest first.
+    pub episodes: Vec<Episode>,
+}
 
 /// The `gang` section.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct GangReport {}
+pub struct GangReport {
+    /// One entry per gang, in the order: VMs, processes (by tgid), explicit.
+    pub gangs: Vec<Gang>,
+    /// Why the list is empty or partial, when it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The events every gang computation needs.
+pub(crate) fn check_sched_events(trace: &Trace, analysis: &str) -> Result<(), AnalysisError> {
+    let mut missing = Vec::new();
+    if trace.count("sched:sched_switch") == 0 {
+        missing.push("sched:sched_switch");
+    }
+    if trace.count("sched:sched_waking") == 0 && trace.count("sched:sched_wakeup") == 0 {
+        missing.push("sched:sched_waking");
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(AnalysisError::missing(analysis, &missing))
+    }
+}
+
+/// The vCPU threads seen in kvm_exit / kvm_entry, with their vCPU id.
+pub(crate) fn vcpu_threads(trace: &Trace) -> BTreeMap<Tid, Option<u32>> {
+    let mut out: BTreeMap<Tid, Option<u32>> = BTreeMap::new();
+    for ev in &trace.events {
+        let id = match ev.data {
+            EventData::KvmExit { vcpu_id, .. } | EventData::KvmEntry { vcpu_id } => vcpu_id,
+            _ => continue,
+        };
+        if ev.tid.is_idle() {
+            continue;
+        }
+        let slot = out.entry(ev.tid).or_insert(None);
+        if slot.is_none() {
+            *slot = id;
+        }
+    }
+    out
+}
+
+fn process_name(trace: &Trace, timeline: &Timeline, tgid: Tid) -> String {
+    let comm = trace.tasks.comm(tgid);
+    if !comm.is_empty() {
+        return comm.to_string();
+    }
+    timeline
+        .threads
+        .iter()
+        .find(|t| t.tgid == Some(tgid))
+        .map(|t| t.comm.clone())
+        .unwrap_or_default()
+}
+
+fn ran_or_waited(t: &crate::ThreadTimeline) -> bool {
+    t.intervals
+        .iter()
+        .any(|iv| matches!(iv.state, ThreadState::Running | ThreadState::Runnable))
+}
+
+/// The gangs of this trace: automatic, or from `ctx.opts.gang_specs`.
+pub fn resolve_gangs(ctx: &Context) -> Result<Vec<GangDef>, AnalysisError> {
+    if ctx.opts.gang_specs.is_empty() {
+        Ok(automatic_gangs(ctx.trace, ctx.timeline))
+    } else {
+        ctx.opts
+            .gang_specs
+            .iter()
+            .map(|s| explicit_gang(ctx.trace, ctx.timeline, s))
+            .collect()
+    }
+}
+
+fn automatic_gangs(trace: &Trace, timeline: &Timeline) -> Vec<GangDef> {
+    let vcpus = vcpu_threads(trace);
+    let tgid_of = |tid: Tid| -> Option<Tid> {
+        timeline
+            .thread(tid)
+            .and_then(|t| t.tgid)
+            .or_else(|| trace.tasks.tgid(tid))
+    };
+    let mut vms: BTreeMap<Tid, Vec<Tid>> = BTreeMap::new();
+    for &tid in vcpus.keys() {
+        if let Some(tgid) = tgid_of(tid) {
+            vms.entry(tgid).or_default().push(tid);
+        }
+    }
+    let mut procs: BTreeMap<Tid, Vec<Tid>> = BTreeMap::new();
+    for t in &timeline.threads {
+        let Some(tgid) = t.tgid.filter(|g| g.0 > 0) else {
+            continue;
+        };
+        if vms.contains_key(&tgid) || t.tid.is_idle() || !ran_or_waited(t) {
+            continue;
+        }
+        procs.entry(tgid).or_default().push(t.tid);
+    }
+    let mut out = Vec::new();
+    for (tgid, mut members) in vms {
+        members.sort();
+        let vc = members
+            .iter()
+            .map(|t| vcpus.get(t).copied().flatten())
+            .collect();
+        out.push(GangDef {
+            name: format!("VM {} ({})", tgid, process_name(trace, timeline, tgid)),
+            kind: GangKind::Vm,
+            tgid: Some(tgid),
+            members,
+            vcpus: vc,
+        });
+    }
+    for (tgid, mut members) in procs {
+        if members.len() < 2 {
+            continue;
+        }
+        members.sort();
+        out.push(GangDef {
+            name: format!("process {} ({})", tgid, process_name(trace, timeline, tgid)),
+            kind: GangKind::Process,
+            tgid: Some(tgid),
+            members,
+            vcpus: Vec::new(),
+        });
+    }
+    out
+}
+
+fn invalid(spec: &str, detail: impl Into<String>) -> AnalysisError {
+    AnalysisError::InvalidOption {
+        option: format!("--gang-of {spec}"),
+        detail: detail.into(),
+    }
+}
+
+/// Parse one `--gang-of` spec against the trace.
+pub fn explicit_gang(
+    trace: &Trace,
+    timeline: &Timeline,
+    spec: &str,
+) -> Result<GangDef, AnalysisError> {
+    let (key, value) = spec.split_once('=').ok_or_else(|| {
+        invalid(
+            spec,
+            "expected pid=N, tids=A,B,C, comm=REGEX or cgroup=PATH",
+        )
+    })?;
+    let vcpus = vcpu_threads(trace);
+    let vcpu_list = |members: &[Tid]| -> Vec<Option<u32>> {
+        if members.iter().any(|t| vcpus.contains_key(t)) {
+            members
+                .iter()
+                .map(|t| vcpus.get(t).copied().flatten())
+                .collect()
+        } else {
+            Vec::new()
+        }
+    };
+    match key.trim() {
+        "pid" => {
+            let pid: i32 = value
+                .trim()
+                .parse()
+                .map_err(|_| invalid(spec, format!("`{value}` is not a process id")))?;
+            let tgid = Tid(pid);
+            let mut members: Vec<Tid> = timeline
+                .threads
+                .iter()
+                .filter(|t| t.tgid == Some(tgid) && ran_or_waited(t))
+                .map(|t| t.tid)
+                .collect();
+            if members.is_empty() {
+                let known = timeline.threads.iter().any(|t| t.tgid == Some(tgid));
+                return Err(invalid(
+                    spec,
+                    if known {
+                        format!("no thread of process {pid} ran or waited for a CPU in the trace")
+                    } else if timeline.threads.iter().all(|t| t.tgid.is_none()) {
+                        format!("the trace has no process (tgid) information, so pid {pid} cannot be resolved; use tids=")
+                    } else {
+                        format!("process {pid} does not appear in the trace")
+                    },
+                ));
+            }
+            members.sort();
+            let vc = vcpu_list(&members);
+            Ok(GangDef {
+                name: format!("process {} ({})", pid, process_name(trace, timeline, tgid)),
+                kind: if vc.is_empty() {
+                    GangKind::Process
+                } else {
+                    GangKind::Vm
+                },
+                tgid: Some(tgid),
+                members,
+                vcpus: vc,
+            })
+        }
+        "tids" => {
+            let mut members = Vec::new();
+            for part in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                let tid: i32 = part
+                    .parse()
+                    .map_err(|_| invalid(spec, format!("`{part}` is not a thread id")))?;
+                if timeline.thread(Tid(tid)).is_none() {
+                    return Err(invalid(
+                        spec,
+                        format!("thread {tid} does not appear in the trace"),
+                    ));
+                }
+                members.push(Tid(tid));
+            }
+            members.sort();
+            members.dedup();
+            if members.is_empty() {
+                return Err(invalid(spec, "no thread ids given"));
+            }
+            let vc = vcpu_list(&members);
+            Ok(GangDef {
+                name: format!("tids {value}"),
+                kind: GangKind::Explicit,
+                tgid: None,
+                members,
+                vcpus: vc,
+            })
+        }
+        "comm" => {
+            let re = regex::Regex::new(value)
+                .map_err(|e| invalid(spec, format!("bad regular expression: {e}")))?;
+            let mut members: Vec<Tid> = timeline
+                .threads
+                .iter()
+                .filter(|t| re.is_match(&t.comm))
+                .map(|t| t.tid)
+                .collect();
+            if members.is_empty() {
+                return Err(invalid(spec, format!("no thread's comm matches `{value}`")));
+            }
+            members.sort();
+            let vc = vcpu_list(&members);
+            Ok(GangDef {
+                name: format!("comm ~ {value}"),
+                kind: GangKind::Explicit,
+                tgid: None,
+                members,
+                vcpus: vc,
+            })
+        }
+        "cgroup" => {
+            let seen = trace.cgroup_samples.iter().any(|s| s.path == value);
+            Err(invalid(
+                spec,
+                if seen {
+                    format!("the trace has bandwidth samples of cgroup {value} but no record of which threads belong to it; use pid= or tids=")
+                } else {
+                    format!("the trace never saw cgroup {value} (record with `schedscope record --cgroup {value}`)")
+                },
+            ))
+        }
+        other => Err(invalid(
+            spec,
+            format!("unknown key `{other}`; expected pid, tids, comm or cgroup"),
+        )),
+    }
+}
+
+/// Coarse member state for the sweep.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cls {
+    Gone,
+    Idle,
+    Runnable,
+    Running,
+}
+
+fn cls(s: ThreadState) -> Cls {
+    match s {
+        ThreadState::Running => Cls::Running,
+        ThreadState::Runnable => Cls::Runnable,
+        ThreadState::Sleeping | ThreadState::Blocked | ThreadState::Other => Cls::Idle,
+        ThreadState::Unknown | ThreadState::Dead => Cls::Gone,
+    }
+}
+
+/// Compute the co-run numbers of one gang from the timeline.
+pub fn compute(def: &GangDef, timeline: &Timeline) -> Gang {
+    let n = def.members.len();
+    // Transitions (ts, member, class), from the members' contiguous intervals.
+    let mut tr: Vec<(Ts, u32, Cls)> = Vec::new();
+    for (m, tid) in def.members.iter().enumerate() {
+        let Some(t) = timeline.thread(*tid) else {
+            continue;
+        };
+        let mut last_end: Option<Ts> = None;
+        for iv in &t.intervals {
+            if last_end.is_some_and(|e| e < iv.ts) {
+                tr.push((last_end.unwrap_or(iv.ts), m as u32, Cls::Gone));
+            }
+            tr.push((iv.ts, m as u32, cls(iv.state)));
+            last_end = iv.end;
+        }
+        if let Some(e) = last_end {
+            tr.push((e, m as u32, Cls::Gone));
+        }
+    }
+    tr.sort_by_key(|&(ts, m, _)| (ts, m));
+
+    let mut state = vec![Cls::Gone; n];
+    let (mut running, mut active, mut alive) = (0usize, 0usize, 0usize);
+    let mut running_set: Vec<usize> = Vec::new();
+    let mut hist = vec![0u64; n + 1];
+    let mut both = vec![0u64; n * n];
+    let mut member_run = vec![0u64; n];
+    let (mut any, mut all, mut frag) = (0u64, 0u64, 0u64);
+    // Current fragmented episode: start and who waited.
+    let mut ep: Option<(Ts, Vec<bool>)> = None;
+    let mut heap: BinaryHeap<Reverse<(u64, Reverse<u64>, Vec<Tid>)>> = BinaryHeap::new();
+    let mut close_episode = |ep: &mut Option<(Ts, Vec<bool>)>, at: Ts| {
+        if let Some((start, waited)) = ep.take() {
+            let dur = at.0.saturating_sub(start.0);
+            if dur == 0 {
+                return;
+            }
+            let better = heap.len() < EPISODES_KEPT
+                || heap
+                    .peek()
+                    .is_some_and(|Reverse((d, s, _))| (dur, Reverse(start.0)) > (*d, *s));
+            if better {
+                let who = waited
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, w)| **w)
+                    .map(|(i, _)| def.members[i])
+                    .collect();
+                heap.push(Reverse((dur, Reverse(start.0), who)));
+                if heap.len() > EPISODES_KEPT {
+                    heap.pop();
+                }
+            }
+        }
+    };
+
+    let mut prev = tr.first().map(|t| t.0).unwrap_or(timeline.start);
+    let mut i = 0;
+    let end = timeline.end;
+    while i <= tr.len() {
+        let ts = if i < tr.len() { tr[i].0 } else { end.max(prev) };
+        // Account [prev, ts) with the current counts.
+        let dur = ts.0.saturating_sub(prev.0);
+        if dur > 0 {
+            hist[running] += dur;
+            if running >= 1 {
+                any += dur;
+                if running == alive {
+                    all += dur;
+                }
+                if running < active {
+                    frag += dur;
+                }
+                for (a, &x) in running_set.iter().enumerate() {
+                    member_run[x] += dur;
+                    for &y in &running_set[a + 1..] {
+                        let (lo, hi) = if x < y { (x, y) } else { (y, x) };
+                        both[lo * n + hi] += dur;
+                    }
+                }
+            }
+        }
+        if i == tr.len() {
+            close_episode(&mut ep, ts);
+            break;
+        }
+        // Apply every transition at ts.
+        while i < tr.len() && tr[i].0 == ts {
+            let (_, m, c) = tr[i];
+            let m = m as usize;
+            let old = state[m];
+            if old != c {
+                match old {
+                    Cls::Running => {
+                        running -= 1;
+                        active -= 1;
+                        alive -= 1;
+                        if let Some(p) = running_set.iter().position(|&x| x == m) {
+                            running_set.swap_remove(p);
+                        }
+                    }
+                    Cls::Runnable => {
+                        active -= 1;
+                        alive -= 1;
+                    }
+                    Cls::Idle => alive -= 1,
+                    Cls::Gone => {}
+                }
+                match c {
+                    Cls::Running => {
+                        running += 1;
+                        active += 1;
+                        alive += 1;
+                        running_set.push(m);
+                    }
+                    Cls::Runnable => {
+                        active += 1;
+                        alive += 1;
+                    }
+                    Cls::Idle => alive += 1,
+                    Cls::Gone => {}
+                }
+                state[m] = c;
+            }
+            i += 1;
+        }
+        // Episode bookkeeping after the changes at ts.
+        let fragmented = running >= 1 && running < active;
+        if fragmented {
+            let e = ep.get_or_insert_with(|| (ts, vec![false; n]));
+            for (m, s) in state.iter().enumerate() {
+                if *s == Cls::Runnable {
+                    e.1[m] = true;
+                }
+            }
+        } else {
+            close_episode(&mut ep, ts);
+        }
+        prev = ts;
+    }
+
+    let mut episodes: Vec<Episode> = heap
+        .into_iter()
+        .map(|Reverse((d, Reverse(s), who))| Episode {
+            start_ns: s,
+            duration_ns: d,
+            waiting: who,
+        })
+        .collect();
+    episodes.sort_by_key(|e| (Reverse(e.duration_ns), e.start_ns));
+
+    let mut pair = vec![vec![0.0; n]; n];
+    for a in 0..n {
+        for b in 0..n {
+            let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+            let together = if a == b {
+                member_run[a]
+            } else {
+                both[lo * n + hi]
+            };
+            let either = member_run[a] + member_run[b] - together;
+            pair[a][b] = ratio(together, either);
+        }
+    }
+    Gang {
+        name: def.name.clone(),
+        kind: def.kind,
+        tgid: def.tgid,
+        members: def.members.clone(),
+        vcpus: def.vcpus.clone(),
+        corun_ratio: ratio(all, any),
+        fragmented_ns: frag,
+        fragmented_ratio: ratio(frag, any),
+        running_hist_ns: hist,
+        pair_corun: pair,
+        any_running_ns: any,
+        all_running_ns: all,
+        member_running_ns: member_run,
+        episodes,
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
 
 /// Compute the gang section.
-pub fn analyze(_ctx: &Context) -> Result<GangReport, AnalysisError> {
-    Err(AnalysisError::missing("gang", &["(not implemented yet)"]))
+pub fn analyze(ctx: &Context) -> Result<GangReport, AnalysisError> {
+    check_sched_events(ctx.trace, "gang")?;
+    let defs = resolve_gangs(ctx)?;
+    let gangs: Vec<Gang> = defs.par_iter().map(|d| compute(d, ctx.timeline)).collect();
+    let note = if !gangs.is_empty() {
+        None
+    } else if ctx.timeline.threads.iter().all(|t| t.tgid.is_none()) {
+        Some("the trace has no process (tgid) information, so there are no automatic gangs; define gangs with --gang-of tids=A,B,C or comm=REGEX".to_string())
+    } else {
+        Some("no process had two or more threads that ran or waited for a CPU, and no VM (kvm_exit) was seen".to_string())
+    };
+    Ok(GangReport { gangs, note })
+}
+
+fn pct(r: f64) -> String {
+    format!("{:.0}%", r * 100.0)
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.3}", ns as f64 / 1e6)
+}
+
+/// Render rows as an aligned table: first column left-aligned, others right.
+pub(crate) fn write_table(
+    out: &mut dyn Write,
+    indent: &str,
+    header: &[&str],
+    rows: &[Vec<String>],
+) -> io::Result<()> {
+    let mut w: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            if i < w.len() {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+    }
+    let line = |cells: &mut dyn Iterator<Item = &str>| -> String {
+        let mut s = String::from(indent);
+        for (i, c) in cells.enumerate() {
+            if i > 0 {
+                s.push_str("  ");
+            }
+            let pad = w[i].saturating_sub(c.chars().count());
+            if i == 0 {
+                s.push_str(c);
+                s.push_str(&" ".repeat(pad));
+            } else {
+                s.push_str(&" ".repeat(pad));
+                s.push_str(c);
+            }
+        }
+        s.trim_end().to_string()
+    };
+    writeln!(out, "{}", line(&mut header.iter().copied()))?;
+    for r in rows {
+        writeln!(out, "{}", line(&mut r.iter().map(String::as_str)))?;
+    }
+    Ok(())
+}
+
+impl Gang {
+    /// The one-line verdict: "VM 4242 (qemu): all 4 vCPUs co-ran 12% of the time it ran; 61% fragmented".
+    pub fn verdict(&self) -> String {
+        let what = if self.kind == GangKind::Vm || !self.vcpus.is_empty() {
+            "vCPUs"
+        } else {
+            "threads"
+        };
+        format!(
+            "{}: all {} {} co-ran {} of the time it ran; {} fragmented",
+            self.name,
+            self.members.len(),
+            what,
+            pct(self.corun_ratio),
+            pct(self.fragmented_ratio)
+        )
+    }
+}
+
+impl GangReport {
+    /// Text: a verdict per gang, then per gang its histogram as a bar chart,
+    /// its busiest members and longest fragmented episodes.
+    pub fn render_text(&self, ctx: &Context, out: &mut dyn Write) -> io::Result<()> {
+        let top = if ctx.opts.top == 0 { 10 } else { ctx.opts.top };
+        writeln!(out, "Gang co-run")?;
+        if let Some(note) = &self.note {
+            writeln!(out, "  {note}")?;
+        }
+        let mut order: Vec<&Gang> = self.gangs.iter().collect();
+        order.sort_by_key(|g| Reverse(g.any_running_ns));
+        for g in order.iter().take(top) {
+            writeln!(out, "  {}", g.verdict())?;
+        }
+        if order.len() > top {
+            writeln!(out, "  ... {} more gangs (--top)", order.len() - top)?;
+        }
+        for g in order.iter().take(top) {
+            writeln!(out)?;
+            writeln!(
+                out,
+                "{}  (members {}, any ran {} ms, all ran {} ms, fragmented {} ms)",
+                g.name,
+                g.members.len(),
+                ms(g.any_running_ns),
+                ms(g.all_running_ns),
+                ms(g.fragmented_ns)
+            )?;
+            let total: u64 = g.running_hist_ns.iter().sum();
+            let rows: Vec<Vec<String>> = g
+                .running_hist_ns
+                .iter()
+                .enumerate()
+                .map(|(k, &ns)| {
+                    let share = ratio(ns, total);
+                    let bar = "#".repeat((share * 40.0).round() as usize);
+                    vec![k.to_string(), ms(ns), format!("{:.1}", share * 100.0), bar]
+                })
+                .collect();
+            write_table(out, "  ", &["running", "time (ms)", "share (%)", ""], &rows)?;
+            let mut members: Vec<usize> = (0..g.members.len()).collect();
+            members.sort_by_key(|&i| Reverse(g.member_running_ns[i]));
+            let rows: Vec<Vec<String>> = members
+                .iter()
+                .take(top)
+                .map(|&i| {
+                    let best = (0..g.members.len())
+                        .filter(|&j| j != i)
+                        .map(|j| g.pair_corun[i][j])
+                        .fold(f64::NAN, f64::max);
+                    let tid = g.members[i];
+                    vec![
+                        match g.vcpus.get(i).copied().flatten() {
+                            Some(v) => format!("{tid} (vcpu {v})"),
+                            None => tid.to_string(),
+                        },
+                        ctx.timeline
+                            .thread(tid)
+                            .map(|t| t.comm.clone())
+                            .unwrap_or_default(),
+                        ms(g.member_running_ns[i]),
+                        if best.is_nan() {
+                            "-".into()
+                        } else {
+                            format!("{:.1}", best * 100.0)
+                        },
+                    ]
+                })
+                .collect();
+            write_table(
+                out,
+                "  ",
+                &["member", "comm", "ran (ms)", "best pair co-run (%)"],
+                &rows,
+            )?;
+            if !g.episodes.is_empty() {
+                let rows: Vec<Vec<String>> = g
+                    .episodes
+                    .iter()
+                    .take(top)
+                    .map(|e| {
+                        vec![
+                            Ts(e.start_ns).to_string(),
+                            ms(e.duration_ns),
+                            e.waiting
+                                .iter()
+                                .map(|t| t.to_string())
+                                .collect::<Vec<_>>()
+                                .join(","),
+                        ]
+                    })
+                    .collect();
+                write_table(
+                    out,
+                    "  ",
+                    &["fragmented from (s)", "for (ms)", "waiting tids"],
+                    &rows,
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Members of `defs` by tid: (gang index, member index); first gang wins.
+pub(crate) fn member_index(defs: &[GangDef]) -> HashMap<Tid, (usize, usize)> {
+    let mut m = HashMap::new();
+    for (g, d) in defs.iter().enumerate() {
+        for (i, t) in d.members.iter().enumerate() {
+            m.entry(*t).or_insert((g, i));
+        }
+    }
+    m
 }

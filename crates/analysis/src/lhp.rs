@@ -1,13 +1,908 @@
-//! Placeholder for the lhp analysis (being written).
+//! Lock-holder preemption (DESIGN.md "Analyses — definitions", issue 4).
+//!
+//! Virtualized: every pause-loop exit (kvm_exit with isa VMX and reason 40,
+//! or isa SVM and reason 0x77) is classified by the states of the spinning
+//! vCPU's siblings (the other members of its gang) at that instant:
+//! `sibling_preempted` (some sibling Runnable: a likely preempted lock
+//! holder), `all_running` (every alive sibling on a CPU: a futile exit), or
+//! `siblings_idle`. A directed yield succeeded when the first context switch
+//! on the exit's CPU within [`YIELD_WINDOW_NS`] puts a sibling on it. All
+//! exit reasons are counted per VM as `perf kvm stat` does.
+//!
+//! Bare metal: a waiter B woken by A (the task current on the CPU that
+//! emitted sched_waking) after sleeping since t0: the time in [t0, wake)
+//! during which A was Runnable is `waker_preempted_ns`, summed per (waker,
+//! wakee) pair and per wakee process.
+//!
+//! Both parts are single passes: PLE exits walk the sorted events with one
+//! monotonic cursor per vCPU sibling; the bare-metal part walks each thread's
+//! intervals once and answers "runnable time of A before t" from per-thread
+//! prefix sums (threads in parallel).
 
+use crate::gang::{self, GangDef, GangKind};
+use crate::report::Section;
+use crate::timeline::{StateInterval, ThreadState, Timeline};
 use crate::{AnalysisError, Context};
+use rayon::prelude::*;
+use schedscope_trace::{EventData, KvmIsa, Tid, Trace, Ts};
 use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, HashMap};
+use std::io::{self, Write};
+
+/// A directed yield counts when the switch follows the exit within this window.
+pub const YIELD_WINDOW_NS: u64 = 50_000;
+
+/// Whether a kvm_exit is a pause-loop exit.
+pub fn is_ple(isa: KvmIsa, exit_reason: u32) -> bool {
+    match isa {
+        KvmIsa::Vmx => exit_reason & 0xffff == 40,
+        KvmIsa::Svm => exit_reason == 0x77,
+        KvmIsa::Other(_) => false,
+    }
+}
+
+/// The kernel's name of an exit reason (`perf kvm stat` spelling).
+pub fn exit_reason_name(isa: KvmIsa, exit_reason: u32) -> String {
+    const VMX: &[(u32, &str)] = &[
+        (0, "EXCEPTION_NMI"),
+        (1, "EXTERNAL_INTERRUPT"),
+        (2, "TRIPLE_FAULT"),
+        (7, "INTERRUPT_WINDOW"),
+        (8, "NMI_WINDOW"),
+        (10, "CPUID"),
+        (12, "HLT"),
+        (14, "INVLPG"),
+        (18, "VMCALL"),
+        (28, "CR_ACCESS"),
+        (29, "DR_ACCESS"),
+        (30, "IO_INSTRUCTION"),
+        (31, "MSR_READ"),
+        (32, "MSR_WRITE"),
+        (36, "MWAIT_INSTRUCTION"),
+        (39, "MONITOR_INSTRUCTION"),
+        (40, "PAUSE_INSTRUCTION"),
+        (43, "TPR_BELOW_THRESHOLD"),
+        (44, "APIC_ACCESS"),
+        (45, "EOI_INDUCED"),
+        (48, "EPT_VIOLATION"),
+        (49, "EPT_MISCONFIG"),
+        (52, "PREEMPTION_TIMER"),
+        (54, "WBINVD"),
+        (55, "XSETBV"),
+        (56, "APIC_WRITE"),
+        (62, "PML_FULL"),
+    ];
+    const SVM: &[(u32, &str)] = &[
+        (0x060, "interrupt"),
+        (0x061, "nmi"),
+        (0x064, "vintr"),
+        (0x072, "cpuid"),
+        (0x077, "pause"),
+        (0x078, "hlt"),
+        (0x07b, "io"),
+        (0x07c, "msr"),
+        (0x081, "hypercall"),
+        (0x400, "npf"),
+        (0x401, "avic_incomplete_ipi"),
+        (0x402, "avic_unaccelerated_access"),
+    ];
+    let (table, code) = match isa {
+        KvmIsa::Vmx => (VMX, exit_reason & 0xffff),
+        KvmIsa::Svm => (SVM, exit_reason),
+        KvmIsa::Other(_) => (&[][..], exit_reason),
+    };
+    match table.iter().find(|(c, _)| *c == code) {
+        Some((_, n)) => (*n).to_string(),
+        None => format!("reason {code}"),
+    }
+}
+
+/// PLE counts of one VM.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PleVm {
+    /// The VM's process (None when the trace has no tgid information).
+    pub tgid: Option<Tid>,
+    /// Display name.
+    pub name: String,
+    /// Number of vCPU threads in its gang.
+    pub vcpus: usize,
+    /// PLE exits.
+    pub total: u64,
+    /// ... while some sibling was Runnable.
+    pub sibling_preempted: u64,
+    /// ... while every alive sibling was Running.
+    pub all_running: u64,
+    /// ... otherwise.
+    pub siblings_idle: u64,
+    /// PLE exits per second of trace.
+    pub per_second: f64,
+    /// Directed yields to a sibling within the window.
+    pub yield_to_sibling: u64,
+}
+
+/// PLE counts of one vCPU thread.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PleVcpu {
+    /// The vCPU thread.
+    pub tid: Tid,
+    /// Its vCPU id, when the events carry one.
+    pub vcpu: Option<u32>,
+    /// Its VM's process.
+    pub tgid: Option<Tid>,
+    /// PLE exits.
+    pub total: u64,
+    /// ... while some sibling was Runnable.
+    pub sibling_preempted: u64,
+    /// ... while every alive sibling was Running.
+    pub all_running: u64,
+    /// ... otherwise.
+    pub siblings_idle: u64,
+    /// PLE exits per second of trace.
+    pub per_second: f64,
+}
+
+/// What followed a PLE exit on its CPU within [`YIELD_WINDOW_NS`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct YieldOutcomes {
+    /// The vCPU was switched out and a sibling switched in.
+    pub to_sibling: u64,
+    /// The vCPU was switched out for a non-sibling (or idle).
+    pub to_other: u64,
+    /// No switch on that CPU within the window.
+    pub no_switch: u64,
+}
+
+/// One exit reason of one VM.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExitReason {
+    /// Kernel name (`PAUSE_INSTRUCTION`, `pause`, ...).
+    pub reason: String,
+    /// Raw code.
+    pub code: u32,
+    /// Exits.
+    pub count: u64,
+    /// Share of this VM's exits (0..1).
+    pub share: f64,
+    /// Total handling time, exit to the next kvm_entry of the same thread (ns).
+    pub time_ns: u64,
+}
+
+/// All exit reasons of one VM.
+#[derive(Clone, Debug, Serialize)]
+pub struct VmExits {
+    /// The VM's process.
+    pub tgid: Option<Tid>,
+    /// Display name.
+    pub name: String,
+    /// Exits of all reasons.
+    pub total: u64,
+    /// By reason, most frequent first.
+    pub reasons: Vec<ExitReason>,
+}
+
+/// The virtualized part.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PleReport {
+    /// PLE exits.
+    pub total: u64,
+    /// ... while some sibling was Runnable.
+    pub sibling_preempted: u64,
+    /// ... while every alive sibling was Running.
+    pub all_running: u64,
+    /// ... otherwise.
+    pub siblings_idle: u64,
+    /// PLE exits per second of trace.
+    pub per_second: f64,
+    /// Directed-yield outcomes.
+    pub directed_yield: YieldOutcomes,
+    /// Per VM.
+    pub per_vm: Vec<PleVm>,
+    /// Per vCPU thread.
+    pub per_vcpu: Vec<PleVcpu>,
+    /// Exit reasons per VM.
+    pub exit_reasons: Vec<VmExits>,
+}
+
+/// Waiting caused by a preempted waker, for one (waker, wakee) pair.
+#[derive(Clone, Debug, Serialize)]
+pub struct WakerPair {
+    /// The waker.
+    pub waker: Tid,
+    /// Its comm.
+    pub waker_comm: String,
+    /// The woken task.
+    pub wakee: Tid,
+    /// Its comm.
+    pub wakee_comm: String,
+    /// Wakeups.
+    pub wakeups: u64,
+    /// Time the wakee slept while the waker was Runnable (ns).
+    pub waker_preempted_ns: u64,
+    /// Longest single such wait (ns).
+    pub max_ns: u64,
+}
+
+/// Waiting caused by a preempted waker, per wakee process.
+#[derive(Clone, Debug, Serialize)]
+pub struct WakerProcess {
+    /// The wakee's process (None: unknown).
+    pub tgid: Option<Tid>,
+    /// Its name.
+    pub name: String,
+    /// Wakeups of its threads.
+    pub wakeups: u64,
+    /// Total sleep of its threads before those wakeups (ns).
+    pub sleep_ns: u64,
+    /// Part of that during which the waker was Runnable (ns).
+    pub waker_preempted_ns: u64,
+}
+
+/// The bare-metal part.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct WakerPreemptedReport {
+    /// Sum over all wakeups (ns).
+    pub total_ns: u64,
+    /// Wakeups examined (sleep start known, waker a task).
+    pub wakeups: u64,
+    /// Per pair, largest first (all pairs with nonzero time).
+    pub pairs: Vec<WakerPair>,
+    /// Per wakee process, largest first.
+    pub processes: Vec<WakerProcess>,
+}
 
 /// The `lhp` section.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct LhpReport {}
+#[derive(Clone, Debug, Serialize)]
+pub struct LhpReport {
+    /// Pause-loop exits (or why there are none).
+    pub ple: Section<PleReport>,
+    /// Waker-preempted time (or why there is none).
+    pub waker_preempted: Section<WakerPreemptedReport>,
+}
 
 /// Compute the lhp section.
-pub fn analyze(_ctx: &Context) -> Result<LhpReport, AnalysisError> {
-    Err(AnalysisError::missing("lhp", &["(not implemented yet)"]))
+pub fn analyze(ctx: &Context) -> Result<LhpReport, AnalysisError> {
+    let sched = gang::check_sched_events(ctx.trace, "lhp");
+    let waking = if ctx.trace.count("sched:sched_waking") == 0 {
+        let mut m = vec!["sched:sched_waking"];
+        if ctx.trace.count("sched:sched_switch") == 0 {
+            m.push("sched:sched_switch");
+        }
+        Err(AnalysisError::missing("lhp (waker-preempted)", &m))
+    } else {
+        sched.clone()
+    };
+    let has_kvm = ctx.trace.count("kvm:kvm_exit") > 0;
+    if !has_kvm && waking.is_err() {
+        let mut m = vec!["kvm:kvm_exit", "kvm:kvm_entry"];
+        if ctx.trace.count("sched:sched_switch") == 0 {
+            m.push("sched:sched_switch");
+        }
+        if ctx.trace.count("sched:sched_waking") == 0 {
+            m.push("sched:sched_waking");
+        }
+        return Err(AnalysisError::missing("lhp", &m));
+    }
+    let ple = if !has_kvm {
+        Err(AnalysisError::missing(
+            "lhp (pause-loop exits)",
+            &["kvm:kvm_exit", "kvm:kvm_entry"],
+        ))
+    } else {
+        match sched {
+            Err(e) => Err(e),
+            Ok(()) => ple(ctx),
+        }
+    };
+    let waker_preempted = waking.map(|()| waker_preempted(ctx.trace, ctx.timeline));
+    Ok(LhpReport {
+        ple: Section(ple),
+        waker_preempted: Section(waker_preempted),
+    })
+}
+
+/// A monotonic state cursor over one thread's intervals.
+struct Cursor<'a> {
+    ivs: &'a [StateInterval],
+    i: usize,
+}
+
+impl Cursor<'_> {
+    fn state_at(&mut self, ts: Ts) -> ThreadState {
+        while self.i < self.ivs.len() && self.ivs[self.i].end.is_some_and(|e| e <= ts) {
+            self.i += 1;
+        }
+        match self.ivs.get(self.i) {
+            Some(iv) if iv.ts <= ts => iv.state,
+            _ => ThreadState::Unknown,
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PleClass {
+    SiblingPreempted,
+    AllRunning,
+    SiblingsIdle,
+}
+
+fn ple(ctx: &Context) -> Result<PleReport, AnalysisError> {
+    let trace = ctx.trace;
+    let tl = ctx.timeline;
+    let defs: Vec<GangDef> = if ctx.opts.gang_specs.is_empty() {
+        // Automatic: one gang per VM; vCPUs without tgid form a gang each.
+        let mut d: Vec<GangDef> = gang::resolve_gangs(ctx)?
+            .into_iter()
+            .filter(|g| g.kind == GangKind::Vm)
+            .collect();
+        let grouped = gang::member_index(&d);
+        for (tid, vcpu) in gang::vcpu_threads(trace) {
+            if !grouped.contains_key(&tid) {
+                d.push(GangDef {
+                    name: format!("vCPU thread {tid} (no tgid)"),
+                    kind: GangKind::Vm,
+                    tgid: None,
+                    members: vec![tid],
+                    vcpus: vec![vcpu],
+                });
+            }
+        }
+        d
+    } else {
+        gang::resolve_gangs(ctx)?
+    };
+    let index = gang::member_index(&defs);
+    let vcpus = gang::vcpu_threads(trace);
+    // Cursors per gang member.
+    let mut cursors: Vec<Vec<Cursor>> = defs
+        .iter()
+        .map(|d| {
+            d.members
+                .iter()
+                .map(|t| Cursor {
+                    ivs: tl.thread(*t).map(|x| x.intervals.as_slice()).unwrap_or(&[]),
+                    i: 0,
+                })
+                .collect()
+        })
+        .collect();
+
+    let secs = trace.duration().0 as f64 / 1e9;
+    let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    let mut per_vm: Vec<PleVm> = defs
+        .iter()
+        .map(|d| PleVm {
+            tgid: d.tgid,
+            name: d.name.clone(),
+            vcpus: d.members.len(),
+            ..PleVm::default()
+        })
+        .collect();
+    let mut per_vcpu: BTreeMap<Tid, PleVcpu> = BTreeMap::new();
+    let mut outcomes = YieldOutcomes::default();
+    // Per CPU: PLE exits awaiting the next switch (ts, gang index or none).
+    let mut pending: Vec<Vec<(Ts, Option<usize>)>> = vec![Vec::new(); trace.nr_cpus as usize];
+    // Exit reasons per VM key; open exits per thread.
+    let mut reasons: BTreeMap<Option<Tid>, BTreeMap<(u32, String), (u64, u64)>> = BTreeMap::new();
+    let mut open_exit: HashMap<Tid, (Ts, Option<Tid>, u32, String)> = HashMap::new();
+    let tgid_of = |tid: Tid| {
+        tl.thread(tid)
+            .and_then(|t| t.tgid)
+            .or_else(|| trace.tasks.tgid(tid))
+    };
+
+    for ev in &trace.events {
+        match ev.data {
+            EventData::KvmExit {
+                exit_reason, isa, ..
+            } => {
+                let vm = tgid_of(ev.tid);
+                let name = exit_reason_name(isa, exit_reason);
+                let code = match isa {
+                    KvmIsa::Vmx => exit_reason & 0xffff,
+                    _ => exit_reason,
+                };
+                reasons
+                    .entry(vm)
+                    .or_default()
+                    .entry((code, name.clone()))
+                    .or_default()
+                    .0 += 1;
+                open_exit.insert(ev.tid, (ev.ts, vm, code, name));
+                if !is_ple(isa, exit_reason) {
+                    continue;
+                }
+                let gm = index.get(&ev.tid).copied();
+                let class = match gm {
+                    None => PleClass::SiblingsIdle,
+                    Some((g, m)) => {
+                        let (mut runnable, mut running, mut alive) = (false, 0, 0);
+                        for (j, c) in cursors[g].iter_mut().enumerate() {
+                            if j == m {
+                                continue;
+                            }
+                            match c.state_at(ev.ts) {
+                                ThreadState::Runnable => {
+                                    runnable = true;
+                                    alive += 1;
+                                }
+                                ThreadState::Running => {
+                                    running += 1;
+                                    alive += 1;
+                                }
+                                ThreadState::Sleeping
+                                | ThreadState::Blocked
+                                | ThreadState::Other
+                                | ThreadState::Unknown => alive += 1,
+                                ThreadState::Dead => {}
+                            }
+                        }
+                        if runnable {
+                            PleClass::SiblingPreempted
+                        } else if alive > 0 && running == alive {
+                            PleClass::AllRunning
+                        } else {
+                            PleClass::SiblingsIdle
+                        }
+                    }
+                };
+                let v = per_vcpu.entry(ev.tid).or_insert_with(|| PleVcpu {
+                    tid: ev.tid,
+                    vcpu: vcpus.get(&ev.tid).copied().flatten(),
+                    tgid: gm.and_then(|(g, _)| defs[g].tgid).or(vm),
+                    ..PleVcpu::default()
+                });
+                v.total += 1;
+                let bump = |sp: &mut u64, ar: &mut u64, si: &mut u64| match class {
+                    PleClass::SiblingPreempted => *sp += 1,
+                    PleClass::AllRunning => *ar += 1,
+                    PleClass::SiblingsIdle => *si += 1,
+                };
+                bump(
+                    &mut v.sibling_preempted,
+                    &mut v.all_running,
+                    &mut v.siblings_idle,
+                );
+                if let Some((g, _)) = gm {
+                    let p = &mut per_vm[g];
+                    p.total += 1;
+                    bump(
+                        &mut p.sibling_preempted,
+                        &mut p.all_running,
+                        &mut p.siblings_idle,
+                    );
+                }
+                let c = ev.cpu.0 as usize;
+                if c >= pending.len() {
+                    pending.resize(c + 1, Vec::new());
+                }
+                pending[c].push((ev.ts, gm.map(|(g, _)| g)));
+            }
+            EventData::KvmEntry { .. } => {
+                if let Some((t0, vm, code, name)) = open_exit.remove(&ev.tid) {
+                    if let Some(e) = reasons.get_mut(&vm).and_then(|r| r.get_mut(&(code, name))) {
+                        e.1 += ev.ts.0.saturating_sub(t0.0);
+                    }
+                }
+            }
+            EventData::Switch { next_tid, .. } => {
+                let c = ev.cpu.0 as usize;
+                let Some(list) = pending.get_mut(c) else {
+                    continue;
+                };
+                for (t0, g) in list.drain(..) {
+                    if ev.ts.0.saturating_sub(t0.0) > YIELD_WINDOW_NS {
+                        outcomes.no_switch += 1;
+                    } else if g.is_some_and(|g| defs[g].members.binary_search(&next_tid).is_ok()) {
+                        outcomes.to_sibling += 1;
+                        if let Some(g) = g {
+                            per_vm[g].yield_to_sibling += 1;
+                        }
+                    } else {
+                        outcomes.to_other += 1;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    outcomes.no_switch += pending.iter().map(|l| l.len() as u64).sum::<u64>();
+
+    let mut report = PleReport {
+        directed_yield: outcomes,
+        ..PleReport::default()
+    };
+    for v in per_vcpu.values_mut() {
+        v.per_second = rate(v.total);
+        report.total += v.total;
+        report.sibling_preempted += v.sibling_preempted;
+        report.all_running += v.all_running;
+        report.siblings_idle += v.siblings_idle;
+    }
+    report.per_second = rate(report.total);
+    for p in &mut per_vm {
+        p.per_second = rate(p.total);
+    }
+    report.per_vm = per_vm;
+    report.per_vcpu = per_vcpu.into_values().collect();
+    report.exit_reasons = reasons
+        .into_iter()
+        .map(|(vm, m)| {
+            let total: u64 = m.values().map(|v| v.0).sum();
+            let mut rs: Vec<ExitReason> = m
+                .into_iter()
+                .map(|((code, reason), (count, time_ns))| ExitReason {
+                    reason,
+                    code,
+                    count,
+                    share: if total > 0 {
+                        count as f64 / total as f64
+                    } else {
+                        0.0
+                    },
+                    time_ns,
+                })
+                .collect();
+            rs.sort_by_key(|r| (Reverse(r.count), r.code));
+            VmExits {
+                tgid: vm,
+                name: match vm {
+                    Some(g) => format!("VM {} ({})", g, trace.tasks.comm(g)),
+                    None => "threads without tgid".to_string(),
+                },
+                total,
+                reasons: rs,
+            }
+        })
+        .collect();
+    Ok(report)
+}
+
+/// Per-thread prefix sums of Runnable time: `cum[i]` = Runnable ns before interval i.
+struct RunnableSums<'a> {
+    ivs: &'a [StateInterval],
+    cum: Vec<u64>,
+}
+
+impl RunnableSums<'_> {
+    /// Runnable time in [start of trace, t).
+    fn before(&self, t: Ts, end: Ts) -> u64 {
+        let i = self.ivs.partition_point(|iv| iv.ts < t);
+        if i == 0 {
+            return 0;
+        }
+        let iv = &self.ivs[i - 1];
+        let mut s = self.cum[i - 1];
+        if iv.state == ThreadState::Runnable {
+            s += t.0.min(iv.end_or(end).0).saturating_sub(iv.ts.0);
+        }
+        s
+    }
+}
+
+/// Compute the bare-metal waker-preempted table.
+pub fn waker_preempted(trace: &Trace, tl: &Timeline) -> WakerPreemptedReport {
+    let end = tl.end;
+    let sums: Vec<RunnableSums> = tl
+        .threads
+        .par_iter()
+        .map(|t| {
+            let mut cum = Vec::with_capacity(t.intervals.len());
+            let mut acc = 0u64;
+            for iv in &t.intervals {
+                cum.push(acc);
+                if iv.state == ThreadState::Runnable {
+                    acc += iv.end_or(end).0.saturating_sub(iv.ts.0);
+                }
+            }
+            RunnableSums {
+                ivs: &t.intervals,
+                cum,
+            }
+        })
+        .collect();
+    let pos: HashMap<Tid, usize> = tl
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.tid, i))
+        .collect();
+    // (waker, wakee) -> (wakeups, ns, max); wakee tgid -> (wakeups, sleep, ns)
+    type PairAcc = HashMap<(Tid, Tid), (u64, u64, u64)>;
+    type ProcAcc = HashMap<Option<Tid>, (u64, u64, u64)>;
+    let (pairs, procs, wakeups): (PairAcc, ProcAcc, u64) = tl
+        .threads
+        .par_iter()
+        .map(|t| {
+            let mut pairs: PairAcc = HashMap::new();
+            let mut procs: ProcAcc = HashMap::new();
+            let mut n = 0u64;
+            for w in t.intervals.windows(2) {
+                let (sleep, wake) = (&w[0], &w[1]);
+                if !matches!(sleep.state, ThreadState::Sleeping | ThreadState::Blocked)
+                    || wake.state != ThreadState::Runnable
+                    || wake.preempted
+                {
+                    continue;
+                }
+                let Some(waker) = wake.waker.filter(|w| !w.is_idle() && *w != t.tid) else {
+                    continue;
+                };
+                n += 1;
+                let ns = match pos.get(&waker) {
+                    Some(&i) => sums[i]
+                        .before(wake.ts, end)
+                        .saturating_sub(sums[i].before(sleep.ts, end)),
+                    None => 0,
+                };
+                let p = pairs.entry((waker, t.tid)).or_default();
+                p.0 += 1;
+                p.1 += ns;
+                p.2 = p.2.max(ns);
+                let q = procs.entry(t.tgid).or_default();
+                q.0 += 1;
+                q.1 += wake.ts.0.saturating_sub(sleep.ts.0);
+                q.2 += ns;
+            }
+            (pairs, procs, n)
+        })
+        .reduce(
+            || (HashMap::new(), HashMap::new(), 0),
+            |(mut a, mut b, n), (c, d, m)| {
+                for (k, v) in c {
+                    let e = a.entry(k).or_default();
+                    e.0 += v.0;
+                    e.1 += v.1;
+                    e.2 = e.2.max(v.2);
+                }
+                for (k, v) in d {
+                    let e = b.entry(k).or_default();
+                    e.0 += v.0;
+                    e.1 += v.1;
+                    e.2 += v.2;
+                }
+                (a, b, n + m)
+            },
+        );
+    let comm = |tid: Tid| {
+        tl.thread(tid)
+            .map(|t| t.comm.clone())
+            .unwrap_or_else(|| trace.tasks.comm(tid).to_string())
+    };
+    let mut pairs: Vec<WakerPair> = pairs
+        .into_iter()
+        .filter(|(_, v)| v.1 > 0)
+        .map(|((waker, wakee), (wakeups, ns, max))| WakerPair {
+            waker,
+            waker_comm: comm(waker),
+            wakee,
+            wakee_comm: comm(wakee),
+            wakeups,
+            waker_preempted_ns: ns,
+            max_ns: max,
+        })
+        .collect();
+    pairs.sort_by_key(|p| (Reverse(p.waker_preempted_ns), p.waker, p.wakee));
+    let mut processes: Vec<WakerProcess> = procs
+        .into_iter()
+        .map(|(tgid, (wakeups, sleep_ns, ns))| WakerProcess {
+            tgid,
+            name: match tgid {
+                Some(g) => {
+                    let c = trace.tasks.comm(g);
+                    if c.is_empty() {
+                        comm(g)
+                    } else {
+                        c.to_string()
+                    }
+                }
+                None => "(no tgid)".to_string(),
+            },
+            wakeups,
+            sleep_ns,
+            waker_preempted_ns: ns,
+        })
+        .collect();
+    processes.sort_by_key(|p| (Reverse(p.waker_preempted_ns), p.tgid));
+    WakerPreemptedReport {
+        total_ns: pairs.iter().map(|p| p.waker_preempted_ns).sum(),
+        wakeups,
+        pairs,
+        processes,
+    }
+}
+
+fn pct(a: u64, b: u64) -> String {
+    if b == 0 {
+        "-".into()
+    } else {
+        format!("{:.1}", a as f64 * 100.0 / b as f64)
+    }
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.3}", ns as f64 / 1e6)
+}
+
+impl LhpReport {
+    /// Text: PLE headline and tables, exit reasons, then the waker-preempted tables.
+    pub fn render_text(&self, ctx: &Context, out: &mut dyn Write) -> io::Result<()> {
+        let top = if ctx.opts.top == 0 { 20 } else { ctx.opts.top };
+        writeln!(out, "Lock-holder preemption")?;
+        match &self.ple.0 {
+            Err(e) => writeln!(out, "  pause-loop exits: {e}")?,
+            Ok(p) => {
+                writeln!(
+                    out,
+                    "  {} pause-loop exits ({:.1}/s): {}% with a sibling vCPU preempted, {}% with all siblings running, {}% with siblings idle; {} directed yields to a sibling within 50 us",
+                    p.total,
+                    p.per_second,
+                    pct(p.sibling_preempted, p.total),
+                    pct(p.all_running, p.total),
+                    pct(p.siblings_idle, p.total),
+                    p.directed_yield.to_sibling
+                )?;
+                let hdr = [
+                    "VM",
+                    "vCPUs",
+                    "PLE exits",
+                    "per s",
+                    "sibling preempted (%)",
+                    "all running (%)",
+                    "siblings idle (%)",
+                    "yield to sibling",
+                ];
+                let rows: Vec<Vec<String>> = p
+                    .per_vm
+                    .iter()
+                    .take(top)
+                    .map(|v| {
+                        vec![
+                            v.name.clone(),
+                            v.vcpus.to_string(),
+                            v.total.to_string(),
+                            format!("{:.1}", v.per_second),
+                            pct(v.sibling_preempted, v.total),
+                            pct(v.all_running, v.total),
+                            pct(v.siblings_idle, v.total),
+                            v.yield_to_sibling.to_string(),
+                        ]
+                    })
+                    .collect();
+                gang::write_table(out, "  ", &hdr, &rows)?;
+                let mut vc: Vec<&PleVcpu> = p.per_vcpu.iter().collect();
+                vc.sort_by_key(|v| Reverse(v.total));
+                let rows: Vec<Vec<String>> = vc
+                    .iter()
+                    .take(top)
+                    .map(|v| {
+                        vec![
+                            v.tid.to_string(),
+                            v.vcpu.map(|x| x.to_string()).unwrap_or_else(|| "-".into()),
+                            v.tgid.map(|x| x.to_string()).unwrap_or_else(|| "-".into()),
+                            v.total.to_string(),
+                            format!("{:.1}", v.per_second),
+                            pct(v.sibling_preempted, v.total),
+                            pct(v.all_running, v.total),
+                            pct(v.siblings_idle, v.total),
+                        ]
+                    })
+                    .collect();
+                writeln!(out)?;
+                gang::write_table(
+                    out,
+                    "  ",
+                    &[
+                        "vCPU tid",
+                        "vcpu",
+                        "VM",
+                        "PLE exits",
+                        "per s",
+                        "sibling preempted (%)",
+                        "all running (%)",
+                        "siblings idle (%)",
+                    ],
+                    &rows,
+                )?;
+                writeln!(
+                    out,
+                    "  directed yield within 50 us: {} to a sibling, {} to another task, {} no switch",
+                    p.directed_yield.to_sibling, p.directed_yield.to_other, p.directed_yield.no_switch
+                )?;
+                for vm in &p.exit_reasons {
+                    writeln!(out)?;
+                    writeln!(out, "  exit reasons of {} ({} exits)", vm.name, vm.total)?;
+                    let rows: Vec<Vec<String>> = vm
+                        .reasons
+                        .iter()
+                        .take(top)
+                        .map(|r| {
+                            vec![
+                                r.reason.clone(),
+                                r.count.to_string(),
+                                format!("{:.2}", r.share * 100.0),
+                                format!("{:.2}", r.time_ns as f64 / 1e3 / r.count.max(1) as f64),
+                            ]
+                        })
+                        .collect();
+                    gang::write_table(
+                        out,
+                        "    ",
+                        &["reason", "samples", "samples (%)", "avg time (us)"],
+                        &rows,
+                    )?;
+                }
+            }
+        }
+        writeln!(out)?;
+        match &self.waker_preempted.0 {
+            Err(e) => writeln!(out, "  waker-preempted time: {e}")?,
+            Ok(w) => {
+                writeln!(
+                    out,
+                    "  waker-preempted time: {} ms over {} wakeups (sleepers waited while their waker was runnable but off CPU)",
+                    ms(w.total_ns),
+                    w.wakeups
+                )?;
+                let rows: Vec<Vec<String>> = w
+                    .pairs
+                    .iter()
+                    .take(top)
+                    .map(|p| {
+                        vec![
+                            format!("{}:{}", p.waker_comm, p.waker),
+                            format!("{}:{}", p.wakee_comm, p.wakee),
+                            p.wakeups.to_string(),
+                            ms(p.waker_preempted_ns),
+                            ms(p.max_ns),
+                        ]
+                    })
+                    .collect();
+                gang::write_table(
+                    out,
+                    "  ",
+                    &[
+                        "waker",
+                        "wakee",
+                        "wakeups",
+                        "waker preempted (ms)",
+                        "max (ms)",
+                    ],
+                    &rows,
+                )?;
+                writeln!(out)?;
+                let rows: Vec<Vec<String>> = w
+                    .processes
+                    .iter()
+                    .take(top)
+                    .map(|p| {
+                        vec![
+                            format!(
+                                "{}:{}",
+                                p.name,
+                                p.tgid.map(|t| t.to_string()).unwrap_or_else(|| "-".into())
+                            ),
+                            p.wakeups.to_string(),
+                            ms(p.sleep_ns),
+                            ms(p.waker_preempted_ns),
+                            pct(p.waker_preempted_ns, p.sleep_ns),
+                        ]
+                    })
+                    .collect();
+                gang::write_table(
+                    out,
+                    "  ",
+                    &[
+                        "process",
+                        "wakeups",
+                        "slept (ms)",
+                        "waker preempted (ms)",
+                        "share (%)",
+                    ],
+                    &rows,
+                )?;
+            }
+        }
+        Ok(())
+    }
 }
