@@ -51,6 +51,21 @@ pub fn threads() -> Vec<ThreadInfo> {
     out
 }
 
+/// Address of `_text` in /proc/kallsyms (None when hidden, i.e. all zero,
+/// or unreadable).
+pub fn kernel_text_address() -> Option<u64> {
+    let s = fs::read_to_string("/proc/kallsyms").ok()?;
+    s.lines().find_map(|l| {
+        let mut it = l.split_whitespace();
+        let addr = it.next()?;
+        let _kind = it.next()?;
+        (it.next()? == "_text")
+            .then(|| u64::from_str_radix(addr, 16).ok())
+            .flatten()
+            .filter(|&a| a != 0)
+    })
+}
+
 /// ppid is the second field after the parenthesised comm in /proc/<pid>/stat.
 fn parse_ppid(stat: &str) -> Option<u32> {
     let rest = &stat[stat.rfind(')')? + 1..];

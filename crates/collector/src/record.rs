@@ -9,7 +9,7 @@ use crate::procfs;
 use crate::sys::{self, EventFd, Ring};
 use schedscope_parser::perf_data::abi;
 use schedscope_parser::perf_data::writer::{
-    attr_flag, AttrSpec, EventAttr, Features, PerfDataWriter,
+    attr_flag, AttrSpec, EventAttr, Features, PerfDataWriter, MISC_KERNEL,
 };
 use std::fs::File;
 use std::io;
@@ -583,6 +583,22 @@ pub fn record(
         if let Err(e) = r {
             write_error = Some(e.to_string());
             break;
+        }
+    }
+    // The kernel map, so perf symbolizes kernel call chains from kallsyms.
+    if write_error.is_none() {
+        if let Some(text) = procfs::kernel_text_address() {
+            if let Err(e) = w.mmap(
+                u32::MAX,
+                0,
+                text,
+                u64::MAX - text,
+                text,
+                "[kernel.kallsyms]_text",
+                MISC_KERNEL,
+            ) {
+                write_error = Some(e.to_string());
+            }
         }
     }
     let mut samples: Vec<CgroupSample> = Vec::new();

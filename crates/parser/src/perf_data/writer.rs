@@ -35,6 +35,8 @@ pub const ATTR_SIZE: usize = 128;
 pub const FILE_ATTR_SIZE: usize = ATTR_SIZE + 16;
 /// Strings in feature sections are padded to this alignment (NAME_ALIGN).
 const NAME_ALIGN: usize = 64;
+/// perf_event_header.misc: the record belongs to the kernel (PERF_RECORD_MISC_KERNEL).
+pub const MISC_KERNEL: u16 = 1;
 /// Buffer size for small records.
 const BUF_CAP: usize = 1 << 20;
 
@@ -548,6 +550,36 @@ impl<W: Read + Write + Seek> PerfDataWriter<W> {
         put64(&mut rec, time);
         self.sample_id(&mut rec, pid, tid, time, 0);
         finish_header(&mut rec, RecordType::FORK, 0)?;
+        self.write_records(&rec)
+    }
+
+    /// Append a PERF_RECORD_MMAP (`misc` e.g. [`MISC_KERNEL`] for the kernel
+    /// map perf synthesizes as `[kernel.kallsyms]_text`, pid `u32::MAX`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn mmap(
+        &mut self,
+        pid: u32,
+        tid: u32,
+        start: u64,
+        len: u64,
+        pgoff: u64,
+        filename: &str,
+        misc: u16,
+    ) -> io::Result<()> {
+        let mut rec = Vec::with_capacity(64 + filename.len());
+        rec.extend_from_slice(&[0u8; 8]);
+        put32(&mut rec, pid);
+        put32(&mut rec, tid);
+        put64(&mut rec, start);
+        put64(&mut rec, len);
+        put64(&mut rec, pgoff);
+        let name = filename.as_bytes();
+        let name = &name[..name.len().min(4095)];
+        rec.extend_from_slice(name);
+        let padded = (name.len() + 1).div_ceil(8) * 8;
+        rec.resize(rec.len() + padded - name.len(), 0);
+        self.sample_id(&mut rec, pid, tid, 0, 0);
+        finish_header(&mut rec, RecordType::MMAP, misc)?;
         self.write_records(&rec)
     }
 
