@@ -354,11 +354,37 @@ fn switch(body: &str) -> Option<Payload<'_>> {
         prev_comm: pc,
         prev_tid: pp,
         prev_prio: ppr,
-        prev_state: PrevState::parse_text(state)?,
+        prev_state: short_state(state)?,
         next_comm: nc,
         next_tid: np,
         next_prio: npr,
     })
+}
+
+/// The prev_state of the short form. trace-cmd's sched_switch plugin
+/// (libtraceevent) prints the state bits positionally from the table
+/// `"SDTtZXxW"` (bit 0 = S, ..., bit 7 = W), whatever the kernel calls them:
+/// on 6.x kernels the kernel's `I` (0x80) comes out as `W` and `Z` (0x20) as
+/// `X` (checked against tracefs text of the same buffer, see
+/// fixtures/ftrace/README.md). Map the letters back to the bits.
+fn short_state(s: &str) -> Option<PrevState> {
+    const POSITIONAL: &[u8; 8] = b"SDTtZXxW";
+    let (s, preempted) = match s.strip_suffix('+') {
+        Some(r) => (r, true),
+        None => (s, false),
+    };
+    let mut bits = 0u16;
+    for part in s.split('|') {
+        let b = part.as_bytes();
+        bits |= match (
+            b.len(),
+            POSITIONAL.iter().position(|&c| Some(&c) == b.first()),
+        ) {
+            (1, Some(i)) => 1 << i,
+            _ => PrevState::parse_text(part)?.bits,
+        };
+    }
+    Some(PrevState { bits, preempted })
 }
 
 fn wakeup(kind: WakeKind, body: &str) -> Option<Payload<'_>> {
@@ -653,12 +679,25 @@ mod tests {
             } => {
                 assert_eq!(
                     (prev_comm, prev_state.bits, next_tid),
-                    ("CPU 0/KVM", PrevState::D, 0)
+                    ("CPU 0/KVM", PrevState::D | PrevState::I, 0)
                 );
             }
             o => panic!("{o:?}"),
         }
         assert_eq!(parse(Kind::Switch, "prev_comm=x prev_pid=zz"), Err(BadBody));
+    }
+
+    #[test]
+    fn short_form_states_are_positional() {
+        let st = |x| short_state(x).unwrap();
+        assert_eq!(st("S").bits, PrevState::S);
+        assert_eq!(st("W").bits, PrevState::I);
+        assert_eq!(st("X").bits, PrevState::Z);
+        assert_eq!(st("Z").bits, PrevState::X);
+        assert_eq!(st("R"), PrevState::default());
+        assert!(st("R+").preempted);
+        assert_eq!(st("D|W").bits, PrevState::D | PrevState::I);
+        assert_eq!(short_state("Q"), None);
     }
 
     #[test]

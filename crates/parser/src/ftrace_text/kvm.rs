@@ -51,13 +51,11 @@ pub(crate) fn parse_format(text: &str) -> ExitReasons {
 fn parse_symbolic(s: &str) -> HashMap<String, u32> {
     let mut map = HashMap::new();
     let mut rest = s;
-    loop {
-        let Some(open) = rest.find(['{', ')']) else {
-            break;
-        };
-        if rest.as_bytes()[open] == b')' {
-            break;
-        }
+    // Entries until the closing paren of the call.
+    while let Some(open) = rest
+        .find(['{', ')'])
+        .filter(|&i| rest.as_bytes()[i] == b'{')
+    {
         let Some(close) = rest[open..].find('}') else {
             break;
         };

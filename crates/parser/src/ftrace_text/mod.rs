@@ -116,12 +116,17 @@ pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
         path: name.to_string(),
         detail: "text that is not a trace: no ftrace, trace-cmd or perf script event line in the first 1000 lines".into(),
     })?;
+    Ok(decode_chunked(name, data, format, CHUNK_BYTES))
+}
+
+/// [`decode`] with an explicit chunk size (tests compare chunkings).
+fn decode_chunked(name: &str, data: &[u8], format: TraceFormat, chunk_bytes: usize) -> Trace {
     let style = match format {
         TraceFormat::PerfScriptText => Style::Perf,
         _ => Style::Dash,
     };
     let mut b = Builder::new(Trace::new(name, format));
-    let chunks = split_chunks(data, CHUNK_BYTES);
+    let chunks = split_chunks(data, chunk_bytes);
     if chunks.len() == 1 {
         b.merge(parse_chunk(chunks[0], style));
     } else {
@@ -133,7 +138,7 @@ pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
             }
         }
     }
-    Ok(b.finish())
+    b.finish()
 }
 
 /// Split `data` into pieces of about `size` bytes that end at a newline.
@@ -761,6 +766,51 @@ mod tests {
             Other::Ignore
         );
         assert_eq!(classify_other("garbage here"), Other::Unparsed);
+    }
+
+    #[test]
+    fn parallel_chunking_gives_identical_traces() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/ftrace/tracefs-ipi-tgid.txt"
+        );
+        let data = std::fs::read(path).unwrap();
+        let one = decode_chunked("x", &data, TraceFormat::FtraceText, usize::MAX);
+        for chunk in [1, 100, 4096] {
+            let many = decode_chunked("x", &data, TraceFormat::FtraceText, chunk);
+            assert_eq!(one.events, many.events, "chunk {chunk}");
+            assert_eq!(one.event_names, many.event_names);
+            assert_eq!(one.events_by_name, many.events_by_name);
+            assert_eq!(one.warnings, many.warnings);
+            assert_eq!(one.lost, many.lost);
+            assert_eq!(one.tasks.len(), many.tasks.len());
+        }
+        assert!(one.events.len() > 700);
+    }
+
+    #[test]
+    fn line_numbers_survive_chunking() {
+        let mut text = String::from("# tracer: nop\n");
+        for i in 0..50 {
+            text.push_str(&format!(
+                "  a-1 [000] ....  1.{i:06}: sched_wake_idle_without_ipi: cpu=1\n"
+            ));
+            if i == 30 || i == 40 {
+                text.push_str("garbage line\n");
+            }
+        }
+        for chunk in [1, 64, usize::MAX] {
+            let t = decode_chunked("x", text.as_bytes(), TraceFormat::FtraceText, chunk);
+            assert_eq!(t.events.len(), 50);
+            assert_eq!(t.warnings.len(), 1, "{:?}", t.warnings);
+            assert_eq!(t.warnings[0].count, 2);
+            // Line 1 is the header, events 0..=30 are lines 2..=32.
+            assert!(
+                t.warnings[0].message.contains("first at line 33"),
+                "{}",
+                t.warnings[0].message
+            );
+        }
     }
 
     #[test]

@@ -151,7 +151,16 @@ fn task_dash(left: &str) -> Option<(&str, i32, Option<i32>)> {
     }
     let dash = left.rfind('-')?;
     let tid = left[dash + 1..].parse::<i32>().ok()?;
-    Some((left[..dash].trim_start(), tid, tgid))
+    let mut comm = &left[..dash];
+    // trace-cmd report prefixes lines of an instance buffer with `NAME: `
+    // at column 0; a comm is right-aligned in a 16-wide column, so a comm
+    // line starts with a space unless the comm fills it (and then has no `: `).
+    if let Some((inst, rest)) = comm.split_once(": ") {
+        if !comm.starts_with(' ') && !inst.is_empty() && !inst.contains(' ') {
+            comm = rest;
+        }
+    }
+    Some((comm.trim_start(), tid, tgid))
 }
 
 /// `COMM TID` or `COMM PID/TID`.
@@ -207,6 +216,15 @@ mod tests {
             (p.comm, p.tid, p.ts),
             ("kworker/u4:0", 6, 3_343_176_371_000)
         );
+    }
+
+    #[test]
+    fn trace_cmd_instance_prefix() {
+        let l = "bpair:             bash-15950 [000]   602.097040: sched_wakeup_new:     bash:15954 [120] CPU:001";
+        let p = parse(l, Style::Dash).unwrap();
+        assert_eq!((p.comm, p.tid, p.cpu), ("bash", 15950, 0));
+        let l = "bpair:  sched-messaging-14775 [001]   582.473699: sched_waking: comm=a pid=1 prio=0 target_cpu=001";
+        assert_eq!(parse(l, Style::Dash).unwrap().comm, "sched-messaging");
     }
 
     #[test]
