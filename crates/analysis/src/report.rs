@@ -4,10 +4,12 @@
 //! tlb, profile}`; only the sections asked for are present. A section that
 //! could not be computed serialises as `{"error": {...}}` naming what is missing.
 
-use crate::{gang, idle, latency, lhp, tlb, AnalysisError};
+use crate::{gang, idle, latency, lhp, table, tlb, AnalysisError, Context, Options, Timeline};
 use schedscope_trace::{Trace, Warning};
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::sync::Arc;
 
 /// Which sections to compute.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -25,6 +27,17 @@ pub struct Sections {
 }
 
 impl Sections {
+    /// Whether no section is selected.
+    pub fn is_empty(&self) -> bool {
+        *self == Sections::default()
+    }
+
+    /// Whether a section that reads the [`Timeline`] is selected (latency
+    /// does its own pass and never needs it).
+    pub fn need_timeline(&self) -> bool {
+        self.gang || self.lhp || self.idle || self.tlb
+    }
+
     /// Every section.
     pub fn all() -> Sections {
         Sections {
@@ -122,4 +135,191 @@ pub struct Report {
     /// cpu-clock profile (present with `--tlb` when the trace has samples).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<tlb::ProfileReport>,
+    /// The timeline the sections were computed from (empty when only
+    /// latency was asked for); kept for [`Report::render_text`].
+    #[serde(skip)]
+    timeline: Arc<Timeline>,
+}
+
+impl<T> Section<T> {
+    /// Whether the section failed.
+    pub fn is_err(&self) -> bool {
+        self.0.is_err()
+    }
+}
+
+/// Run `f` when `on`, as a [`Section`].
+fn maybe<T>(on: bool, f: impl FnOnce() -> Result<T, AnalysisError>) -> Option<Section<T>> {
+    on.then(|| Section(f()))
+}
+
+impl Report {
+    /// Compute the requested sections of `trace`.
+    ///
+    /// The timeline is built once (only when a section needs it), in
+    /// parallel with latency, which has its own pass; then gang, lhp, idle
+    /// and tlb run in parallel on it (rayon). Results do not depend on the
+    /// number of threads.
+    pub fn compute(trace: &Trace, sections: Sections, opts: &Options) -> Report {
+        let (latency, timeline) = rayon::join(
+            || maybe(sections.latency, || latency::compute(trace)),
+            || {
+                if sections.need_timeline() {
+                    Timeline::build(trace)
+                } else {
+                    Timeline::default()
+                }
+            },
+        );
+        let ctx = Context {
+            trace,
+            timeline: &timeline,
+            opts,
+        };
+        let ((gang, lhp), (idle, (tlb, profile))) = rayon::join(
+            || {
+                rayon::join(
+                    || maybe(sections.gang, || gang::analyze(&ctx)),
+                    || maybe(sections.lhp, || lhp::analyze(&ctx)),
+                )
+            },
+            || {
+                rayon::join(
+                    || maybe(sections.idle, || idle::analyze(&ctx)),
+                    || {
+                        if sections.tlb {
+                            rayon::join(
+                                || Some(Section(tlb::analyze(&ctx))),
+                                || tlb::analyze_profile(&ctx),
+                            )
+                        } else {
+                            (None, None)
+                        }
+                    },
+                )
+            },
+        );
+        Report {
+            trace: TraceSummary::of(trace),
+            latency,
+            gang,
+            lhp,
+            idle,
+            tlb,
+            profile,
+            timeline: Arc::new(timeline),
+        }
+    }
+
+    /// The timeline the sections were computed from.
+    pub fn timeline(&self) -> &Timeline {
+        &self.timeline
+    }
+
+    /// Errors of the sections that failed, in report order.
+    pub fn errors(&self) -> Vec<&AnalysisError> {
+        fn err<T>(s: &Option<Section<T>>) -> Option<&AnalysisError> {
+            s.as_ref().and_then(|s| s.0.as_ref().err())
+        }
+        [
+            err(&self.latency),
+            err(&self.gang),
+            err(&self.lhp),
+            err(&self.idle),
+            err(&self.tlb),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
+    /// Number of sections present (computed or failed).
+    pub fn requested(&self) -> usize {
+        [
+            self.latency.is_some(),
+            self.gang.is_some(),
+            self.lhp.is_some(),
+            self.idle.is_some(),
+            self.tlb.is_some(),
+        ]
+        .iter()
+        .filter(|&&b| b)
+        .count()
+    }
+
+    /// Whether every requested section failed (the CLI then exits 1).
+    pub fn all_failed(&self) -> bool {
+        self.requested() > 0 && self.errors().len() == self.requested()
+    }
+
+    /// Render every section as text: a one-line summary of the trace, then
+    /// each section under its title; a failed section prints its message.
+    /// Decoder warnings are not printed here (the CLI puts them on stderr).
+    pub fn render_text(
+        &self,
+        trace: &Trace,
+        opts: &Options,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        let ctx = Context {
+            trace,
+            timeline: &self.timeline,
+            opts,
+        };
+        let t = &self.trace;
+        writeln!(
+            out,
+            "{}: {} ({}), {} events over {:.3} s on {} CPUs{}",
+            t.path,
+            t.format.as_str(),
+            trace.meta.hostname.as_deref().unwrap_or("unknown host"),
+            t.events,
+            t.end_ns.saturating_sub(t.start_ns) as f64 / 1e9,
+            t.cpus,
+            if t.lost > 0 {
+                format!(
+                    ", {} lost ({}%)",
+                    t.lost,
+                    table::pct(t.lost, t.events + t.lost)
+                )
+            } else {
+                String::new()
+            }
+        )?;
+        fn section<T>(
+            out: &mut dyn Write,
+            title: &str,
+            s: &Option<Section<T>>,
+            render: impl FnOnce(&T, &mut dyn Write) -> io::Result<()>,
+        ) -> io::Result<()> {
+            let Some(s) = s else { return Ok(()) };
+            writeln!(out)?;
+            writeln!(out, "== {title} ==")?;
+            match &s.0 {
+                Ok(r) => render(r, out),
+                Err(e) => writeln!(out, "{e}"),
+            }
+        }
+        section(out, "Scheduling latency", &self.latency, |r, o| {
+            r.render_text(&ctx, o)
+        })?;
+        section(out, "Gang co-run", &self.gang, |r, o| {
+            r.render_text(&ctx, o)
+        })?;
+        section(out, "Lock-holder preemption", &self.lhp, |r, o| {
+            r.render_text(&ctx, o)
+        })?;
+        section(out, "Idle under bandwidth control", &self.idle, |r, o| {
+            r.render_text(&ctx, o)
+        })?;
+        section(out, "TLB shootdowns and IPIs", &self.tlb, |r, o| {
+            r.render_text(&ctx, o)
+        })?;
+        if let Some(p) = &self.profile {
+            writeln!(out)?;
+            writeln!(out, "== Profile ==")?;
+            p.render_text(&ctx, out)?;
+        }
+        Ok(())
+    }
 }
