@@ -54,6 +54,8 @@ impl RecordType {
     pub const HEADER_FEATURE: RecordType = RecordType(80);
     pub const COMPRESSED: RecordType = RecordType(81);
     pub const FINISHED_INIT: RecordType = RecordType(82);
+    /// perf 6.15+: like COMPRESSED with an explicit u64 data_size after the header.
+    pub const COMPRESSED2: RecordType = RecordType(83);
 }
 
 /// perf_event_attr.sample_type bits (PERF_SAMPLE_*).
@@ -166,3 +168,8 @@ pub mod feature {
 pub const FILE_HEADER_SIZE: u64 = 104;
 /// Size of a record header (struct perf_event_header).
 pub const RECORD_HEADER_SIZE: usize = 8;
+
+/// PERF_RECORD_MISC_COMM_EXEC: a COMM record caused by exec.
+pub const MISC_COMM_EXEC: u16 = 1 << 13;
+/// PERF_SAMPLE_BRANCH_HW_INDEX bit of branch_sample_type.
+pub const BRANCH_HW_INDEX: u64 = 1 << 17;

@@ -1,15 +1,682 @@
 //! perf.data (PERFILE2) decoder.
+//!
+//! Data flow: [`header`] reads the file header, the attr table and the
+//! feature sections (metadata, [`tracing_data`] with the embedded tracefs
+//! formats and kallsyms, the schedscope cgroup section). A cheap sequential
+//! walk over the record headers of the data section validates sizes, finds
+//! the damage point if any, collects `PERF_RECORD_COMPRESSED` payloads (one
+//! zstd stream across all of them, as perf writes it) and cuts the stream
+//! into chunks at record boundaries. The chunks (of the file and of the
+//! decompressed stream) are decoded in parallel with rayon into events with
+//! chunk-local string/mask/stack ids, then merged, renumbered, sorted by
+//! time (stable) and the task table is built from COMM/FORK/EXIT records,
+//! sample tids and event comms.
 
 pub mod abi;
+mod bytes;
+mod chunk;
+pub mod header;
+mod tracepoint;
+pub mod tracing_data;
 pub mod writer;
 
 use crate::ParseError;
-use schedscope_trace::Trace;
+use abi::{attr_type, RecordType};
+use bytes::{u16_at, u32_at, u64_at, Cursor};
+use chunk::{Anomaly, AttrCtx, ChunkOut, Ctx, FxMap, Layout, TaskOp};
+use header::FileHeader;
+use rayon::prelude::*;
+use schedscope_trace::{
+    CgroupSample, CpuMask, EventData, MaskId, Severity, StackId, StrId, Tid, Trace, TraceFormat, Ts,
+};
+use std::io::Read;
+use std::ops::Range;
+use tracepoint::TpDecoder;
+
+/// Target size of one parallel decoding chunk.
+const CHUNK_BYTES: usize = 1 << 20;
 
 /// Decode a perf.data file held in memory; `name` is used in messages.
-pub fn decode(name: &str, _data: &[u8]) -> Result<Trace, ParseError> {
-    Err(ParseError::UnknownFormat {
-        path: name.to_string(),
-        detail: "perf.data decoder under construction".into(),
-    })
+pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
+    let hdr = FileHeader::parse(name, data)?;
+    let mut attrs = header::read_attrs(name, data, &hdr)?;
+    let feats = header::read_features(data, &hdr);
+    let mut trace = Trace::new(name, TraceFormat::PerfData);
+    for p in &feats.problems {
+        trace.warn(Severity::DataLoss, p.clone(), 1);
+    }
+    trace.meta.hostname = feats.hostname.clone();
+    trace.meta.os_release = feats.os_release.clone();
+    trace.meta.arch = feats.arch.clone();
+    trace.meta.cmdline = feats.cmdline.clone();
+    trace.meta.nr_cpus_online = feats.nr_cpus_online;
+    trace.nr_cpus = feats.nr_cpus_online.unwrap_or(0).min(1 << 16);
+
+    let td = match feats.tracing_data {
+        Some((b, off)) => tracing_data::parse(b, off),
+        None => tracing_data::TracingData::default(),
+    };
+    for p in &td.problems {
+        trace.warn(Severity::DataLoss, p.clone(), 1);
+    }
+
+    // Event names: EVENT_DESC names the attrs by their ids.
+    for (ename, ids) in &feats.event_desc {
+        if let Some(a) = attrs
+            .iter_mut()
+            .find(|a| a.name.is_empty() && ids.iter().any(|i| a.ids.contains(i)))
+        {
+            a.name = ename.clone();
+        }
+    }
+
+    // Tracepoint decoders, one per embedded format.
+    let mut tps = Vec::new();
+    let mut tp_by_type = FxMap::default();
+    for f in &td.formats {
+        let nid = trace.intern_name(&f.full_name());
+        let (dec, problem) = TpDecoder::build(f, nid);
+        if let Some(p) = problem {
+            trace.warn(Severity::Info, p, 1);
+        }
+        tp_by_type.insert(f.id, tps.len() as u16);
+        tps.push(dec);
+    }
+    let common_type = td.formats.iter().find_map(|f| f.field_ref("common_type"));
+
+    let mut ctx_attrs = Vec::with_capacity(attrs.len());
+    let mut ids = FxMap::default();
+    for (i, a) in attrs.iter().enumerate() {
+        let tracepoint = a.attr.type_ == attr_type::TRACEPOINT;
+        let fmt_name = tracepoint
+            .then(|| td.formats.iter().find(|f| u64::from(f.id) == a.attr.config))
+            .flatten()
+            .map(|f| f.full_name());
+        let ename = match (fmt_name, a.name.is_empty()) {
+            (Some(n), _) => n,
+            (None, false) => a.name.clone(),
+            (None, true) => format!("type{}:0x{:x}", a.attr.type_, a.attr.config),
+        };
+        let nid = trace.intern_name(&ename);
+        for &id in &a.ids {
+            ids.insert(id, i as u16);
+        }
+        ctx_attrs.push(AttrCtx {
+            layout: Layout::new(&a.attr),
+            name: nid,
+            tracepoint,
+        });
+    }
+    let (id_pos, is_pos) = if ctx_attrs.len() == 1 {
+        (None, None)
+    } else {
+        let id_pos = ctx_attrs[0].layout.id_pos();
+        let is_pos = ctx_attrs[0].layout.is_pos();
+        if id_pos.is_none()
+            || ctx_attrs
+                .iter()
+                .any(|a| a.layout.id_pos() != id_pos || a.layout.is_pos() != is_pos)
+        {
+            trace.warn(
+                Severity::Error,
+                format!(
+                    "{} attrs without a common sample id position (attr table at byte offset {}): samples are attributed to the first attr",
+                    ctx_attrs.len(),
+                    hdr.attrs.offset
+                ),
+                1,
+            );
+            (None, None)
+        } else {
+            (id_pos, is_pos)
+        }
+    };
+    let ctx = Ctx {
+        attrs: ctx_attrs,
+        ids,
+        id_pos,
+        is_pos,
+        tp_by_type,
+        tps,
+        common_type,
+        printk: &td.printk,
+    };
+    let n_names = trace.event_names.len();
+
+    // The data section.
+    let ds_start = usize::try_from(hdr.data.offset)
+        .unwrap_or(usize::MAX)
+        .min(data.len());
+    let ds_end_decl = hdr.data.offset.saturating_add(hdr.data.size);
+    let ds_end = usize::try_from(ds_end_decl)
+        .unwrap_or(usize::MAX)
+        .min(data.len());
+    let mut damage: Option<(u64, String)> = None;
+    if ds_end_decl > data.len() as u64 {
+        let msg = format!(
+            "file truncated: the data section should end at byte offset {ds_end_decl} but the file has {} bytes; {} bytes are missing",
+            data.len(),
+            ds_end_decl - data.len() as u64
+        );
+        trace.warn(
+            Severity::Error,
+            msg.clone(),
+            ds_end_decl - data.len() as u64,
+        );
+        damage = Some((data.len() as u64, msg));
+    }
+    let stream = &data[ds_start..ds_end.max(ds_start)];
+    let walk = walk(stream, ds_start as u64, "");
+    if let Some((off, msg, skipped)) = &walk.damage {
+        trace.warn(Severity::Error, msg.clone(), *skipped);
+        damage.get_or_insert((*off, msg.clone()));
+    }
+
+    // One zstd stream across all COMPRESSED records.
+    let decompressed = if walk.compressed.is_empty() {
+        Vec::new()
+    } else {
+        if feats.compressed.is_some_and(|c| c.type_ != 1) {
+            trace.warn(
+                Severity::Error,
+                "HEADER_COMPRESSED names a compressor other than zstd; decompressing as zstd anyway",
+                1,
+            );
+        }
+        let (d, problem) = decompress(&walk.compressed);
+        if let Some(p) = problem {
+            trace.warn(Severity::Error, p.clone(), 1);
+            damage.get_or_insert((0, p));
+        }
+        d
+    };
+    let dwalk = walk_owned(&decompressed);
+    if let Some((off, msg, skipped)) = &dwalk.damage {
+        trace.warn(Severity::Error, msg.clone(), *skipped);
+        damage.get_or_insert((*off, msg.clone()));
+    }
+
+    let jobs: Vec<(&[u8], Range<usize>, u64, bool)> = walk
+        .chunks
+        .iter()
+        .map(|r| (stream, r.clone(), ds_start as u64, false))
+        .chain(
+            dwalk
+                .chunks
+                .iter()
+                .map(|r| (decompressed.as_slice(), r.clone(), 0, true)),
+        )
+        .collect();
+    let outs: Vec<(ChunkOut<'_>, bool)> = jobs
+        .par_iter()
+        .map(|(s, r, base, dec)| {
+            (
+                chunk::decode_chunk(&ctx, s, r.clone(), *base, n_names),
+                *dec,
+            )
+        })
+        .collect();
+
+    merge(&mut trace, outs, &td, &mut damage);
+
+    if trace.events.is_empty() {
+        if let Some((offset, detail)) = damage {
+            return Err(ParseError::Corrupt {
+                path: name.into(),
+                offset,
+                detail: format!("no usable events: {detail}"),
+            });
+        }
+    }
+
+    trace.kernel_symbols.syms = td.kallsyms;
+    if let Some((b, off)) = feats.cgroup_samples {
+        match parse_cgroup_samples(b, off) {
+            Ok(s) => trace.cgroup_samples = s,
+            Err(e) => trace.warn(Severity::DataLoss, e, 1),
+        }
+    }
+    trace.finish();
+    Ok(trace)
+}
+
+/// Result of the header walk over one record stream.
+struct Walk<'a> {
+    chunks: Vec<Range<usize>>,
+    compressed: Vec<&'a [u8]>,
+    /// (byte offset, message, bytes skipped).
+    damage: Option<(u64, String, u64)>,
+}
+
+/// Walk record headers: validate sizes, cut chunks, collect compressed payloads.
+/// `what` is "" for the file or a description of a decompressed stream.
+fn walk<'a>(stream: &'a [u8], base: u64, what: &str) -> Walk<'a> {
+    let mut w = Walk {
+        chunks: Vec::new(),
+        compressed: Vec::new(),
+        damage: None,
+    };
+    let mut pos = 0usize;
+    let mut chunk_start = 0usize;
+    while pos < stream.len() {
+        let off = base + pos as u64;
+        let (Some(ty), Some(size)) = (u32_at(stream, pos), u16_at(stream, pos + 6)) else {
+            w.damage = Some((
+                off,
+                format!(
+                    "record header at byte offset {off}{what} is cut off by the end of the data ({} bytes left, 8 needed); skipped",
+                    stream.len() - pos
+                ),
+                (stream.len() - pos) as u64,
+            ));
+            break;
+        };
+        let size = size as usize;
+        if size < 8 || pos + size > stream.len() {
+            let why = if size < 8 {
+                format!("has size {size} (< 8)")
+            } else {
+                format!(
+                    "of size {size} runs past the end of the data (at byte offset {}{what})",
+                    base + stream.len() as u64
+                )
+            };
+            w.damage = Some((
+                off,
+                format!(
+                    "record at byte offset {off}{what} {why}: the remaining {} bytes were skipped",
+                    stream.len() - pos
+                ),
+                (stream.len() - pos) as u64,
+            ));
+            break;
+        }
+        if ty == RecordType::COMPRESSED.0 {
+            w.compressed.push(&stream[pos + 8..pos + size]);
+        } else if ty == RecordType::COMPRESSED2.0 {
+            let n = u64_at(stream, pos + 8).unwrap_or(0);
+            let end = (pos as u64 + 16).saturating_add(n);
+            if end <= (pos + size) as u64 {
+                w.compressed.push(&stream[pos + 16..end as usize]);
+            }
+        }
+        pos += size;
+        if pos - chunk_start >= CHUNK_BYTES {
+            w.chunks.push(chunk_start..pos);
+            chunk_start = pos;
+        }
+    }
+    if pos > chunk_start {
+        w.chunks.push(chunk_start..pos.min(stream.len()));
+    }
+    // the damaged tail is not part of the last chunk
+    if let Some((off, _, _)) = &w.damage {
+        let end = (*off - base) as usize;
+        if let Some(last) = w.chunks.last_mut() {
+            last.end = last.end.min(end);
+        }
+    }
+    w
+}
+
+fn walk_owned(d: &[u8]) -> Walk<'_> {
+    walk(d, 0, " of the decompressed record stream")
+}
+
+/// Decompress the concatenated COMPRESSED payloads (a sequence of zstd
+/// frames). Returns the data and a problem message when the stream is
+/// corrupt (the data decoded before the damage is kept).
+fn decompress(payloads: &[&[u8]]) -> (Vec<u8>, Option<String>) {
+    // perf compresses the whole session as ONE zstd frame that it flushes
+    // (ZSTD_flushStream) after every record but never ends, so the frame has
+    // no last block. Append an empty raw block marked "last" to end it;
+    // flushed streams stop at a block boundary, so this is where it belongs.
+    const END_BLOCK: [u8; 3] = [0x01, 0x00, 0x00];
+    let total: usize = payloads.iter().map(|p| p.len()).sum();
+    let mut input = Vec::with_capacity(total + END_BLOCK.len());
+    for p in payloads {
+        input.extend_from_slice(p);
+    }
+    input.extend_from_slice(&END_BLOCK);
+    let total = input.len();
+    // Real perf data compresses 3-20x; cap the output against zip bombs.
+    let limit = (total as u64).saturating_mul(1000).saturating_add(1 << 20);
+    let mut out = Vec::with_capacity(total.saturating_mul(6));
+    let mut rest: &[u8] = &input;
+    // (a properly ended frame leaves only our end block behind)
+    while !rest.is_empty() && rest != END_BLOCK {
+        let consumed_before = total - rest.len();
+        let dec = ruzstd::decoding::StreamingDecoder::new(&mut rest);
+        let mut dec = match dec {
+            Ok(d) => d,
+            Err(e) => {
+                return (
+                    out,
+                    Some(format!(
+                        "zstd data of PERF_RECORD_COMPRESSED is corrupt at compressed byte {consumed_before}: {e}"
+                    )),
+                )
+            }
+        };
+        let room = limit.saturating_sub(out.len() as u64);
+        if let Err(e) = (&mut dec).take(room).read_to_end(&mut out) {
+            return (
+                out,
+                Some(format!(
+                    "zstd data of PERF_RECORD_COMPRESSED is corrupt in the frame at compressed byte {consumed_before}: {e}"
+                )),
+            );
+        }
+        if out.len() as u64 >= limit {
+            return (
+                out,
+                Some("decompressed PERF_RECORD_COMPRESSED data exceeds 1000x its compressed size; stopped".into()),
+            );
+        }
+    }
+    (out, None)
+}
+
+fn anomaly_warn(
+    trace: &mut Trace,
+    a: &Anomaly,
+    sev: Severity,
+    damage: &mut Option<(u64, String)>,
+    msg: impl Fn(&Anomaly) -> String,
+) {
+    if a.count > 0 {
+        let m = msg(a);
+        if sev == Severity::Error {
+            damage.get_or_insert((a.first_offset, m.clone()));
+        }
+        trace.warn(sev, m, a.count);
+    }
+}
+
+/// Merge chunk outputs into `trace`: renumber ids, sort, build the task table.
+fn merge(
+    trace: &mut Trace,
+    outs: Vec<(ChunkOut<'_>, bool)>,
+    td: &tracing_data::TracingData,
+    damage: &mut Option<(u64, String)>,
+) {
+    let total: usize = outs.iter().map(|(o, _)| o.events.len()).sum();
+    trace.events.reserve_exact(total);
+    let mut counts = vec![0u64; trace.event_names.len()];
+    let mut mask_ids: FxMap<Vec<u64>, u32> = FxMap::default();
+    let mut stack_ids: FxMap<Vec<u64>, u32> = FxMap::default();
+    let mut ops: Vec<(u64, TaskOp)> = Vec::new();
+    let mut comm_by_tid: FxMap<i32, (u64, StrId)> = FxMap::default();
+    let mut tgid_by_tid: FxMap<i32, i32> = FxMap::default();
+    let (mut saw_fork, mut saw_exit) = (false, false);
+    let mut an = [Anomaly::default(); 8];
+    let mut an_dec = [Anomaly::default(); 8];
+    for (out, dec) in outs {
+        let smap: Vec<StrId> = out
+            .local
+            .strings
+            .iter()
+            .map(|s| match std::str::from_utf8(s) {
+                Ok(s) => trace.strings.intern(s),
+                Err(_) => trace.strings.intern(&String::from_utf8_lossy(s)),
+            })
+            .collect();
+        let s = |id: StrId| smap.get(id.0 as usize).copied().unwrap_or_default();
+        let mmap: Vec<MaskId> = out
+            .local
+            .masks
+            .into_iter()
+            .map(|m| {
+                let next = trace.cpumasks.len() as u32;
+                let id = *mask_ids.entry(m.clone()).or_insert(next);
+                if id == next {
+                    trace.cpumasks.push(CpuMask { words: m });
+                }
+                MaskId(id)
+            })
+            .collect();
+        let m = |id: MaskId| mmap.get(id.0 as usize).copied().unwrap_or_default();
+        let kmap: Vec<StackId> = out
+            .local
+            .stacks
+            .into_iter()
+            .map(|st| {
+                let next = trace.stacks.len() as u32;
+                let id = *stack_ids.entry(st.clone()).or_insert(next);
+                if id == next {
+                    trace.stacks.push(st);
+                }
+                StackId(id)
+            })
+            .collect();
+        for mut ev in out.events {
+            if ev.stack.is_some() {
+                ev.stack = kmap
+                    .get(ev.stack.0 as usize)
+                    .copied()
+                    .unwrap_or(StackId::NONE);
+            }
+            remap(&mut ev.data, &s, &m);
+            trace.events.push(ev);
+        }
+        for (c, o) in counts.iter_mut().zip(&out.counts) {
+            *c += o;
+        }
+        for (ts, op) in out.task_ops {
+            let op = match op {
+                TaskOp::Comm { pid, tid, comm } => TaskOp::Comm {
+                    pid,
+                    tid,
+                    comm: s(comm),
+                },
+                o => o,
+            };
+            ops.push((ts, op));
+        }
+        for (tid, (ts, c)) in out.local.comm_by_tid {
+            let e = comm_by_tid.entry(tid).or_insert((ts, s(c)));
+            if e.0 <= ts {
+                *e = (ts, s(c));
+            }
+        }
+        tgid_by_tid.extend(out.local.tgid_by_tid);
+        saw_fork |= out.saw_fork_records;
+        saw_exit |= out.saw_exit_records;
+        trace.lost = trace.lost.saturating_add(out.lost);
+        let a = if dec { &mut an_dec } else { &mut an };
+        for (dst, src) in a.iter_mut().zip([
+            &out.unknown_id,
+            &out.unknown_common_type,
+            &out.no_raw,
+            &out.short_sample,
+            &out.short_payload,
+            &out.unknown_record,
+            &out.short_record,
+        ]) {
+            dst.merge(src);
+        }
+    }
+    for (dec, a) in [(false, an), (true, an_dec)] {
+        let w = if dec {
+            " of the decompressed record stream"
+        } else {
+            ""
+        };
+        anomaly_warn(trace, &a[0], Severity::Error, damage, |a| {
+            format!("{} samples carry a sample id that no attr owns (first: id {} at byte offset {}{w}); skipped", a.count, a.value, a.first_offset)
+        });
+        anomaly_warn(trace, &a[1], Severity::Error, damage, |a| {
+            format!("{} tracepoint samples have a common_type with no format in the file's tracing data (first: type {} at byte offset {}{w}); skipped", a.count, a.value as i64, a.first_offset)
+        });
+        anomaly_warn(trace, &a[2], Severity::DataLoss, damage, |a| {
+            format!(
+                "{} tracepoint samples carry no RAW payload (first at byte offset {}{w}); skipped",
+                a.count, a.first_offset
+            )
+        });
+        anomaly_warn(trace, &a[3], Severity::Error, damage, |a| {
+            format!("{} samples are shorter than their attr's sample_type demands (first at byte offset {}{w}); skipped", a.count, a.first_offset)
+        });
+        anomaly_warn(trace, &a[4], Severity::Error, damage, |a| {
+            format!("{} tracepoint payloads are shorter than their format (first at byte offset {}{w}); skipped", a.count, a.first_offset)
+        });
+        anomaly_warn(trace, &a[5], Severity::Info, damage, |a| {
+            format!(
+                "{} records of unknown type (first: type {} at byte offset {}{w}); skipped",
+                a.count, a.value, a.first_offset
+            )
+        });
+        anomaly_warn(trace, &a[6], Severity::DataLoss, damage, |a| {
+            format!("{} COMM/FORK/EXIT/LOST records are too short (first at byte offset {}{w}); skipped", a.count, a.first_offset)
+        });
+    }
+    if trace.lost > 0 {
+        trace.warn(
+            Severity::DataLoss,
+            format!(
+                "the kernel lost {} events (PERF_RECORD_LOST / LOST_SAMPLES): increase the buffer size (-m)",
+                trace.lost
+            ),
+            trace.lost,
+        );
+    }
+    for (i, c) in counts.iter().enumerate() {
+        if *c > 0 {
+            trace
+                .events_by_name
+                .insert(trace.event_names[i].clone(), *c);
+        }
+    }
+
+    trace.events.par_sort_by_key(|e| e.ts);
+
+    // Task table: records in time order, then what the events tell.
+    ops.sort_by_key(|(ts, _)| *ts);
+    let mut comm_rec_ts: FxMap<i32, u64> = FxMap::default(); // tid -> time of its last COMM record
+    for (ts, op) in ops {
+        match op {
+            TaskOp::Comm { pid, tid, comm } => {
+                let c = trace.strings.get(comm).to_string();
+                trace.tasks.set_comm(Tid(tid), &c);
+                trace.tasks.set_tgid(Tid(tid), Tid(pid));
+                comm_rec_ts.insert(tid, ts);
+            }
+            TaskOp::Fork { pid, tid, ptid } => {
+                let c = trace.tasks.comm(Tid(ptid)).to_string();
+                trace.tasks.fork(Tid(tid), Some(Tid(pid)), &c, Some(Ts(ts)));
+            }
+            TaskOp::Exit { tid } => trace.tasks.exit(Tid(tid), Ts(ts)),
+        }
+    }
+    if !saw_fork || !saw_exit {
+        for i in 0..trace.events.len() {
+            let ev = trace.events[i];
+            match ev.data {
+                EventData::Fork {
+                    child_tid,
+                    child_comm,
+                    ..
+                } if !saw_fork => {
+                    let c = trace.strings.get(child_comm).to_string();
+                    trace.tasks.fork(child_tid, None, &c, Some(ev.ts));
+                }
+                EventData::Exit { tid, .. } if !saw_exit => trace.tasks.exit(tid, ev.ts),
+                _ => {}
+            }
+        }
+    }
+    for (pid, comm) in &td.cmdlines {
+        if trace.tasks.comm(Tid(*pid)).is_empty() {
+            trace.tasks.set_comm(Tid(*pid), comm);
+        }
+    }
+    let mut tg: Vec<_> = tgid_by_tid.into_iter().collect();
+    tg.sort_unstable();
+    for (tid, pid) in tg {
+        if trace.tasks.tgid(Tid(tid)).is_none() {
+            trace.tasks.set_tgid(Tid(tid), Tid(pid));
+        }
+    }
+    let mut cm: Vec<_> = comm_by_tid.into_iter().collect();
+    cm.sort_unstable_by_key(|(tid, _)| *tid);
+    for (tid, (_ts, c)) in cm {
+        // COMM records win: perf synthesizes them from /proc/PID/comm, which
+        // for kworkers carries the workqueue suffix the tracepoints lack.
+        if !comm_rec_ts.contains_key(&tid) || trace.tasks.comm(Tid(tid)).is_empty() {
+            let c = trace.strings.get(c).to_string();
+            trace.tasks.set_comm(Tid(tid), &c);
+        }
+    }
+}
+
+/// Renumber the chunk-local ids of an event payload.
+fn remap(d: &mut EventData, s: &impl Fn(StrId) -> StrId, m: &impl Fn(MaskId) -> MaskId) {
+    match d {
+        EventData::Switch {
+            prev_comm,
+            next_comm,
+            ..
+        } => {
+            *prev_comm = s(*prev_comm);
+            *next_comm = s(*next_comm);
+        }
+        EventData::Wakeup { comm, .. }
+        | EventData::Migrate { comm, .. }
+        | EventData::Exit { comm, .. } => *comm = s(*comm),
+        EventData::Fork { child_comm, .. } => *child_comm = s(*child_comm),
+        EventData::Exec { filename, .. } => *filename = s(*filename),
+        EventData::IpiSendCpumask { mask, .. } => *mask = m(*mask),
+        EventData::IpiRaise { mask, reason } => {
+            *mask = m(*mask);
+            *reason = s(*reason);
+        }
+        _ => {}
+    }
+}
+
+/// Parse the schedscope cgroup-samples feature section (version 1).
+fn parse_cgroup_samples(b: &[u8], base: u64) -> Result<Vec<CgroupSample>, String> {
+    let mut c = Cursor::new(b, base);
+    let err = |c: &Cursor<'_>, what: &str| {
+        format!(
+            "schedscope cgroup section (byte offset {base}): {what} at byte offset {}",
+            c.offset()
+        )
+    };
+    let version = c.u32().ok_or_else(|| err(&c, "truncated version"))?;
+    if version != 1 {
+        return Err(err(&c, &format!("unsupported version {version}")));
+    }
+    let count = c.u32().ok_or_else(|| err(&c, "truncated count"))?;
+    let mut out = Vec::with_capacity((count as usize).min(c.remaining() / 60));
+    for _ in 0..count {
+        let rec = (|| {
+            let ts = c.u64()?;
+            let quota_us = c.u64()? as i64;
+            let period_us = c.u64()?;
+            let nr_periods = c.u64()?;
+            let nr_throttled = c.u64()?;
+            let throttled_ns = c.u64()?;
+            let usage = c.u64()?;
+            let len = c.u32()? as usize;
+            let path = c.bytes(len)?;
+            let consumed = 7 * 8 + 4 + len;
+            c.bytes((8 - consumed % 8) % 8)?;
+            Some(CgroupSample {
+                ts: Ts(ts),
+                path: String::from_utf8_lossy(bytes::until_nul(path)).into_owned(),
+                quota_us,
+                period_us,
+                nr_periods,
+                nr_throttled,
+                throttled_ns,
+                usage_ns: (usage != u64::MAX).then_some(usage),
+            })
+        })();
+        match rec {
+            Some(r) => out.push(r),
+            None => return Err(err(&c, "truncated sample")),
+        }
+    }
+    Ok(out)
 }

@@ -267,35 +267,22 @@ impl FieldRef {
     }
 
     /// A CPU mask (`__data_loc cpumask_t`, `unsigned long mask[N]`): an
-    /// array of unsigned longs of `long_size` bytes (4 or 8), bit `i` of the
-    /// mask being CPU `i`.
-    pub fn read_cpumask(&self, raw: &[u8], long_size: u32) -> Option<CpuMask> {
+    /// array of little-endian unsigned longs, bit `i` being CPU `i`. (On a
+    /// little-endian host, pairs of 4-byte longs hold the same bits as one
+    /// 8-byte long, so the long size does not matter.)
+    pub fn read_cpumask(&self, raw: &[u8]) -> Option<CpuMask> {
         let b = self.read_bytes(raw)?;
         let mut words = Vec::with_capacity(b.len().div_ceil(8));
-        if long_size == 4 {
-            for pair in b.chunks(8) {
-                let lo = pair.get(..4).map(le_u32).unwrap_or(0) as u64;
-                let hi = pair.get(4..8).map(le_u32).unwrap_or(0) as u64;
-                words.push(lo | hi << 32);
-            }
-        } else {
-            for w in b.chunks(8) {
-                let mut a = [0u8; 8];
-                a[..w.len()].copy_from_slice(w);
-                words.push(u64::from_le_bytes(a));
-            }
+        for w in b.chunks(8) {
+            let mut a = [0u8; 8];
+            a[..w.len()].copy_from_slice(w);
+            words.push(u64::from_le_bytes(a));
         }
         while words.last() == Some(&0) {
             words.pop();
         }
         Some(CpuMask { words })
     }
-}
-
-fn le_u32(b: &[u8]) -> u32 {
-    let mut a = [0u8; 4];
-    a[..b.len().min(4)].copy_from_slice(&b[..b.len().min(4)]);
-    u32::from_le_bytes(a)
 }
 
 #[inline]
@@ -522,14 +509,11 @@ print fmt: \"cpumask=%s callsite=%pS callback=%pS\", __get_cpumask(cpumask), REC
         raw[8..12].copy_from_slice(&(32u32 | 16 << 16).to_le_bytes());
         raw[32..40].copy_from_slice(&0b1010u64.to_le_bytes());
         raw[40..48].copy_from_slice(&1u64.to_le_bytes());
-        let mask = m.as_ref().read_cpumask(&raw, 8).unwrap();
+        let mask = m.as_ref().read_cpumask(&raw).unwrap();
         assert_eq!(mask.iter().collect::<Vec<_>>(), vec![1, 3, 64]);
-        // 32-bit longs: the same bytes are four 4-byte words
-        let mask32 = m.as_ref().read_cpumask(&raw, 4).unwrap();
-        assert_eq!(mask32.iter().collect::<Vec<_>>(), vec![1, 3, 64]);
         // locator pointing past the end
         raw[8..12].copy_from_slice(&(40u32 | 16 << 16).to_le_bytes());
-        assert_eq!(m.as_ref().read_cpumask(&raw, 8), None);
+        assert_eq!(m.as_ref().read_cpumask(&raw), None);
 
         let text = "name: x\nID: 9\nformat:\n\tfield:__data_loc char[] filename;\toffset:8;\tsize:4;\tsigned:0;\n\tfield:__rel_loc char[] r;\toffset:12;\tsize:4;\tsigned:0;\n";
         let f = parse_format(text).unwrap();
@@ -550,7 +534,7 @@ print fmt: \"cpumask=%s callsite=%pS callback=%pS\", __get_cpumask(cpumask), REC
     fn old_kernel_without_signed_and_bad_input() {
         let text = "name: old\nID: 5\nformat:\n\tfield:int x;\toffset:8;\tsize:4;\n\tfield:unsigned long mask[4];\toffset:16;\tsize:32;\tsigned:0;\n\nprint fmt: \"x=%d\"\n";
         let f = parse_format(text).unwrap();
-        assert_eq!(f.field("x").unwrap().signed, false);
+        assert!(!f.field("x").unwrap().signed);
         assert_eq!(f.field("mask").unwrap().kind, FieldKind::Array { len: 4 });
         assert_eq!(parse_format("ID: 3\n"), Err(FormatError::Missing("name:")));
         assert_eq!(parse_format("name: a\n"), Err(FormatError::Missing("ID:")));

@@ -1,0 +1,587 @@
+//! Decoding one chunk of the record stream into events with chunk-local
+//! string, mask and stack ids; [`super::merge`] renumbers them globally.
+//! Chunks are independent, so they are decoded in parallel.
+
+use super::abi::{context, read_format, sample, RecordType, MISC_COMM_EXEC};
+use super::bytes::{u16_at, u32_at, u64_at, until_nul};
+use super::header::Attr;
+use super::tracepoint::TpDecoder;
+use crate::tracefs_format::FieldRef;
+use schedscope_trace::{Cpu, Event, EventData, MaskId, NameId, StackId, StrId, Tid, Ts};
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// FxHash (rustc's hasher): a fast non-cryptographic hash for small keys.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(c);
+            self.add(u64::from_le_bytes(a));
+        }
+        for &b in chunks.remainder() {
+            self.add(b as u64);
+        }
+    }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64)
+    }
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.add(i as u64)
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.add(i)
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64)
+    }
+    #[inline]
+    fn write_i32(&mut self, i: i32) {
+        self.add(i as u32 as u64)
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+/// A HashMap with [`FxHasher`].
+pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// Where a sample's fields are, per attr.
+#[derive(Clone, Debug)]
+pub(crate) struct Layout {
+    pub sample_type: u64,
+    pub read_format: u64,
+    pub sample_id_all: bool,
+}
+
+impl Layout {
+    pub(crate) fn new(a: &Attr) -> Layout {
+        Layout {
+            sample_type: a.sample_type,
+            read_format: a.read_format,
+            sample_id_all: a.sample_id_all,
+        }
+    }
+
+    /// perf's `id_pos`: u64 index of the sample id in a SAMPLE body.
+    pub(crate) fn id_pos(&self) -> Option<usize> {
+        let t = self.sample_type;
+        if t & sample::IDENTIFIER != 0 {
+            return Some(0);
+        }
+        if t & sample::ID == 0 {
+            return None;
+        }
+        Some(
+            [sample::IP, sample::TID, sample::TIME, sample::ADDR]
+                .iter()
+                .filter(|&&b| t & b != 0)
+                .count(),
+        )
+    }
+
+    /// perf's `is_pos`: u64 index, counted from the end, of the id in a
+    /// sample_id_all trailer.
+    pub(crate) fn is_pos(&self) -> Option<usize> {
+        let t = self.sample_type;
+        if t & sample::IDENTIFIER != 0 {
+            return Some(1);
+        }
+        if t & sample::ID == 0 {
+            return None;
+        }
+        Some(1 + (t & sample::CPU != 0) as usize + (t & sample::STREAM_ID != 0) as usize)
+    }
+
+    /// Time in a sample_id_all trailer at the end of `body`.
+    fn trailer_time(&self, body: &[u8]) -> Option<u64> {
+        let t = self.sample_type;
+        if !self.sample_id_all || t & sample::TIME == 0 {
+            return None;
+        }
+        let after = [
+            sample::ID,
+            sample::STREAM_ID,
+            sample::CPU,
+            sample::IDENTIFIER,
+        ]
+        .iter()
+        .filter(|&&b| t & b != 0)
+        .count();
+        let pos = body.len().checked_sub(8 * (after + 1))?;
+        u64_at(body, pos)
+    }
+
+    fn read_size(&self, body: &[u8], pos: usize) -> Option<usize> {
+        let rf = self.read_format;
+        let extra = 8
+            * ((rf & read_format::TOTAL_TIME_ENABLED != 0) as usize
+                + (rf & read_format::TOTAL_TIME_RUNNING != 0) as usize);
+        let per =
+            8 * (1 + (rf & read_format::ID != 0) as usize + (rf & read_format::LOST != 0) as usize);
+        if rf & read_format::GROUP != 0 {
+            let nr = usize::try_from(u64_at(body, pos)?).ok()?;
+            nr.checked_mul(per)?.checked_add(8 + extra)
+        } else {
+            Some(per + extra)
+        }
+    }
+}
+
+/// The fields of a SAMPLE record the decoder uses.
+#[derive(Default, Debug)]
+pub(crate) struct Sample<'a> {
+    pub pid: Option<i32>,
+    pub tid: Option<i32>,
+    pub time: u64,
+    pub cpu: Option<u32>,
+    pub callchain: Option<&'a [u8]>,
+    pub raw: Option<&'a [u8]>,
+}
+
+/// Parse a SAMPLE body (after the 8-byte header) by the attr's layout.
+/// `None` if the body is shorter than the layout demands.
+pub(crate) fn parse_sample<'a>(b: &'a [u8], l: &Layout) -> Option<Sample<'a>> {
+    let t = l.sample_type;
+    let mut s = Sample::default();
+    let mut p = 0usize;
+    let skip = |p: &mut usize, bit: u64| {
+        if t & bit != 0 {
+            *p += 8;
+        }
+    };
+    skip(&mut p, sample::IDENTIFIER);
+    skip(&mut p, sample::IP);
+    if t & sample::TID != 0 {
+        s.pid = Some(u32_at(b, p)? as i32);
+        s.tid = Some(u32_at(b, p + 4)? as i32);
+        p += 8;
+    }
+    if t & sample::TIME != 0 {
+        s.time = u64_at(b, p)?;
+        p += 8;
+    }
+    skip(&mut p, sample::ADDR);
+    skip(&mut p, sample::ID);
+    skip(&mut p, sample::STREAM_ID);
+    if t & sample::CPU != 0 {
+        s.cpu = Some(u32_at(b, p)?);
+        p += 8;
+    }
+    skip(&mut p, sample::PERIOD);
+    if t & sample::READ != 0 {
+        p = p.checked_add(l.read_size(b, p)?)?;
+    }
+    if t & sample::CALLCHAIN != 0 {
+        let nr = usize::try_from(u64_at(b, p)?).ok()?;
+        let len = nr.checked_mul(8)?;
+        s.callchain = Some(b.get(p + 8..(p + 8).checked_add(len)?)?);
+        p += 8 + len;
+    }
+    if t & sample::RAW != 0 {
+        let size = u32_at(b, p)? as usize;
+        s.raw = Some(b.get(p + 4..(p + 4).checked_add(size)?)?);
+        // p += (4 + size) rounded to 8; nothing after RAW is used
+    }
+    if p > b.len() {
+        return None;
+    }
+    Some(s)
+}
+
+/// Per-attr decoding context.
+#[derive(Debug)]
+pub(crate) struct AttrCtx {
+    pub layout: Layout,
+    /// Name id for non-tracepoint samples (and tracepoints without formats).
+    pub name: NameId,
+    /// Tracepoint attr.
+    pub tracepoint: bool,
+}
+
+/// Everything shared (read-only) by the chunk decoders.
+pub(crate) struct Ctx<'a> {
+    pub attrs: Vec<AttrCtx>,
+    /// Sample id -> attr index.
+    pub ids: FxMap<u64, u16>,
+    /// Position of the id in samples, shared by all attrs (None: single attr).
+    pub id_pos: Option<usize>,
+    /// Position (from the end) of the id in sample_id_all trailers.
+    pub is_pos: Option<usize>,
+    /// common_type -> tracepoint decoder index.
+    pub tp_by_type: FxMap<u32, u16>,
+    pub tps: Vec<TpDecoder>,
+    /// Accessor for `common_type`.
+    pub common_type: Option<FieldRef>,
+    pub printk: &'a HashMap<u64, String>,
+}
+
+impl Ctx<'_> {
+    fn attr_of_sample(&self, body: &[u8]) -> Result<usize, u64> {
+        match self.id_pos {
+            None => Ok(0),
+            Some(pos) => {
+                let id = u64_at(body, pos * 8).ok_or(u64::MAX)?;
+                self.ids.get(&id).map(|&i| i as usize).ok_or(id)
+            }
+        }
+    }
+    fn attr_of_other(&self, body: &[u8]) -> usize {
+        match self.is_pos {
+            Some(pos) if self.attrs.len() > 1 => body
+                .len()
+                .checked_sub(pos * 8)
+                .and_then(|p| u64_at(body, p))
+                .and_then(|id| self.ids.get(&id))
+                .map(|&i| i as usize)
+                .unwrap_or(0),
+            _ => 0,
+        }
+    }
+}
+
+/// A task-table change from a record, applied in time order after merging.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum TaskOp {
+    /// PERF_RECORD_COMM.
+    Comm { pid: i32, tid: i32, comm: StrId },
+    /// PERF_RECORD_FORK.
+    Fork { pid: i32, tid: i32, ptid: i32 },
+    /// PERF_RECORD_EXIT.
+    Exit { tid: i32 },
+}
+
+/// Chunk-local tables (strings, masks, stacks) and per-chunk facts.
+#[derive(Default)]
+pub(crate) struct Local<'a> {
+    pub strings: Vec<Cow<'a, [u8]>>,
+    str_map: FxMap<Cow<'a, [u8]>, u32>,
+    pub masks: Vec<Vec<u64>>,
+    mask_map: FxMap<Vec<u64>, u32>,
+    mask_buf: Vec<u64>,
+    pub stacks: Vec<Vec<u64>>,
+    stack_map: FxMap<Vec<u64>, u32>,
+    stack_buf: Vec<u64>,
+    /// Latest (ts, comm) seen in events per tid.
+    pub comm_by_tid: FxMap<i32, (u64, StrId)>,
+    /// tid -> pid (tgid) from sample TID fields.
+    pub tgid_by_tid: FxMap<i32, i32>,
+    pub printk: Option<&'a HashMap<u64, String>>,
+}
+
+impl<'a> Local<'a> {
+    /// Intern a string (chunk-local id).
+    #[inline]
+    pub(crate) fn intern(&mut self, s: &'a [u8]) -> StrId {
+        if let Some(&id) = self.str_map.get(s) {
+            return StrId(id);
+        }
+        let id = self.strings.len() as u32;
+        self.strings.push(Cow::Borrowed(s));
+        self.str_map.insert(Cow::Borrowed(s), id);
+        StrId(id)
+    }
+
+    fn intern_owned(&mut self, s: Vec<u8>) -> StrId {
+        if let Some(&id) = self.str_map.get(s.as_slice()) {
+            return StrId(id);
+        }
+        let id = self.strings.len() as u32;
+        self.strings.push(Cow::Owned(s.clone()));
+        self.str_map.insert(Cow::Owned(s), id);
+        StrId(id)
+    }
+
+    /// Intern a comm and remember it as `tid`'s latest comm.
+    #[inline]
+    pub(crate) fn comm(&mut self, s: &'a [u8], tid: Tid, ts: u64) -> StrId {
+        let id = self.intern(s);
+        let e = self.comm_by_tid.entry(tid.0).or_insert((ts, id));
+        if e.0 <= ts {
+            *e = (ts, id);
+        }
+        id
+    }
+
+    /// The printk string at `addr` (or the address in hex).
+    pub(crate) fn printk(&mut self, addr: u64) -> StrId {
+        match self.printk.and_then(|p| p.get(&addr)) {
+            Some(s) => self.intern(s.as_bytes()),
+            None => self.intern_owned(format!("0x{addr:x}").into_bytes()),
+        }
+    }
+
+    /// Read a CPU mask field and intern it (chunk-local id).
+    pub(crate) fn mask(&mut self, f: &FieldRef, raw: &[u8]) -> Option<MaskId> {
+        let b = f.read_bytes(raw)?;
+        self.mask_buf.clear();
+        // an array of little-endian unsigned longs: 4-byte longs pair up
+        // into the same bits as 8-byte ones
+        for w in b.chunks(8) {
+            let mut a = [0u8; 8];
+            a[..w.len()].copy_from_slice(w);
+            self.mask_buf.push(u64::from_le_bytes(a));
+        }
+        while self.mask_buf.last() == Some(&0) {
+            self.mask_buf.pop();
+        }
+        if let Some(&id) = self.mask_map.get(self.mask_buf.as_slice()) {
+            return Some(MaskId(id));
+        }
+        let id = self.masks.len() as u32;
+        self.masks.push(self.mask_buf.clone());
+        self.mask_map.insert(self.mask_buf.clone(), id);
+        Some(MaskId(id))
+    }
+
+    /// Intern a call chain (PERF_CONTEXT_* markers dropped; chunk-local id).
+    fn stack(&mut self, chain: &[u8]) -> StackId {
+        self.stack_buf.clear();
+        for c in chain.chunks_exact(8) {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(c);
+            let ip = u64::from_le_bytes(a);
+            if ip < context::MAX {
+                self.stack_buf.push(ip);
+            }
+        }
+        if let Some(&id) = self.stack_map.get(self.stack_buf.as_slice()) {
+            return StackId(id);
+        }
+        let id = self.stacks.len() as u32;
+        self.stacks.push(self.stack_buf.clone());
+        self.stack_map.insert(self.stack_buf.clone(), id);
+        StackId(id)
+    }
+}
+
+/// A per-kind anomaly counter with the first byte offset it happened at.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Anomaly {
+    pub count: u64,
+    pub first_offset: u64,
+    /// A value worth naming in the message (an id, a type).
+    pub value: u64,
+}
+
+impl Anomaly {
+    fn hit(&mut self, offset: u64, value: u64) {
+        if self.count == 0 {
+            self.first_offset = offset;
+            self.value = value;
+        }
+        self.count += 1;
+    }
+    pub(crate) fn merge(&mut self, o: &Anomaly) {
+        if o.count > 0 && self.count == 0 {
+            self.first_offset = o.first_offset;
+            self.value = o.value;
+        }
+        self.count += o.count;
+    }
+}
+
+/// What one chunk produced.
+#[derive(Default)]
+pub(crate) struct ChunkOut<'a> {
+    pub events: Vec<Event>,
+    pub local: Local<'a>,
+    /// Count per NameId.
+    pub counts: Vec<u64>,
+    /// (ts, op), in file order.
+    pub task_ops: Vec<(u64, TaskOp)>,
+    pub saw_fork_records: bool,
+    pub saw_exit_records: bool,
+    pub lost: u64,
+    pub unknown_id: Anomaly,
+    pub unknown_common_type: Anomaly,
+    pub no_raw: Anomaly,
+    pub short_sample: Anomaly,
+    pub short_payload: Anomaly,
+    pub unknown_record: Anomaly,
+    pub short_record: Anomaly,
+}
+
+/// Decode the records in `stream[range]`. Record headers were validated by
+/// the walk, so every record lies inside the range. `base` is the file
+/// offset of `stream[0]` (for messages).
+pub(crate) fn decode_chunk<'a>(
+    ctx: &Ctx<'a>,
+    stream: &'a [u8],
+    range: std::ops::Range<usize>,
+    base: u64,
+    n_names: usize,
+) -> ChunkOut<'a> {
+    let mut out = ChunkOut {
+        counts: vec![0; n_names],
+        ..ChunkOut::default()
+    };
+    out.local.printk = Some(ctx.printk);
+    out.events.reserve((range.end - range.start) / 96);
+    let mut pos = range.start;
+    while pos + 8 <= range.end {
+        let size = u16_at(stream, pos + 6).unwrap_or(0) as usize;
+        let ty = u32_at(stream, pos).unwrap_or(0);
+        let misc = u16_at(stream, pos + 4).unwrap_or(0);
+        if size < 8 || pos + size > range.end {
+            break; // cannot happen after the walk; stop defensively
+        }
+        let body = &stream[pos + 8..pos + size];
+        let off = base + pos as u64;
+        match RecordType(ty) {
+            RecordType::SAMPLE => decode_sample(ctx, body, off, &mut out),
+            RecordType::COMM => {
+                let a = &ctx.attrs[ctx.attr_of_other(body)];
+                match (u32_at(body, 0), u32_at(body, 4), body.get(8..)) {
+                    (Some(pid), Some(tid), Some(rest)) => {
+                        let comm = out.local.intern(until_nul(rest));
+                        let ts = a.layout.trailer_time(body).unwrap_or(0);
+                        let _exec = misc & MISC_COMM_EXEC != 0;
+                        out.task_ops.push((
+                            ts,
+                            TaskOp::Comm {
+                                pid: pid as i32,
+                                tid: tid as i32,
+                                comm,
+                            },
+                        ));
+                    }
+                    _ => out.short_record.hit(off, ty as u64),
+                }
+            }
+            RecordType::FORK | RecordType::EXIT => {
+                match (
+                    u32_at(body, 0),
+                    u32_at(body, 8),
+                    u32_at(body, 12),
+                    u64_at(body, 16),
+                ) {
+                    (Some(pid), Some(tid), Some(ptid), Some(ts)) => {
+                        if ty == RecordType::FORK.0 {
+                            out.saw_fork_records = true;
+                            out.task_ops.push((
+                                ts,
+                                TaskOp::Fork {
+                                    pid: pid as i32,
+                                    tid: tid as i32,
+                                    ptid: ptid as i32,
+                                },
+                            ));
+                        } else {
+                            out.saw_exit_records = true;
+                            out.task_ops.push((ts, TaskOp::Exit { tid: tid as i32 }));
+                        }
+                    }
+                    _ => out.short_record.hit(off, ty as u64),
+                }
+            }
+            RecordType::LOST => match u64_at(body, 8) {
+                Some(n) => out.lost = out.lost.saturating_add(n),
+                None => out.short_record.hit(off, ty as u64),
+            },
+            RecordType::LOST_SAMPLES => match u64_at(body, 0) {
+                Some(n) => out.lost = out.lost.saturating_add(n),
+                None => out.short_record.hit(off, ty as u64),
+            },
+            _ if is_known_record(ty) => {}
+            _ => out.unknown_record.hit(off, ty as u64),
+        }
+        pos += size;
+    }
+    out
+}
+
+/// Record types perf documents; the decoder ignores those it does not use.
+fn is_known_record(ty: u32) -> bool {
+    (1..=21).contains(&ty) || (64..=83).contains(&ty)
+}
+
+#[inline]
+fn decode_sample<'a>(ctx: &Ctx<'a>, body: &'a [u8], off: u64, out: &mut ChunkOut<'a>) {
+    let ai = match ctx.attr_of_sample(body) {
+        Ok(i) => i,
+        Err(id) => {
+            out.unknown_id.hit(off, id);
+            return;
+        }
+    };
+    let Some(a) = ctx.attrs.get(ai) else {
+        out.unknown_id.hit(off, ai as u64);
+        return;
+    };
+    let Some(s) = parse_sample(body, &a.layout) else {
+        out.short_sample.hit(off, ai as u64);
+        return;
+    };
+    if let (Some(pid), Some(tid)) = (s.pid, s.tid) {
+        if tid >= 0 && (pid > 0 || tid == 0) {
+            out.local.tgid_by_tid.insert(tid, pid);
+        }
+    }
+    let stack = match s.callchain {
+        Some(c) => out.local.stack(c),
+        None => StackId::NONE,
+    };
+    let mut ev = Event {
+        ts: Ts(s.time),
+        cpu: Cpu(s.cpu.unwrap_or(0)),
+        tid: Tid(s.tid.unwrap_or(0)),
+        name: a.name,
+        stack,
+        data: EventData::Other(None),
+    };
+    if a.tracepoint {
+        let Some(raw) = s.raw else {
+            out.no_raw.hit(off, ai as u64);
+            return;
+        };
+        let ty = ctx
+            .common_type
+            .and_then(|f| f.read_u64(raw))
+            .map(|v| v as u32);
+        let Some(tp) = ty
+            .and_then(|t| ctx.tp_by_type.get(&t))
+            .and_then(|&i| ctx.tps.get(i as usize))
+        else {
+            out.unknown_common_type
+                .hit(off, ty.map(u64::from).unwrap_or(u64::MAX));
+            return;
+        };
+        if s.tid.is_none() {
+            if let Some(p) = tp.common_pid.and_then(|f| f.read_i64(raw)) {
+                ev.tid = Tid(p as i32);
+            }
+        }
+        ev.name = tp.name;
+        match tp.decode(raw, s.time, &mut out.local) {
+            Some(d) => ev.data = d,
+            None => {
+                out.short_payload.hit(off, tp.name.0 as u64);
+                return;
+            }
+        }
+    }
+    if let Some(c) = out.counts.get_mut(ev.name.0 as usize) {
+        *c += 1;
+    }
+    out.events.push(ev);
+}

@@ -1,0 +1,446 @@
+//! Tracepoint payload decoding: each embedded format is resolved once into a
+//! [`TpDecoder`] holding the field accessors of the event it describes, and
+//! every RAW payload is read through it (no hard-coded offsets).
+
+use super::chunk::Local;
+use crate::tracefs_format::{EventFormat, FieldRef};
+use schedscope_trace::{Cpu, EventData, KvmIsa, NameId, PrevState, Sym, Tid, WakeKind};
+
+/// TASK_REPORT_MAX of 6.x kernels, used when the print fmt gives no flag list.
+const DEFAULT_PREEMPT_MARKER: u64 = 0x100;
+
+/// How one tracepoint's payload becomes an [`EventData`].
+#[derive(Clone, Debug)]
+pub(crate) enum Kind {
+    Switch {
+        prev_comm: FieldRef,
+        prev_pid: FieldRef,
+        prev_prio: FieldRef,
+        prev_state: FieldRef,
+        next_comm: FieldRef,
+        next_pid: FieldRef,
+        next_prio: FieldRef,
+        marker: u64,
+    },
+    Wakeup {
+        kind: WakeKind,
+        comm: FieldRef,
+        pid: FieldRef,
+        prio: FieldRef,
+        target_cpu: FieldRef,
+    },
+    Migrate {
+        comm: FieldRef,
+        pid: FieldRef,
+        orig_cpu: FieldRef,
+        dest_cpu: FieldRef,
+    },
+    Fork {
+        parent_pid: FieldRef,
+        child_comm: FieldRef,
+        child_pid: FieldRef,
+    },
+    Exit {
+        comm: FieldRef,
+        pid: FieldRef,
+    },
+    Exec {
+        filename: FieldRef,
+        pid: FieldRef,
+    },
+    KvmExit {
+        exit_reason: FieldRef,
+        isa: Option<FieldRef>,
+        vcpu_id: Option<FieldRef>,
+        guest_rip: Option<FieldRef>,
+    },
+    KvmEntry {
+        vcpu_id: Option<FieldRef>,
+    },
+    IpiSendCpu {
+        cpu: FieldRef,
+        callsite: FieldRef,
+        callback: FieldRef,
+    },
+    IpiSendCpumask {
+        mask: FieldRef,
+        callsite: FieldRef,
+        callback: FieldRef,
+    },
+    IpiRaise {
+        mask: FieldRef,
+        reason: FieldRef,
+    },
+    TlbFlush {
+        reason: FieldRef,
+        pages: FieldRef,
+    },
+    CsdQueue {
+        cpu: FieldRef,
+        callsite: FieldRef,
+        func: FieldRef,
+        csd: FieldRef,
+    },
+    CsdFn {
+        entry: bool,
+        func: FieldRef,
+        csd: FieldRef,
+    },
+    CpuIdle {
+        state: FieldRef,
+        cpu_id: FieldRef,
+    },
+    Softirq {
+        vec: FieldRef,
+        phase: u8,
+    },
+    WakeIdle {
+        cpu: FieldRef,
+    },
+    IrqVector {
+        vector: FieldRef,
+        entry: bool,
+    },
+    Other,
+}
+
+/// The decoder of one tracepoint.
+#[derive(Clone, Debug)]
+pub(crate) struct TpDecoder {
+    /// `system:event` name id.
+    pub name: NameId,
+    /// Accessor for common_pid.
+    pub common_pid: Option<FieldRef>,
+    /// How to decode the payload.
+    pub kind: Kind,
+}
+
+impl TpDecoder {
+    /// Resolve `f`'s fields. Returns the decoder and, when a known event
+    /// lacks a field schedscope needs, a message (the event is then kept as
+    /// [`EventData::Other`]).
+    pub(crate) fn build(f: &EventFormat, name: NameId) -> (TpDecoder, Option<String>) {
+        let common_pid = f.field_ref("common_pid");
+        let (kind, problem) = match build_kind(f) {
+            Ok(k) => (k, None),
+            Err(missing) => (
+                Kind::Other,
+                Some(format!(
+                    "format of {} has no field `{missing}`: its events are kept undecoded",
+                    f.full_name()
+                )),
+            ),
+        };
+        (
+            TpDecoder {
+                name,
+                common_pid,
+                kind,
+            },
+            problem,
+        )
+    }
+}
+
+fn build_kind(f: &EventFormat) -> Result<Kind, &'static str> {
+    let req = |n: &'static str| f.field_ref(n).ok_or(n);
+    let opt = |n: &str| f.field_ref(n);
+    let wake = |kind| -> Result<Kind, &'static str> {
+        Ok(Kind::Wakeup {
+            kind,
+            comm: req("comm")?,
+            pid: req("pid")?,
+            prio: req("prio")?,
+            target_cpu: req("target_cpu")?,
+        })
+    };
+    Ok(match (f.system.as_str(), f.name.as_str()) {
+        ("sched", "sched_switch") => Kind::Switch {
+            prev_comm: req("prev_comm")?,
+            prev_pid: req("prev_pid")?,
+            prev_prio: req("prev_prio")?,
+            prev_state: req("prev_state")?,
+            next_comm: req("next_comm")?,
+            next_pid: req("next_pid")?,
+            next_prio: req("next_prio")?,
+            marker: f.preempt_marker().unwrap_or(DEFAULT_PREEMPT_MARKER),
+        },
+        ("sched", "sched_waking") => wake(WakeKind::Waking)?,
+        ("sched", "sched_wakeup") => wake(WakeKind::Wakeup)?,
+        ("sched", "sched_wakeup_new") => wake(WakeKind::WakeupNew)?,
+        ("sched", "sched_migrate_task") => Kind::Migrate {
+            comm: req("comm")?,
+            pid: req("pid")?,
+            orig_cpu: req("orig_cpu")?,
+            dest_cpu: req("dest_cpu")?,
+        },
+        ("sched", "sched_process_fork") => Kind::Fork {
+            parent_pid: req("parent_pid")?,
+            child_comm: req("child_comm")?,
+            child_pid: req("child_pid")?,
+        },
+        ("sched", "sched_process_exit") => Kind::Exit {
+            comm: req("comm")?,
+            pid: req("pid")?,
+        },
+        ("sched", "sched_process_exec") => Kind::Exec {
+            filename: req("filename")?,
+            pid: req("pid")?,
+        },
+        ("sched", "sched_wake_idle_without_ipi") => Kind::WakeIdle { cpu: req("cpu")? },
+        ("kvm", "kvm_exit") => Kind::KvmExit {
+            exit_reason: req("exit_reason")?,
+            isa: opt("isa"),
+            vcpu_id: opt("vcpu_id"),
+            guest_rip: opt("guest_rip"),
+        },
+        ("kvm", "kvm_entry") => Kind::KvmEntry {
+            vcpu_id: opt("vcpu_id"),
+        },
+        ("ipi", "ipi_send_cpu") => Kind::IpiSendCpu {
+            cpu: req("cpu")?,
+            callsite: req("callsite")?,
+            callback: req("callback")?,
+        },
+        ("ipi", "ipi_send_cpumask") => Kind::IpiSendCpumask {
+            mask: req("cpumask")?,
+            callsite: req("callsite")?,
+            callback: req("callback")?,
+        },
+        ("ipi", "ipi_raise") => Kind::IpiRaise {
+            mask: req("target_cpus")?,
+            reason: req("reason")?,
+        },
+        ("tlb", "tlb_flush") => Kind::TlbFlush {
+            reason: req("reason")?,
+            pages: req("pages")?,
+        },
+        ("csd", "csd_queue_cpu") => Kind::CsdQueue {
+            cpu: req("cpu")?,
+            callsite: req("callsite")?,
+            func: req("func")?,
+            csd: req("csd")?,
+        },
+        ("csd", "csd_function_entry") => Kind::CsdFn {
+            entry: true,
+            func: req("func")?,
+            csd: req("csd")?,
+        },
+        ("csd", "csd_function_exit") => Kind::CsdFn {
+            entry: false,
+            func: req("func")?,
+            csd: req("csd")?,
+        },
+        ("power", "cpu_idle") => Kind::CpuIdle {
+            state: req("state")?,
+            cpu_id: req("cpu_id")?,
+        },
+        ("irq", "softirq_entry") => Kind::Softirq {
+            vec: req("vec")?,
+            phase: 0,
+        },
+        ("irq", "softirq_exit") => Kind::Softirq {
+            vec: req("vec")?,
+            phase: 1,
+        },
+        ("irq", "softirq_raise") => Kind::Softirq {
+            vec: req("vec")?,
+            phase: 2,
+        },
+        ("irq_vectors", n) if n.ends_with("_entry") || n.ends_with("_exit") => {
+            match opt("vector") {
+                Some(vector) => Kind::IrqVector {
+                    vector,
+                    entry: n.ends_with("_entry"),
+                },
+                None => Kind::Other,
+            }
+        }
+        _ => Kind::Other,
+    })
+}
+
+#[inline]
+fn int(f: &FieldRef, raw: &[u8]) -> Option<i64> {
+    f.read_i64(raw)
+}
+
+#[inline]
+fn uint(f: &FieldRef, raw: &[u8]) -> Option<u64> {
+    f.read_u64(raw)
+}
+
+impl TpDecoder {
+    /// Decode `raw` into an [`EventData`]; `None` when the payload is too
+    /// short for the format (the caller counts it). Comms go to `local`.
+    /// `ts` is used for the comm-by-tid tracking.
+    pub(crate) fn decode<'a>(
+        &self,
+        raw: &'a [u8],
+        ts: u64,
+        local: &mut Local<'a>,
+    ) -> Option<EventData> {
+        Some(match &self.kind {
+            Kind::Switch {
+                prev_comm,
+                prev_pid,
+                prev_prio,
+                prev_state,
+                next_comm,
+                next_pid,
+                next_prio,
+                marker,
+            } => {
+                let state = uint(prev_state, raw)?;
+                let prev_tid = Tid(int(prev_pid, raw)? as i32);
+                let next_tid = Tid(int(next_pid, raw)? as i32);
+                let pc = local.comm(prev_comm.read_str(raw)?, prev_tid, ts);
+                let nc = local.comm(next_comm.read_str(raw)?, next_tid, ts);
+                EventData::Switch {
+                    prev_tid,
+                    prev_prio: int(prev_prio, raw)? as i32,
+                    prev_state: PrevState {
+                        bits: (state & marker.wrapping_sub(1)) as u16,
+                        preempted: state & marker != 0,
+                    },
+                    prev_comm: pc,
+                    next_tid,
+                    next_prio: int(next_prio, raw)? as i32,
+                    next_comm: nc,
+                }
+            }
+            Kind::Wakeup {
+                kind,
+                comm,
+                pid,
+                prio,
+                target_cpu,
+            } => {
+                let tid = Tid(int(pid, raw)? as i32);
+                EventData::Wakeup {
+                    kind: *kind,
+                    tid,
+                    comm: local.comm(comm.read_str(raw)?, tid, ts),
+                    prio: int(prio, raw)? as i32,
+                    target_cpu: Cpu(int(target_cpu, raw)? as u32),
+                }
+            }
+            Kind::Migrate {
+                comm,
+                pid,
+                orig_cpu,
+                dest_cpu,
+            } => {
+                let tid = Tid(int(pid, raw)? as i32);
+                EventData::Migrate {
+                    tid,
+                    comm: local.comm(comm.read_str(raw)?, tid, ts),
+                    orig_cpu: Cpu(int(orig_cpu, raw)? as u32),
+                    dest_cpu: Cpu(int(dest_cpu, raw)? as u32),
+                }
+            }
+            Kind::Fork {
+                parent_pid,
+                child_comm,
+                child_pid,
+            } => {
+                let child_tid = Tid(int(child_pid, raw)? as i32);
+                EventData::Fork {
+                    parent_tid: Tid(int(parent_pid, raw)? as i32),
+                    child_tid,
+                    child_comm: local.comm(child_comm.read_str(raw)?, child_tid, ts),
+                }
+            }
+            Kind::Exit { comm, pid } => {
+                let tid = Tid(int(pid, raw)? as i32);
+                EventData::Exit {
+                    tid,
+                    comm: local.comm(comm.read_str(raw)?, tid, ts),
+                }
+            }
+            Kind::Exec { filename, pid } => EventData::Exec {
+                tid: Tid(int(pid, raw)? as i32),
+                filename: local.intern(filename.read_str(raw)?),
+            },
+            Kind::KvmExit {
+                exit_reason,
+                isa,
+                vcpu_id,
+                guest_rip,
+            } => EventData::KvmExit {
+                exit_reason: uint(exit_reason, raw)? as u32,
+                isa: KvmIsa::from_raw(isa.and_then(|f| uint(&f, raw)).unwrap_or(1) as u32),
+                vcpu_id: vcpu_id.and_then(|f| uint(&f, raw)).map(|v| v as u32),
+                guest_rip: guest_rip.and_then(|f| uint(&f, raw)).unwrap_or(0),
+            },
+            Kind::KvmEntry { vcpu_id } => EventData::KvmEntry {
+                vcpu_id: vcpu_id.and_then(|f| uint(&f, raw)).map(|v| v as u32),
+            },
+            Kind::IpiSendCpu {
+                cpu,
+                callsite,
+                callback,
+            } => EventData::IpiSendCpu {
+                cpu: Cpu(uint(cpu, raw)? as u32),
+                callsite: Sym::from_addr(uint(callsite, raw)?),
+                callback: Sym::from_addr(uint(callback, raw)?),
+            },
+            Kind::IpiSendCpumask {
+                mask,
+                callsite,
+                callback,
+            } => EventData::IpiSendCpumask {
+                mask: local.mask(mask, raw)?,
+                callsite: Sym::from_addr(uint(callsite, raw)?),
+                callback: Sym::from_addr(uint(callback, raw)?),
+            },
+            Kind::IpiRaise { mask, reason } => {
+                let addr = uint(reason, raw)?;
+                EventData::IpiRaise {
+                    mask: local.mask(mask, raw)?,
+                    reason: local.printk(addr),
+                }
+            }
+            Kind::TlbFlush { reason, pages } => EventData::TlbFlush {
+                reason: int(reason, raw)? as i32,
+                pages: int(pages, raw)?,
+            },
+            Kind::CsdQueue {
+                cpu,
+                callsite,
+                func,
+                csd,
+            } => EventData::CsdQueue {
+                cpu: Cpu(uint(cpu, raw)? as u32),
+                callsite: Sym::from_addr(uint(callsite, raw)?),
+                func: Sym::from_addr(uint(func, raw)?),
+                csd: uint(csd, raw)?,
+            },
+            Kind::CsdFn { entry, func, csd } => {
+                let func = Sym::from_addr(uint(func, raw)?);
+                let csd = uint(csd, raw)?;
+                if *entry {
+                    EventData::CsdFunctionEntry { func, csd }
+                } else {
+                    EventData::CsdFunctionExit { func, csd }
+                }
+            }
+            Kind::CpuIdle { state, cpu_id } => EventData::CpuIdle {
+                state: uint(state, raw)? as u32,
+                cpu_id: Cpu(uint(cpu_id, raw)? as u32),
+            },
+            Kind::Softirq { vec, phase } => EventData::Softirq {
+                vec: uint(vec, raw)? as u32,
+                phase: *phase,
+            },
+            Kind::WakeIdle { cpu } => EventData::WakeIdleNoIpi {
+                cpu: Cpu(int(cpu, raw)? as u32),
+            },
+            Kind::IrqVector { vector, entry } => EventData::IrqVector {
+                vector: int(vector, raw)? as i32,
+                entry: *entry,
+            },
+            Kind::Other => EventData::Other(None),
+        })
+    }
+}
