@@ -269,10 +269,15 @@ impl Report {
         let t = &self.trace;
         writeln!(
             out,
-            "{}: {} ({}), {} events over {:.3} s on {} CPUs{}",
+            "{}: {}{}, {} events over {:.3} s on {} CPUs{}",
             t.path,
             t.format.as_str(),
-            trace.meta.hostname.as_deref().unwrap_or("unknown host"),
+            trace
+                .meta
+                .hostname
+                .as_deref()
+                .map(|h| format!(" recorded on {h}"))
+                .unwrap_or_default(),
             t.events,
             t.end_ns.saturating_sub(t.start_ns) as f64 / 1e9,
             t.cpus,

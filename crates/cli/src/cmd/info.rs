@@ -1,9 +1,210 @@
-//! `schedscope info`.
+//! `schedscope info`: a one-screen summary of a trace file (text or JSON).
 
-use crate::args::InfoArgs;
+use super::report::{load, print_warnings, Progress};
+use crate::args::{InfoArgs, OutputFormat};
+use schedscope_analysis::table::{self, Align, Table};
+use schedscope_trace::{Tid, Trace, TraceFormat, TraceMeta, Warning};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Write;
 use std::process::ExitCode;
 
+/// How many comms the summary lists.
+const TOP_COMMS: usize = 10;
+
+/// The summary (the JSON shape of `schedscope info --format json`).
+#[derive(Debug, Serialize)]
+struct Info {
+    path: String,
+    format: TraceFormat,
+    start_ns: u64,
+    end_ns: u64,
+    duration_ns: u64,
+    cpus: u32,
+    events: u64,
+    events_by_name: BTreeMap<String, u64>,
+    lost: u64,
+    /// Lost events as a percentage of recorded + lost.
+    lost_pct: f64,
+    /// Thread incarnations in the task table.
+    tasks: u64,
+    /// Distinct thread-group ids among them.
+    processes: u64,
+    /// Comms that emitted the most events.
+    top_comms: Vec<CommCount>,
+    warnings: Vec<Warning>,
+    meta: TraceMeta,
+}
+
+/// Events emitted by the threads of one comm.
+#[derive(Debug, Serialize)]
+struct CommCount {
+    comm: String,
+    threads: u64,
+    events: u64,
+}
+
+impl Info {
+    fn of(trace: &Trace) -> Info {
+        let mut per_tid: HashMap<Tid, u64> = HashMap::new();
+        for ev in &trace.events {
+            *per_tid.entry(ev.tid).or_insert(0) += 1;
+        }
+        let mut per_comm: HashMap<String, (u64, u64)> = HashMap::new();
+        for (tid, n) in per_tid {
+            let comm = if tid.is_idle() {
+                "swapper".to_string()
+            } else {
+                match trace.tasks.comm(tid) {
+                    "" => format!("[{tid}]"),
+                    c => c.to_string(),
+                }
+            };
+            let e = per_comm.entry(comm).or_insert((0, 0));
+            e.0 += 1;
+            e.1 += n;
+        }
+        let mut top_comms: Vec<CommCount> = per_comm
+            .into_iter()
+            .map(|(comm, (threads, events))| CommCount {
+                comm,
+                threads,
+                events,
+            })
+            .collect();
+        top_comms.sort_by(|a, b| b.events.cmp(&a.events).then_with(|| a.comm.cmp(&b.comm)));
+        top_comms.truncate(TOP_COMMS);
+        let processes: HashSet<Tid> = trace.tasks.iter().filter_map(|t| t.tgid).collect();
+        let events = trace.events.len() as u64;
+        Info {
+            path: trace.path.clone(),
+            format: trace.format,
+            start_ns: trace.start().0,
+            end_ns: trace.end().0,
+            duration_ns: trace.duration().0,
+            cpus: trace.nr_cpus,
+            events,
+            events_by_name: trace.events_by_name.clone(),
+            lost: trace.lost,
+            lost_pct: if events + trace.lost == 0 {
+                0.0
+            } else {
+                trace.lost as f64 * 100.0 / (events + trace.lost) as f64
+            },
+            tasks: trace.tasks.len() as u64,
+            processes: processes.len() as u64,
+            top_comms,
+            warnings: trace.warnings.clone(),
+            meta: trace.meta.clone(),
+        }
+    }
+
+    fn render_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        writeln!(
+            out,
+            "{}: {} events in {:.3} s on {} CPUs ({})",
+            self.path,
+            self.events,
+            self.duration_ns as f64 / 1e9,
+            self.cpus,
+            match self.format {
+                TraceFormat::PerfData => "perf.data",
+                f => f.as_str(),
+            }
+        )?;
+        writeln!(
+            out,
+            "  time      {} .. {} s",
+            table::secs(self.start_ns),
+            table::secs(self.end_ns)
+        )?;
+        writeln!(
+            out,
+            "  lost      {} events ({:.3}%)",
+            self.lost, self.lost_pct
+        )?;
+        writeln!(
+            out,
+            "  tasks     {} threads in {} processes",
+            self.tasks, self.processes
+        )?;
+        let m = &self.meta;
+        if m.hostname.is_some() || m.os_release.is_some() || m.arch.is_some() {
+            writeln!(
+                out,
+                "  host      {} (kernel {}, {}{})",
+                m.hostname.as_deref().unwrap_or("?"),
+                m.os_release.as_deref().unwrap_or("?"),
+                m.arch.as_deref().unwrap_or("?"),
+                m.nr_cpus_online
+                    .map(|n| format!(", {n} CPUs online"))
+                    .unwrap_or_default()
+            )?;
+        }
+        if let Some(c) = &m.cmdline {
+            writeln!(out, "  cmdline   {c}")?;
+        }
+        writeln!(out)?;
+        let mut t = Table::new(&[
+            ("Tracepoint", Align::Left),
+            ("Events", Align::Right),
+            ("Share %", Align::Right),
+        ]);
+        let mut by_count: Vec<(&String, &u64)> = self.events_by_name.iter().collect();
+        by_count.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+        let total: u64 = self.events_by_name.values().sum();
+        for (name, n) in by_count {
+            t.row(vec![name.clone(), n.to_string(), table::pct(*n, total)]);
+        }
+        t.write(out)?;
+        writeln!(out)?;
+        let mut c = Table::new(&[
+            ("Comm (top by events)", Align::Left),
+            ("Threads", Align::Right),
+            ("Events", Align::Right),
+            ("Share %", Align::Right),
+        ]);
+        for cc in &self.top_comms {
+            c.row(vec![
+                cc.comm.clone(),
+                cc.threads.to_string(),
+                cc.events.to_string(),
+                table::pct(cc.events, self.events),
+            ]);
+        }
+        c.write(out)?;
+        if !self.warnings.is_empty() {
+            writeln!(out)?;
+            writeln!(out, "Warnings:")?;
+            for w in &self.warnings {
+                writeln!(out, "  [{:?}] {} ({}x)", w.severity, w.message, w.count)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Run `schedscope info`.
-pub fn run(_args: InfoArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`schedscope info` is not built yet")
+pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
+    let progress = Progress::new();
+    let trace = load(&args.file, &progress)?;
+    progress.done();
+    let info = Info::of(&trace);
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match args.format {
+        OutputFormat::Text => {
+            if !trace.warnings.is_empty() {
+                // Also in the summary; stderr keeps them visible under `| head`.
+                print_warnings(&trace);
+            }
+            info.render_text(&mut out)?;
+        }
+        OutputFormat::Json => {
+            serde_json::to_writer_pretty(&mut out, &info)?;
+            writeln!(out)?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }

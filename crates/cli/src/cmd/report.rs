@@ -1,9 +1,188 @@
-//! `schedscope report`.
+//! `schedscope report`: load a trace, compute the requested sections, print
+//! them as text tables or one JSON object.
+//!
+//! Sections come from the flags (`--latency --gang --lhp --idle --tlb`,
+//! `--all`; `--gang-of` implies `--gang`); with none, latency is shown.
+//! A section that cannot be computed prints its reason and the others still
+//! print; the exit code is 1 only when every requested section failed.
+//! Decoder warnings go to stderr in text mode and into `trace.warnings` in
+//! JSON.
 
-use crate::args::ReportArgs;
+use crate::args::{OutputFormat, ReportArgs};
+use schedscope_analysis::{Options, Report, Sections};
+use schedscope_trace::Trace;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
 use std::process::ExitCode;
+use std::time::Instant;
+
+/// The validated configuration of one `report` run.
+struct Config {
+    sections: Sections,
+    opts: Options,
+}
+
+impl Config {
+    fn from_args(a: &ReportArgs) -> Config {
+        let mut sections = if a.all {
+            Sections::all()
+        } else {
+            Sections {
+                latency: a.latency,
+                gang: a.gang || !a.gang_of.is_empty(),
+                lhp: a.lhp,
+                idle: a.idle,
+                tlb: a.tlb,
+            }
+        };
+        if sections.is_empty() {
+            sections.latency = true;
+        }
+        Config {
+            sections,
+            opts: Options {
+                gang_specs: a.gang_of.clone(),
+                top: a.top,
+            },
+        }
+    }
+}
+
+/// Progress messages on stderr, only when stderr is a terminal.
+pub(crate) struct Progress {
+    on: bool,
+}
+
+impl Progress {
+    pub(crate) fn new() -> Progress {
+        Progress {
+            on: std::io::stderr().is_terminal(),
+        }
+    }
+
+    /// Replace the current progress line.
+    pub(crate) fn say(&self, msg: &str) {
+        if self.on {
+            eprint!("\r\x1b[K{msg}");
+        }
+    }
+
+    /// Clear the progress line.
+    pub(crate) fn done(&self) {
+        if self.on {
+            eprint!("\r\x1b[K");
+        }
+    }
+}
+
+/// Load `path`, with progress on a terminal. Parser errors already name
+/// the file (`<file>: <what>`).
+pub(crate) fn load(path: &Path, progress: &Progress) -> anyhow::Result<Trace> {
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    progress.say(&format!(
+        "loading {} ({:.1} MB)...",
+        path.display(),
+        size as f64 / 1e6
+    ));
+    let t0 = Instant::now();
+    let trace = schedscope_parser::load(path);
+    progress.done();
+    let trace = trace?;
+    if t0.elapsed().as_secs_f64() > 0.5 {
+        progress.say(&format!(
+            "loaded {} events in {:.1} s; analysing...",
+            schedscope_analysis::table::count(trace.events.len() as u64),
+            t0.elapsed().as_secs_f64()
+        ));
+    }
+    Ok(trace)
+}
+
+/// Print decoder warnings on stderr.
+pub(crate) fn print_warnings(trace: &Trace) {
+    for w in &trace.warnings {
+        let times = if w.count > 1 {
+            format!(" ({}x)", w.count)
+        } else {
+            String::new()
+        };
+        eprintln!("schedscope: warning: {}{times}", w.message);
+    }
+}
 
 /// Run `schedscope report`.
-pub fn run(_args: ReportArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`schedscope report` is not built yet")
+pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let cfg = Config::from_args(&args);
+    let progress = Progress::new();
+    let trace = load(&args.file, &progress)?;
+    let report = Report::compute(&trace, cfg.sections, &cfg.opts);
+    progress.done();
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+    match args.format {
+        OutputFormat::Text => {
+            print_warnings(&trace);
+            report.render_text(&trace, &cfg.opts, &mut out)?;
+        }
+        OutputFormat::Json => {
+            serde_json::to_writer_pretty(&mut out, &report)?;
+            writeln!(out)?;
+        }
+    }
+    out.flush()?;
+    if report.all_failed() {
+        if args.format == OutputFormat::Json {
+            // Text mode already printed the reasons on stdout.
+            for e in report.errors() {
+                eprintln!("schedscope: {e}");
+            }
+        }
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn cfg(argv: &[&str]) -> Config {
+        let cli = crate::args::Cli::parse_from(argv);
+        match cli.command {
+            crate::args::Command::Report(a) => Config::from_args(&a),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn default_section_is_latency() {
+        let c = cfg(&["schedscope", "report", "f"]);
+        assert_eq!(
+            c.sections,
+            Sections {
+                latency: true,
+                ..Sections::default()
+            }
+        );
+        assert_eq!(c.opts.top, 20);
+    }
+
+    #[test]
+    fn all_and_gang_of() {
+        assert_eq!(
+            cfg(&["schedscope", "report", "--all"]).sections,
+            Sections::all()
+        );
+        let c = cfg(&["schedscope", "report", "--gang-of", "pid=3", "--top", "5"]);
+        assert_eq!(
+            c.sections,
+            Sections {
+                gang: true,
+                ..Sections::default()
+            }
+        );
+        assert_eq!(c.opts.gang_specs, vec!["pid=3".to_string()]);
+        assert_eq!(c.opts.top, 5);
+    }
 }
