@@ -422,7 +422,9 @@ pub fn compute(def: &GangDef, timeline: &Timeline) -> Gang {
     let (mut any, mut all, mut frag) = (0u64, 0u64, 0u64);
     // Current fragmented episode: start and who waited.
     let mut ep: Option<(Ts, Vec<bool>)> = None;
-    let mut heap: BinaryHeap<Reverse<(u64, Reverse<u64>, Vec<Tid>)>> = BinaryHeap::new();
+    // Min-heap of (duration, earlier start wins ties, who waited).
+    type Kept = Reverse<(u64, Reverse<u64>, Vec<Tid>)>;
+    let mut heap: BinaryHeap<Kept> = BinaryHeap::new();
     let mut close_episode = |ep: &mut Option<(Ts, Vec<bool>)>, at: Ts| {
         if let Some((start, waited)) = ep.take() {
             let dur = at.0.saturating_sub(start.0);

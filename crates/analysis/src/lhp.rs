@@ -262,6 +262,10 @@ pub struct LhpReport {
 
 /// Compute the lhp section.
 pub fn analyze(ctx: &Context) -> Result<LhpReport, AnalysisError> {
+    // Invalid --gang-of specs fail the whole section, naming the option.
+    if !ctx.opts.gang_specs.is_empty() {
+        gang::resolve_gangs(ctx)?;
+    }
     let sched = gang::check_sched_events(ctx.trace, "lhp");
     let waking = if ctx.trace.count("sched:sched_waking") == 0 {
         let mut m = vec!["sched:sched_waking"];
@@ -383,7 +387,9 @@ fn ple(ctx: &Context) -> Result<PleReport, AnalysisError> {
     // Per CPU: PLE exits awaiting the next switch (ts, gang index or none).
     let mut pending: Vec<Vec<(Ts, Option<usize>)>> = vec![Vec::new(); trace.nr_cpus as usize];
     // Exit reasons per VM key; open exits per thread.
-    let mut reasons: BTreeMap<Option<Tid>, BTreeMap<(u32, String), (u64, u64)>> = BTreeMap::new();
+    // VM -> (code, name) -> (count, handling ns)
+    type Reasons = BTreeMap<(u32, String), (u64, u64)>;
+    let mut reasons: BTreeMap<Option<Tid>, Reasons> = BTreeMap::new();
     let mut open_exit: HashMap<Tid, (Ts, Option<Tid>, u32, String)> = HashMap::new();
     let tgid_of = |tid: Tid| {
         tl.thread(tid)

@@ -223,7 +223,19 @@ const VMX_OTHER: &[u32] = &[1, 1, 1, 48, 48, 32, 32, 30, 12, 7];
 const SVM_OTHER: &[u32] = &[0x60, 0x60, 0x60, 0x400, 0x400, 0x7c, 0x7c, 0x7b, 0x78, 0x64];
 
 /// Run the simulation described by `cfg`.
+///
+/// The model runs twice (it is deterministic): the first run finds the last
+/// event's time, the second integrates the truth up to exactly that time,
+/// which is where a trace of these events ends.
 pub fn simulate(cfg: &Config) -> Simulation {
+    let first = run(cfg, u64::MAX);
+    match first.events.last() {
+        Some(e) => run(cfg, e.ts),
+        None => first,
+    }
+}
+
+fn run(cfg: &Config, clip: u64) -> Simulation {
     let mut threads = Vec::new();
     let mut gangs: Vec<Vec<usize>> = Vec::new();
     let mut gang_meta = Vec::new();
@@ -284,6 +296,8 @@ pub fn simulate(cfg: &Config) -> Simulation {
             })
             .collect(),
     );
+    let mut oracle = oracle;
+    oracle.clip = clip;
     let mut sim = Sim {
         cfg: cfg.clone(),
         rng: Rng(cfg.seed ^ 0x5eed_5eed),
@@ -433,7 +447,7 @@ impl Sim {
         let t1 = t0 + 1_000;
         self.oracle.advance(t1, &self.st);
         let slice = u64::from(self.cfg.slice_ticks.max(1));
-        let boundary = self.cfg.policy == Policy::Gang && t > 0 && t % slice == 0;
+        let boundary = self.cfg.policy == Policy::Gang && t > 0 && t.is_multiple_of(slice);
         if boundary {
             self.rotate_focus();
         }

@@ -146,6 +146,8 @@ struct GangAcc {
 /// The running integrator.
 pub struct Oracle {
     acc_ts: u64,
+    /// Integrate nothing past this time (the trace's last event).
+    pub clip: u64,
     gangs: Vec<(GangAcc, &'static str, i32, Vec<i32>)>,
     runnable_ns: Vec<u64>,
     sleep_snap: Vec<Option<(u64, Vec<u64>)>>,
@@ -167,6 +169,7 @@ impl Oracle {
     ) -> Oracle {
         Oracle {
             acc_ts: start,
+            clip: u64::MAX,
             gangs: gangs
                 .into_iter()
                 .map(|(kind, tgid, members, tids)| {
@@ -200,6 +203,7 @@ impl Oracle {
 
     /// Integrate the states `st` (constant since the last call) up to `to`.
     pub fn advance(&mut self, to: u64, st: &[St]) {
+        let to = to.min(self.clip);
         let dur = to.saturating_sub(self.acc_ts);
         if dur == 0 {
             return;
