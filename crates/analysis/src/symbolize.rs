@@ -29,6 +29,9 @@ pub const PERF_CONTEXT_MAX: u64 = (-4095i64) as u64;
 /// Lowest kernel address on x86-64 (upper canonical half).
 pub const KERNEL_START: u64 = 0xffff_8000_0000_0000;
 
+/// Offsets at or beyond this are not trusted to be inside the preceding symbol.
+const MAX_SYMBOL_SIZE: u64 = 1 << 20;
+
 /// Module name used for kernel symbols (as `perf report` spells it).
 pub const KERNEL_MODULE: &str = "[kernel.kallsyms]";
 
@@ -42,28 +45,75 @@ pub fn is_kernel_addr(addr: u64) -> bool {
     addr >= KERNEL_START && !is_context_marker(addr)
 }
 
+/// `PERF_CONTEXT_KERNEL`: the frames that follow are kernel addresses.
+pub const PERF_CONTEXT_KERNEL: u64 = (-128i64) as u64;
+/// `PERF_CONTEXT_USER`: the frames that follow are user addresses.
+pub const PERF_CONTEXT_USER: u64 = (-512i64) as u64;
+
 /// A code location to symbolize: a kernel address, a user address in a
 /// process, or a name that a text trace already printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Location {
-    /// The process (tgid) the address belongs to; ignored for kernel addresses and names.
+    /// The process (tgid) of a user address; `None` for kernel addresses and names.
     pub pid: Option<Tid>,
     /// The raw value ([`Sym`] encoding: address or tagged name).
     pub sym: Sym,
+    /// A user-space address (from the call chain's context, or the address range).
+    pub user: bool,
 }
 
 impl Location {
     /// A kernel address or a name (no process).
     pub fn kernel(sym: Sym) -> Location {
-        Location { pid: None, sym }
-    }
-    /// An address seen in process `pid` (kernel addresses drop the pid).
-    pub fn in_process(pid: Option<Tid>, sym: Sym) -> Location {
-        match sym.addr() {
-            Some(a) if !is_kernel_addr(a) => Location { pid, sym },
-            _ => Location { pid: None, sym },
+        Location {
+            pid: None,
+            sym,
+            user: false,
         }
     }
+    /// A user-space address of process `pid`, whatever its value (frames
+    /// after `PERF_CONTEXT_USER` can be garbage that looks like a kernel address).
+    pub fn user(pid: Option<Tid>, sym: Sym) -> Location {
+        Location {
+            pid,
+            sym,
+            user: sym.addr().is_some(),
+        }
+    }
+    /// An address seen in process `pid`, kernel or user told by its range.
+    pub fn in_process(pid: Option<Tid>, sym: Sym) -> Location {
+        match sym.addr() {
+            Some(a) if !is_kernel_addr(a) => Location::user(pid, sym),
+            _ => Location::kernel(sym),
+        }
+    }
+}
+
+/// The frames of a call chain of process `pid` as locations, innermost
+/// first: `PERF_CONTEXT_KERNEL` / `PERF_CONTEXT_USER` markers say which
+/// space the following frames are in (other contexts, e.g. guest frames,
+/// are kept as user frames without a process, hence unsymbolized); without
+/// markers the address range decides.
+pub fn chain_locations(chain: &[u64], pid: Option<Tid>) -> Vec<Location> {
+    let mut space: Option<Option<Option<Tid>>> = None; // None = by range
+    let mut out = Vec::with_capacity(chain.len());
+    for &v in chain {
+        if is_context_marker(v) {
+            space = Some(match v {
+                PERF_CONTEXT_KERNEL => None,
+                PERF_CONTEXT_USER => Some(pid),
+                _ => Some(None),
+            });
+            continue;
+        }
+        let sym = Sym(v);
+        out.push(match space {
+            None => Location::in_process(pid, sym),
+            Some(None) => Location::kernel(sym),
+            Some(Some(p)) => Location::user(p, sym),
+        });
+    }
+    out
 }
 
 /// The outcome of symbolizing one location.
@@ -163,7 +213,7 @@ impl SymbolTable {
                     };
                     map.insert(loc, r);
                 }
-                Some(a) if is_kernel_addr(a) => kernel.push(a),
+                Some(a) if !loc.user => kernel.push(a),
                 Some(a) => user.entry(loc.pid).or_default().push(a),
             }
         }
@@ -181,13 +231,7 @@ impl SymbolTable {
             .collect();
         for (pid, list) in ures {
             for (a, r) in list {
-                map.insert(
-                    Location {
-                        pid,
-                        sym: Sym::from_addr(a),
-                    },
-                    r,
-                );
+                map.insert(Location::user(pid, Sym::from_addr(a)), r);
             }
         }
         SymbolTable { map, kernel_source }
@@ -195,7 +239,6 @@ impl SymbolTable {
 
     /// The resolution of `loc` (an unsymbolized marker if it was not in the build set).
     pub fn get(&self, loc: Location) -> Resolved {
-        let loc = Location::in_process(loc.pid, loc.sym);
         self.map.get(&loc).cloned().unwrap_or_else(|| {
             Resolved::unsymbolized(loc.sym.addr().unwrap_or(0), "[unknown]", "not looked up")
         })
@@ -203,7 +246,6 @@ impl SymbolTable {
 
     /// Function name of `loc` (see [`Resolved::function`]).
     pub fn name(&self, loc: Location) -> String {
-        let loc = Location::in_process(loc.pid, loc.sym);
         match self.map.get(&loc) {
             Some(r) => r.function(),
             None => format!("[unsymbolized 0x{:x}]", loc.sym.0),
@@ -248,13 +290,14 @@ fn resolve_kernel(trace: &Trace, addrs: &[u64]) -> (&'static str, Vec<Resolved>)
     }
     let ks = &trace.kernel_symbols;
     if !ks.syms.is_empty() {
-        let last = ks.syms.last().map(|s| s.0).unwrap_or(0);
         let r = addrs
             .par_iter()
             .map(|&a| match ks.lookup(a) {
-                // An address past the last symbol (e.g. in a module area the
-                // file did not cover) is not reliably inside that symbol.
-                Some((name, off)) if a <= last || off < (1 << 20) => Resolved {
+                // No kernel function spans 1 MiB: a larger offset means the
+                // address lies in a gap the table does not cover (module
+                // area past the last symbol, per-CPU offsets, or a garbage
+                // user frame that looks like a kernel address).
+                Some((name, off)) if off < MAX_SYMBOL_SIZE => Resolved {
                     name: Some(name.to_string()),
                     offset: off,
                     module: KERNEL_MODULE.to_string(),
@@ -457,6 +500,26 @@ mod tests {
     #[no_mangle]
     extern "C" fn marker_fn_for_symbolizer() -> u64 {
         std::hint::black_box(42)
+    }
+
+    #[test]
+    fn chain_context_decides_the_address_space() {
+        let pid = Some(Tid(7));
+        let chain = [
+            PERF_CONTEXT_KERNEL,
+            0xffff_ffff_8100_0000,
+            PERF_CONTEXT_USER,
+            0x40_1000,
+            0xffff_f5b8_c0c7_4859, // garbage user frame that looks like a kernel address
+        ];
+        let l = chain_locations(&chain, pid);
+        assert_eq!(l.len(), 3);
+        assert!(!l[0].user && l[0].pid.is_none());
+        assert!(l[1].user && l[1].pid == pid);
+        assert!(l[2].user, "frames after PERF_CONTEXT_USER are user frames");
+        // Without markers the range decides.
+        let l = chain_locations(&[0xffff_ffff_8100_0000, 0x40_1000], pid);
+        assert!(!l[0].user && l[1].user);
     }
 
     #[test]

@@ -30,7 +30,7 @@ mod requests;
 
 pub use profile::{analyze_profile, ProfileReport, ProfileRow};
 
-use crate::symbolize::{frames, Location, SymbolTable};
+use crate::symbolize::{chain_locations, Location, SymbolTable};
 use crate::{AnalysisError, Context};
 use requests::Request;
 use schedscope_trace::{Cpu, Dur, Sym, Tid, Ts};
@@ -374,23 +374,29 @@ pub fn pages_bucket(pages: i64) -> String {
     format!("{lo}-{}", lo * 2 - 1)
 }
 
-fn has_event(ctx: &Context, name: &str) -> bool {
-    ctx.trace.count(name) > 0 || ctx.trace.name_id(name).is_some()
+/// Whether the trace recorded `name` (its event was enabled), fired or not.
+fn recorded(ctx: &Context, name: &str) -> bool {
+    ctx.trace.count(name) > 0
+        || ctx.trace.events_by_name.contains_key(name)
+        || ctx.trace.name_id(name).is_some()
+}
+
+/// Whether `name` has events in the trace.
+fn fired(ctx: &Context, name: &str) -> bool {
+    ctx.trace.count(name) > 0
 }
 
 /// Compute the tlb section.
 pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
     let trace = ctx.trace;
-    let present: Vec<&str> = EVENTS
-        .iter()
-        .copied()
-        .filter(|n| has_event(ctx, n))
-        .collect();
-    let has_ipi = present.iter().any(|n| *n != "tlb:tlb_flush");
-    if present.is_empty() {
+    if !EVENTS.iter().any(|n| recorded(ctx, n)) {
         return Err(AnalysisError::missing("tlb", EVENTS));
     }
-    let has_csd = has_event(ctx, "csd:csd_queue_cpu");
+    let ipi_events = &EVENTS[..5];
+    // IPI mode when any csd/ipi event fired; otherwise count shootdowns from
+    // tlb_flush "remote IPI send" when that fired.
+    let has_ipi = ipi_events.iter().any(|n| fired(ctx, n)) || !fired(ctx, "tlb:tlb_flush");
+    let has_csd = recorded(ctx, "csd:csd_queue_cpu");
     let scan = requests::scan(trace, has_csd);
 
     // Symbolize every callsite, function and stack frame once.
@@ -401,7 +407,7 @@ pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
         locs.push(Location::kernel(r.func));
         if let Some(st) = trace.stack(r.stack) {
             let pid = pid_of(r.tid);
-            locs.extend(frames(st).map(|a| Location::in_process(pid, Sym(a))));
+            locs.extend(chain_locations(st, pid));
         }
     }
     let syms = SymbolTable::build(trace, locs);
@@ -490,14 +496,15 @@ pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
     let mut by_stack: HashMap<(Vec<String>, String, IpiClass), u64> = HashMap::new();
     let mut with_stack = 0u64;
     for &(class, r) in &classified {
-        let cb = syms.name(Location::kernel(r.func));
+        let cb = callback_name(&syms, r.func);
         *by_site
             .entry((syms.name(Location::kernel(r.callsite)), cb.clone(), class))
             .or_default() += 1;
         if let Some(st) = trace.stack(r.stack) {
             let pid = pid_of(r.tid);
-            let fr: Vec<String> = frames(st)
-                .map(|a| syms.name(Location::in_process(pid, Sym(a))))
+            let fr: Vec<String> = chain_locations(st, pid)
+                .into_iter()
+                .map(|l| syms.name(l))
                 .collect();
             if !fr.is_empty() {
                 with_stack += 1;
@@ -565,26 +572,40 @@ pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
         };
         (tlb_class.map(|a| a.count).unwrap_or(0), src.to_string())
     } else {
-        notes.push(
-            "no csd/ipi events: shootdowns counted from tlb_flush \"remote IPI send\" (one per \
-             flush_tlb_multi call); targets, senders by callsite and latencies need \
-             csd:csd_queue_cpu, csd:csd_function_entry, csd:csd_function_exit, ipi:ipi_send_cpu, \
-             ipi:ipi_send_cpumask"
-                .to_string(),
-        );
+        let recorded_ipi: Vec<&str> = ipi_events
+            .iter()
+            .copied()
+            .filter(|n| recorded(ctx, n))
+            .collect();
+        let why = if recorded_ipi.is_empty() {
+            "the trace has no csd/ipi events".to_string()
+        } else {
+            format!(
+                "{} recorded but never fired (a shootdown to a single CPU takes the \
+                 csd:csd_queue_cpu + ipi:ipi_send_cpu path)",
+                recorded_ipi.join(", ")
+            )
+        };
+        notes.push(format!(
+            "{why}: shootdowns are counted from tlb_flush \"remote IPI send\", one per \
+             native_flush_tlb_multi call, including calls whose targets were all skipped \
+             (lazy TLB) and sent no IPI; targets, callsites and latencies need \
+             csd:csd_queue_cpu, csd:csd_function_entry, csd:csd_function_exit, \
+             ipi:ipi_send_cpu"
+        ));
         let n = tlb_flush_by_reason
             .get("remote IPI send")
             .map(|r| r.count)
             .unwrap_or(0);
         (n, "tlb:tlb_flush remote IPI send".to_string())
     };
-    if has_csd && !has_event(ctx, "csd:csd_function_entry") {
+    if has_csd && !recorded(ctx, "csd:csd_function_entry") {
         notes.push(
             "no csd:csd_function_entry/exit events: delivery latency and handler run time unknown"
                 .into(),
         );
     }
-    if !has_event(ctx, "tlb:tlb_flush") {
+    if !recorded(ctx, "tlb:tlb_flush") {
         notes.push("no tlb:tlb_flush events: receiving side and page counts unknown".into());
     }
     if has_ipi && total > 0 && with_stack == 0 {
@@ -597,7 +618,7 @@ pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
     if tl.cpus.is_empty() {
         notes.push("no sched:sched_switch timeline: target CPU states at send time unknown".into());
     }
-    if !has_csd && has_event(ctx, "ipi:ipi_send_cpu") {
+    if !has_csd && recorded(ctx, "ipi:ipi_send_cpu") {
         notes.push(
             "without csd:csd_queue_cpu, single-target IPIs carry only the generic callback \
              (generic_smp_call_function_single_interrupt): their logical function is unknown"
@@ -649,6 +670,14 @@ struct ClassAcc {
     handler: Vec<u64>,
     senders: HashMap<Tid, u64>,
 }
+
+/// Display name of a request's function (`(none)` for a NULL callback).
+fn callback_name(syms: &SymbolTable, func: Sym) -> String {
+    func_name(syms, func).unwrap_or_else(|| NO_CALLBACK.to_string())
+}
+
+/// What reschedule IPIs show as their function.
+pub const NO_CALLBACK: &str = "(none)";
 
 /// The function a request asks for, `None` for a NULL callback.
 fn func_name(syms: &SymbolTable, func: Sym) -> Option<String> {

@@ -9,7 +9,7 @@
 //! `native_flush_tlb_multi` shows even when the leaf is a helper it called.
 
 use super::FLUSH_FUNCTIONS;
-use crate::symbolize::{frames, Location, SymbolTable};
+use crate::symbolize::{chain_locations, Location, SymbolTable};
 use crate::Context;
 use schedscope_trace::{Event, EventData, Sym, Tid};
 use serde::Serialize;
@@ -65,9 +65,9 @@ pub fn is_flush_function(sym: &str) -> bool {
 }
 
 /// The sample's frames (leaf first): call chain, else a kept `ip` field.
-fn sample_frames(ctx: &Context, e: &Event) -> Vec<u64> {
+fn sample_frames(ctx: &Context, e: &Event, pid: Option<Tid>) -> Vec<Location> {
     if let Some(st) = ctx.trace.stack(e.stack) {
-        let f: Vec<u64> = frames(st).collect();
+        let f = chain_locations(st, pid);
         if !f.is_empty() {
             return f;
         }
@@ -78,7 +78,7 @@ fn sample_frames(ctx: &Context, e: &Event) -> Vec<u64> {
                 if k == "ip" {
                     let v = v.trim_start_matches("0x");
                     if let Ok(a) = u64::from_str_radix(v, 16) {
-                        return vec![a];
+                        return vec![Location::in_process(pid, Sym::from_addr(a))];
                     }
                 }
             }
@@ -106,22 +106,16 @@ pub fn analyze_profile(ctx: &Context) -> Option<ProfileReport> {
         .collect();
     names.sort_unstable();
     let pid_of = |tid: Tid| trace.tasks.tgid(tid).filter(|p| p.0 > 0).or(Some(tid));
-    let samples: Vec<(Option<Tid>, Vec<u64>)> = trace
+    let samples: Vec<Vec<Location>> = trace
         .events
         .iter()
         .filter(|e| ids.contains(&e.name.0) && matches!(e.data, EventData::Other(_)))
-        .map(|e| (pid_of(e.tid), sample_frames(ctx, e)))
+        .map(|e| sample_frames(ctx, e, pid_of(e.tid)))
         .collect();
     if samples.is_empty() {
         return None;
     }
-    let syms = SymbolTable::build(
-        trace,
-        samples.iter().flat_map(|(pid, f)| {
-            f.iter()
-                .map(move |&a| Location::in_process(*pid, Sym::from_addr(a)))
-        }),
-    );
+    let syms = SymbolTable::build(trace, samples.iter().flatten().copied());
     let n = samples.len() as u64;
     let mut rep = ProfileReport {
         event: names.join(","),
@@ -130,11 +124,8 @@ pub fn analyze_profile(ctx: &Context) -> Option<ProfileReport> {
     };
     // (symbol, module) -> (self, total)
     let mut acc: HashMap<(String, String), (u64, u64)> = HashMap::new();
-    for (pid, f) in &samples {
-        let resolved: Vec<_> = f
-            .iter()
-            .map(|&a| syms.get(Location::in_process(*pid, Sym::from_addr(a))))
-            .collect();
+    for f in &samples {
+        let resolved: Vec<_> = f.iter().map(|&l| syms.get(l)).collect();
         let Some(leaf) = resolved.first() else {
             rep.unsymbolized_samples += 1;
             let e = acc
@@ -144,7 +135,7 @@ pub fn analyze_profile(ctx: &Context) -> Option<ProfileReport> {
             e.1 += 1;
             continue;
         };
-        if crate::symbolize::is_kernel_addr(leaf.addr) {
+        if f.first().is_some_and(|l| !l.user) {
             rep.kernel_samples += 1;
         } else {
             rep.user_samples += 1;

@@ -139,6 +139,16 @@ impl TlbReport {
                 )?;
             }
         }
+        if let Some(send) = self.tlb_flush_by_reason.get("remote IPI send") {
+            if self.source.starts_with("csd") && send.count > 0 {
+                writeln!(
+                    out,
+                    "  remote flush calls (tlb_flush \"remote IPI send\"): {}; {:.1}% of them queued an IPI, the rest skipped every target (lazy TLB, or the mm no longer loaded there)",
+                    send.count,
+                    (self.shootdowns as f64 * 100.0 / send.count as f64).min(100.0)
+                )?;
+            }
+        }
         for n in &self.notes {
             writeln!(out, "  note: {n}")?;
         }
@@ -246,8 +256,15 @@ impl TlbReport {
                         .map(|(c, n)| format!("{c}:{n}"))
                         .collect::<Vec<_>>()
                         .join(" ");
-                    let pages = r
-                        .pages_hist
+                    let mut pages: Vec<(&String, &u64)> = r.pages_hist.iter().collect();
+                    // Numeric order of the lower bound, `full` last.
+                    pages.sort_by_key(|(k, _)| {
+                        k.split('-')
+                            .next()
+                            .and_then(|n| n.parse::<u64>().ok())
+                            .unwrap_or(u64::MAX)
+                    });
+                    let pages = pages
                         .iter()
                         .map(|(k, v)| format!("{k}:{v}"))
                         .collect::<Vec<_>>()

@@ -380,10 +380,9 @@ fn csd_trace_counts_classes_latencies_and_targets() {
         .any(|c| c.callsite == "smp_call_function_many_cond"
             && c.callback == "flush_tlb_func"
             && c.class == IpiClass::TlbShootdown));
-    assert!(r
-        .top_callsites
-        .iter()
-        .any(|c| c.callsite == "resched_curr" && c.class == IpiClass::Reschedule));
+    assert!(r.top_callsites.iter().any(|c| c.callsite == "resched_curr"
+        && c.callback == NO_CALLBACK
+        && c.class == IpiClass::Reschedule));
     assert_eq!(r.top_stacks.len(), 2);
     let s1 = r
         .top_stacks
