@@ -395,3 +395,67 @@ fn perf_record_cpumask_and_tlb_flush_only() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn cpu_clock_profile_matches_perf_script_leaf_symbols() {
+    if let Some(why) = skip_reason() {
+        println!("SKIPPED tlb cpu-clock profile: {why}");
+        return;
+    }
+    let dir = tmpdir("tlb-prof");
+    let data = dir.join("prof.data");
+    record(&data, "cpu-clock", "1");
+    let trace = schedscope_parser::load(&data).unwrap();
+    let tl = Timeline::build(&trace);
+    let opts = Options {
+        top: 10,
+        ..Options::default()
+    };
+    let ctx = Context {
+        trace: &trace,
+        timeline: &tl,
+        opts: &opts,
+    };
+    let p = tlb::analyze_profile(&ctx).expect("no cpu-clock samples decoded");
+
+    // perf script: one block per sample, the first frame line is the leaf.
+    let text = run(Command::new("perf")
+        .args(["script", "-F", "event,ip,sym", "-i"])
+        .arg(&data));
+    let mut samples = 0u64;
+    let mut leaf_kernel: HashMap<String, u64> = HashMap::new();
+    let mut expect_leaf = false;
+    for l in text.lines() {
+        if l.starts_with("cpu-clock") {
+            samples += 1;
+            expect_leaf = true;
+            continue;
+        }
+        if !expect_leaf || l.trim().is_empty() {
+            continue;
+        }
+        expect_leaf = false;
+        let mut it = l.split_whitespace();
+        let (Some(ip), Some(sym)) = (it.next(), it.next()) else {
+            continue;
+        };
+        if u64::from_str_radix(ip, 16).is_ok_and(is_kernel_addr) && sym != "[unknown]" {
+            *leaf_kernel.entry(sym.to_string()).or_default() += 1;
+        }
+    }
+    assert_eq!(p.samples, samples, "samples vs perf script");
+    let mut top: Vec<(String, u64)> = leaf_kernel.into_iter().collect();
+    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    for (sym, n) in top.iter().take(5) {
+        let ours = p
+            .top
+            .iter()
+            .find(|r| &r.symbol == sym && r.module == "[kernel.kallsyms]")
+            .map(|r| r.samples);
+        assert_eq!(ours, Some(*n), "self samples of {sym}");
+    }
+    let mut out = Vec::new();
+    p.render_text(&ctx, &mut out).unwrap();
+    println!("{}", String::from_utf8_lossy(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}

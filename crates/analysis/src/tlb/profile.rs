@@ -153,7 +153,7 @@ pub fn analyze_profile(ctx: &Context) -> Option<ProfileReport> {
             let sym = if r.is_symbolized() {
                 r.function()
             } else {
-                "[unsymbolized]".to_string()
+                format!("[unsymbolized: {}]", r.reason)
             };
             (sym, module)
         };
