@@ -515,6 +515,12 @@ pub fn record(
     notice: &mut dyn FnMut(&str),
     mut progress: Option<&mut dyn FnMut(&Progress)>,
 ) -> Result<RecordSummary, RecordError> {
+    // First, so that a stop signal at any later moment still ends in a
+    // complete file.
+    sys::install_stop_handlers().map_err(|e| RecordError::Output {
+        path: cfg.output.clone(),
+        source: e,
+    })?;
     let tracefs = events::find_tracefs()?;
     let mut skipped = Vec::new();
     let planned = plan(cfg, &tracefs, notice, &mut skipped)?;
@@ -559,7 +565,6 @@ pub fn record(
     let mut w = PerfDataWriter::new(file, specs.clone()).map_err(out_err)?;
     let mut counts = Counts::new(&specs);
 
-    sys::install_stop_handlers().map_err(out_err)?;
     for (i, fd) in &fds {
         fd.enable().map_err(|e| RecordError::PerfEvent {
             what: "PERF_EVENT_IOC_ENABLE",
@@ -609,7 +614,12 @@ pub fn record(
     take_cgroups(&mut samples);
 
     let mut child: Option<Child> = None;
-    if let Some((prog, args)) = cfg.command.split_first() {
+    let command = if sys::stop_requested().is_some() {
+        None
+    } else {
+        cfg.command.split_first()
+    };
+    if let Some((prog, args)) = command {
         match std::process::Command::new(prog).args(args).spawn() {
             Ok(c) => child = Some(c),
             Err(e) => {
