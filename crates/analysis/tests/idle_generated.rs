@@ -452,3 +452,39 @@ fn recorded_cgroup_samples_mark_a_preempted_task_throttled() {
     );
     assert_eq!((cg.samples, cg.tasks), (3, 1));
 }
+
+#[test]
+fn a_task_seen_throttled_is_throttled_when_preempted_while_another_cpu_idles() {
+    // A is proven throttled at 10 (CPU0 idles with it queued), runs again at
+    // 20, is preempted by C at 30 (C woken at 25); CPU1 goes idle at 40
+    // without pulling A: A counts as throttled, so 40-60 is throttled idle.
+    // Control: task B never seen throttled, same pattern: imbalance.
+    let mut b = B::new();
+    b.switch(0, 0, 0, "R", A);
+    b.switch(0, 1, 0, "R", BB);
+    b.switch(10, 0, A, "R", 0);
+    b.switch(20, 0, 0, "R", A);
+    b.wake(25, 0, A, C, 0);
+    b.switch(30, 0, A, "R", C);
+    b.switch(40, 1, BB, "S", 0);
+    b.switch(60, 0, C, "S", A);
+    b.switch(70, 0, A, "S", 0);
+    b.t.finish();
+    let r = run(&b.t).expect("events present");
+    // CPU0 10-20 throttled (A queued on it); CPU1 40-60 throttled; 60-70 nothing waits.
+    assert_eq!(r.cpus[0].throttled_ns, 10 * MS);
+    assert_eq!(r.cpus[1].throttled_ns, 20 * MS);
+    assert_eq!(r.imbalance_ns, 0);
+
+    let mut b = B::new();
+    b.switch(0, 0, 0, "R", BB);
+    b.switch(0, 1, 0, "R", D);
+    b.wake(25, 0, BB, C, 0);
+    b.switch(30, 0, BB, "R", C);
+    b.switch(40, 1, D, "S", 0);
+    b.switch(60, 0, C, "S", BB);
+    b.switch(70, 0, BB, "S", 0);
+    b.t.finish();
+    let r = run(&b.t).expect("events present");
+    assert_eq!((r.throttled_ns, r.imbalance_ns), (0, 20 * MS));
+}

@@ -16,7 +16,10 @@
 //! * throttling is `inferred` from the trace (on 6.18 a throttled task leaves
 //!   the CPU as runnable, prev_state R, and the CPU then idles or runs
 //!   something else while the task stays off CPU: a CPU that goes idle while a
-//!   preempted task is queued on it proves that task is throttled) or
+//!   preempted task is queued on it proves that task is throttled; a task
+//!   once proven throttled that waits preempted on a busy CPU while another
+//!   CPU goes idle without pulling it is taken as throttled again, since
+//!   newidle balancing would otherwise have pulled it) or
 //!   `recorded` when the trace carries cgroup cpu.stat samples and tasks map to
 //!   the sampled cgroups (by comm = last path component, see
 //!   [`IdleReport::attribution`]); recorded throttling marks a task throttled

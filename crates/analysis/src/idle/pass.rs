@@ -69,6 +69,8 @@ struct TaskSt {
     in_wake: bool,
     /// Pulled into this CPU during the current wait.
     pulled_into: Option<u32>,
+    /// Seen throttled before (a CPU idled with it queued).
+    capped: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -186,6 +188,8 @@ struct Pass<'t> {
     nonthr_on: Vec<u32>,
     n_thr: u64,
     n_busyq: u64,
+    /// Tasks seen throttled at least once.
+    n_capped: u64,
     mode: Mode,
     has_wakeup: bool,
     idle_b: SecondBuckets,
@@ -235,6 +239,7 @@ pub(super) fn run(trace: &Trace) -> IdleReport {
         nonthr_on: vec![0; n],
         n_thr: 0,
         n_busyq: 0,
+        n_capped: 0,
         mode: Mode::None,
         has_wakeup: trace.count("sched:sched_wakeup") > 0
             || trace.count("sched:sched_wakeup_new") > 0,
@@ -506,6 +511,30 @@ impl<'t> Pass<'t> {
                 .is_some_and(|w| w.cpu == c as u32 && w.preempted && !w.throttled);
             if still {
                 self.set_throttled(tid, true);
+                if let Some(t) = self.tasks.get_mut(&tid) {
+                    if !t.capped {
+                        t.capped = true;
+                        self.n_capped += 1;
+                    }
+                }
+            }
+        }
+        // A task already seen throttled, waiting preempted on a busy CPU while
+        // this one goes idle without pulling it (newidle balancing would have):
+        // throttled again.
+        if self.n_capped > 0 {
+            let stuck: Vec<Tid> = self
+                .waiting
+                .iter()
+                .copied()
+                .filter(|tid| {
+                    self.tasks.get(tid).is_some_and(|t| {
+                        t.capped && t.wait.is_some_and(|w| w.preempted && !w.throttled)
+                    })
+                })
+                .collect();
+            for tid in stuck {
+                self.set_throttled(tid, true);
             }
         }
         if self.mode != Mode::None {
@@ -655,8 +684,17 @@ impl<'t> Pass<'t> {
         prev_comm: StrId,
         next: Tid,
     ) {
-        if self.cpus[c].cur != prev {
+        let cur = self.cpus[c].cur;
+        if cur != prev {
+            // Lost events: whoever we thought ran here left at an unknown time.
             self.anomalies += 1;
+            if !cur.is_idle() {
+                if let Some(t) = self.tasks.get_mut(&cur) {
+                    if t.running_on == Some(c as u32) {
+                        t.running_on = None;
+                    }
+                }
+            }
         }
         self.close_run(c, ts);
         if !prev.is_idle() {

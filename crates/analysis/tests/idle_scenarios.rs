@@ -1,0 +1,299 @@
+//! Real CFS-bandwidth scenarios recorded on this machine (issue 5).
+//!
+//! * capped: `scripts/cgroup-scenario.sh` (nested cgroups, each burner capped
+//!   at 50% of a CPU) recorded with `perf record -a`: the analysis must find
+//!   throttled wasted idle, and the kernel's own cpu.stat must agree that the
+//!   groups were throttled.
+//! * uncapped: the same tree with `--no-caps`: throttled wasted idle near zero.
+//! * hackbench-like bursts (`perf bench sched messaging`, no caps): imbalance
+//!   wasted idle, gaps ended by pulls, wait-before-pull figures.
+//!
+//! Each recording is cross-checked against `scripts/idle-oracle.py`, an
+//! independent per-CPU idle computation over `perf script` output (within 2%).
+//!
+//! Needs root, perf and tracefs; skips with a message without them, and the
+//! cgroup scenarios skip only when no cgroup cpu controller exists.
+
+use schedscope_analysis::idle::{self, IdleReport};
+use schedscope_analysis::{Context, Options, Timeline};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const EVENTS: &str = "sched:sched_switch,sched:sched_waking,sched:sched_wakeup,sched:sched_migrate_task,irq:softirq_entry,irq:softirq_exit,csd:csd_queue_cpu,sched:sched_wake_idle_without_ipi";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("schedscope-idle-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("create temp dir");
+    d
+}
+
+/// Why these tests cannot run here, if they cannot.
+fn unavailable() -> Option<String> {
+    let uid = Command::new("id").arg("-u").output().ok()?;
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        return Some("not root".into());
+    }
+    if Command::new("perf").arg("--version").output().is_err() {
+        return Some("perf not installed".into());
+    }
+    if !Path::new("/sys/kernel/tracing/events/sched/sched_switch").exists() {
+        return Some("tracefs not mounted at /sys/kernel/tracing".into());
+    }
+    None
+}
+
+fn perf_record(out: &Path) -> Vec<String> {
+    vec![
+        "perf".into(),
+        "record".into(),
+        "-q".into(),
+        "-a".into(),
+        "-e".into(),
+        EVENTS.into(),
+        "-o".into(),
+        out.display().to_string(),
+        "--".into(),
+    ]
+}
+
+/// The idle report of `path`, and the share of CPU time that went to tasks
+/// outside the scenario (`ours` tells a scenario task by its comm).
+fn analyze(path: &Path, ours: &dyn Fn(&str) -> bool) -> (IdleReport, f64) {
+    let trace =
+        schedscope_parser::load(path).unwrap_or_else(|e| panic!("loading {}: {e}", path.display()));
+    let timeline = Timeline::build(&trace);
+    let opts = Options {
+        top: 10,
+        ..Options::default()
+    };
+    let ctx = Context {
+        trace: &trace,
+        timeline: &timeline,
+        opts: &opts,
+    };
+    let r = idle::analyze(&ctx).unwrap_or_else(|e| panic!("idle analysis: {e}"));
+    let mut text = Vec::new();
+    r.render_text(&ctx, &mut text).expect("render");
+    println!("{}", String::from_utf8_lossy(&text));
+    let end = trace.end();
+    let foreign: u64 = timeline
+        .cpus
+        .iter()
+        .flatten()
+        .filter(|run| !run.tid.is_idle() && !ours(trace.tasks.comm(run.tid)))
+        .map(|run| run.end.unwrap_or(end).0.saturating_sub(run.ts.0))
+        .sum();
+    let cpu_time = (r.duration_ns * r.cpus.len() as u64).max(1);
+    (r, foreign as f64 / cpu_time as f64)
+}
+
+/// On a machine shared with other work (the dev VM runs several builds at
+/// once), that work fills every idle slot and no scenario can show wasted
+/// idle: say so instead of failing. A dedicated CI runner never hits this.
+fn saturated_by_others(test: &str, r: &IdleReport, foreign: f64) -> bool {
+    let cpu_time = (r.duration_ns * r.cpus.len() as u64).max(1) as f64;
+    let idle = r.idle_ns as f64 / cpu_time;
+    if foreign > 0.10 && idle < 0.02 {
+        println!(
+            "SKIP {test}: inconclusive, other work used {:.0}% of the CPUs and left {:.2}% idle",
+            foreign * 100.0,
+            idle * 100.0
+        );
+        return true;
+    }
+    false
+}
+
+/// Per-CPU idle from the oracle script must match ours within 2%.
+fn check_oracle(path: &Path, r: &IdleReport) {
+    let out = Command::new("python3")
+        .arg(repo().join("scripts/idle-oracle.py"))
+        .arg(path)
+        .output()
+        .expect("run idle-oracle.py");
+    assert!(
+        out.status.success(),
+        "idle-oracle.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("oracle JSON");
+    let idle = v["idle_ns"].as_object().expect("idle_ns object");
+    assert!(!idle.is_empty(), "oracle saw no CPU");
+    for (cpu, want) in idle {
+        let want = want.as_u64().expect("ns");
+        let c: usize = cpu.parse().expect("cpu number");
+        let got = r.cpus.get(c).map_or(0, |c| c.idle_ns);
+        let tol = (want / 50).max(20_000); // 2%, at least 20 µs for near-zero idle
+        assert!(
+            got.abs_diff(want) <= tol,
+            "CPU {c}: idle {got} ns, oracle {want} ns (tolerance {tol})"
+        );
+        println!("CPU {c}: idle {got} ns, oracle {want} ns");
+    }
+}
+
+/// Run the cgroup scenario around a perf recording; None when the cpu controller is absent.
+fn cgroup_scenario(name: &str, extra: &[&str]) -> Option<(PathBuf, String)> {
+    let dir = tmpdir(name);
+    let data = dir.join("perf.data");
+    let stat = dir.join("cpu.stat.txt");
+    let root = format!("ssIdle{name}{}", std::process::id());
+    let mut cmd = Command::new("bash");
+    cmd.arg(repo().join("scripts/cgroup-scenario.sh"))
+        .args(["--root", &root, "--stat-out"])
+        .arg(&stat)
+        .args(extra)
+        .arg("--")
+        .args(perf_record(&data))
+        .args(["sleep", "3"]);
+    let out = cmd.output().expect("run cgroup-scenario.sh");
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    if out.status.code() == Some(77) {
+        println!("SKIP: no cgroup cpu controller on this machine");
+        return None;
+    }
+    assert!(
+        out.status.success(),
+        "cgroup-scenario.sh failed: {:?}",
+        out.status
+    );
+    assert!(
+        !Path::new("/sys/fs/cgroup/cpu").join(&root).exists(),
+        "the scenario left its cgroups behind"
+    );
+    let stat = std::fs::read_to_string(&stat).expect("cpu.stat deltas");
+    Some((data, stat))
+}
+
+#[test]
+fn capped_cgroups_show_throttled_wasted_idle() {
+    if let Some(why) = unavailable() {
+        println!("SKIP capped_cgroups_show_throttled_wasted_idle: {why}");
+        return;
+    }
+    let Some((data, stat)) = cgroup_scenario("cap", &["--tasks", "3", "--l1-shares", "262144"])
+    else {
+        return;
+    };
+    // Independent confirmation from the kernel: the groups were throttled.
+    let throttles: u64 = stat
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2)?.parse::<u64>().ok())
+        .sum();
+    println!("cpu.stat deltas:\n{stat}");
+    assert!(throttles > 0, "cpu.stat shows no throttling:\n{stat}");
+    let (r, foreign) = analyze(&data, &|c| c.starts_with("burnC"));
+    check_oracle(&data, &r);
+    if saturated_by_others("capped_cgroups_show_throttled_wasted_idle", &r, foreign) {
+        return;
+    }
+    let cpu_time = r.duration_ns * r.cpus.len() as u64;
+    assert!(r.throttled_ns > 0, "no throttled wasted idle");
+    assert!(
+        r.throttled_ns > r.imbalance_ns,
+        "throttled {} <= imbalance {}",
+        r.throttled_ns,
+        r.imbalance_ns
+    );
+    // Three 50% burners on two CPUs leave about a quarter of the machine idle,
+    // and the idle is wasted (throttled tasks wait) most of the time.
+    assert!(
+        r.idle_ns * 10 > cpu_time,
+        "idle {} of {cpu_time}",
+        r.idle_ns
+    );
+    assert!(r.gaps.count > 0 && r.gaps.total_ns == r.wasted_idle_ns);
+    assert_eq!(
+        r.wasted_idle_ns,
+        r.throttled_ns + r.imbalance_ns,
+        "split must add up"
+    );
+}
+
+#[test]
+fn uncapped_cgroups_have_near_zero_throttled_idle() {
+    if let Some(why) = unavailable() {
+        println!("SKIP uncapped_cgroups_have_near_zero_throttled_idle: {why}");
+        return;
+    }
+    let Some((data, stat)) = cgroup_scenario("nocap", &["--no-caps"]) else {
+        return;
+    };
+    assert!(
+        stat.lines()
+            .all(|l| l.split_whitespace().nth(2) == Some("0")),
+        "uncapped groups throttled:\n{stat}"
+    );
+    let (r, _) = analyze(&data, &|c| c.starts_with("burnC"));
+    check_oracle(&data, &r);
+    let cpu_time = r.duration_ns * r.cpus.len() as u64;
+    assert!(
+        r.throttled_ns * 1000 < cpu_time,
+        "throttled {} ns of {cpu_time} ns without caps",
+        r.throttled_ns
+    );
+}
+
+#[test]
+fn bursty_messaging_shows_imbalance_ended_by_pulls() {
+    if let Some(why) = unavailable() {
+        println!("SKIP bursty_messaging_shows_imbalance_ended_by_pulls: {why}");
+        return;
+    }
+    let dir = tmpdir("msg");
+    let data = dir.join("perf.data");
+    let mut args = perf_record(&data);
+    args.extend(
+        [
+            "perf",
+            "bench",
+            "sched",
+            "messaging",
+            "-g",
+            "2",
+            "-l",
+            "400",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    let out = Command::new(&args[0])
+        .args(&args[1..])
+        .output()
+        .expect("run perf record");
+    assert!(
+        out.status.success(),
+        "perf record failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (r, foreign) = analyze(&data, &|c| c.starts_with("sched-messaging") || c == "perf");
+    check_oracle(&data, &r);
+    if saturated_by_others(
+        "bursty_messaging_shows_imbalance_ended_by_pulls",
+        &r,
+        foreign,
+    ) {
+        return;
+    }
+    assert!(r.imbalance_ns > 0, "no imbalance wasted idle");
+    assert!(r.balance.pulls_into_idle > 0, "no pulls into idle CPUs");
+    assert!(r.balance.gap_endings.pull > 0, "no gap ended by a pull");
+    let w = &r.balance.wait_before_pull_ns;
+    assert_eq!(w.count, r.balance.pulls_into_idle);
+    let (p50, p99, max) = (
+        w.p50.expect("p50"),
+        w.p99.expect("p99"),
+        w.max.expect("max"),
+    );
+    assert!(p50 <= p99 && p99 <= max, "{w:?}");
+    let e = &r.balance.gap_endings;
+    assert_eq!(
+        e.wakeup + e.pull + e.ran_elsewhere + e.trace_end + e.unthrottle,
+        r.gaps.count
+    );
+}
