@@ -348,6 +348,51 @@ fn real_recording_tlb_shootdowns_match_perf_script() {
     let text = String::from_utf8(out).unwrap();
     assert!(text.starts_with(&format!("TLB shootdowns: {} (", r.shootdowns)));
     println!("{text}");
+
+    // The same file as `perf script -G` text gives the same classes,
+    // callsites and tlb_flush counts (latencies within the microsecond that
+    // the text's timestamps keep).
+    let txt = dir.join("tlb.txt");
+    let script = run(Command::new("perf").args(["script", "-G", "-i"]).arg(&data));
+    std::fs::write(&txt, script).unwrap();
+    let ttrace = schedscope_parser::load(&txt).unwrap();
+    let (t, _) = analyze(&ttrace);
+    assert_eq!(t.shootdowns, r.shootdowns);
+    assert_eq!(t.ipi_classes.len(), r.ipi_classes.len());
+    for (a, b) in t.ipi_classes.iter().zip(&r.ipi_classes) {
+        assert_eq!(
+            (a.class, a.count, a.targets, a.ipis_sent, &a.targets_hist),
+            (b.class, b.count, b.targets, b.ipis_sent, &b.targets_hist)
+        );
+        match (&a.delivery, &b.delivery) {
+            (Some(x), Some(y)) => {
+                assert_eq!(x.count, y.count, "{:?} deliveries", a.class);
+                assert!(
+                    x.max_ns.abs_diff(y.max_ns) <= 1000,
+                    "{:?}: {x:?} {y:?}",
+                    a.class
+                );
+            }
+            (x, y) => assert_eq!(x.is_some(), y.is_some(), "{:?} delivery", a.class),
+        }
+    }
+    let key = |r: &TlbReport| {
+        let mut v: Vec<_> = r
+            .top_callsites
+            .iter()
+            .map(|c| (c.callsite.clone(), c.callback.clone(), c.class, c.count))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(key(&t), key(&r), "callsites: text vs perf.data");
+    let flush = |r: &TlbReport| -> BTreeMap<String, u64> {
+        r.tlb_flush_by_reason
+            .iter()
+            .map(|(k, v)| (k.clone(), v.count))
+            .collect()
+    };
+    assert_eq!(flush(&t), flush(&r));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -193,13 +193,20 @@ pub struct TargetStates {
     pub same_process: u64,
     /// Target ran another process (another mm).
     pub other_process: u64,
+    /// Target ran another thread, but the trace does not tell the process
+    /// (no tgid for it or the sender, e.g. text traces without tgids).
+    pub running_unknown_process: u64,
     /// Not known (no sched_switch before the send on that CPU).
     pub unknown: u64,
 }
 
 impl TargetStates {
     fn total(&self) -> u64 {
-        self.idle + self.same_process + self.other_process + self.unknown
+        self.idle
+            + self.same_process
+            + self.other_process
+            + self.running_unknown_process
+            + self.unknown
     }
 }
 
@@ -450,10 +457,13 @@ pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
                 None => acc.states.unknown += 1,
                 Some(cur) if cur.is_idle() => acc.states.idle += 1,
                 Some(cur) => {
-                    if cur == r.tid || pid_of(cur) == sender_pid {
+                    let known = |t: Tid| trace.tasks.tgid(t).is_some_and(|p| p.0 > 0);
+                    if cur == r.tid || (known(cur) && pid_of(cur) == sender_pid) {
                         acc.states.same_process += 1
-                    } else {
+                    } else if known(cur) && known(r.tid) {
                         acc.states.other_process += 1
+                    } else {
+                        acc.states.running_unknown_process += 1
                     }
                 }
             }
@@ -502,10 +512,19 @@ pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
             .or_default() += 1;
         if let Some(st) = trace.stack(r.stack) {
             let pid = pid_of(r.tid);
-            let fr: Vec<String> = chain_locations(st, pid)
+            let mut fr: Vec<String> = chain_locations(st, pid)
                 .into_iter()
-                .map(|l| syms.name(l))
+                .map(|l| {
+                    let r = syms.get(l);
+                    if l.user && !r.is_symbolized() {
+                        // Group stacks whose user part cannot be named.
+                        format!("[unsymbolized user frames: {}]", r.reason)
+                    } else {
+                        r.function()
+                    }
+                })
                 .collect();
+            fr.dedup();
             if !fr.is_empty() {
                 with_stack += 1;
                 *by_stack.entry((fr, cb, class)).or_default() += 1;

@@ -71,7 +71,7 @@ fn hist_text(h: &std::collections::BTreeMap<u32, u64>) -> String {
 }
 
 fn states_line(s: &TargetStates) -> String {
-    let total = s.idle + s.same_process + s.other_process + s.unknown;
+    let total = s.idle + s.same_process + s.other_process + s.running_unknown_process + s.unknown;
     let p = |n: u64| {
         if total > 0 {
             format!("{n} ({:.1}%)", n as f64 * 100.0 / total as f64)
@@ -79,13 +79,20 @@ fn states_line(s: &TargetStates) -> String {
             n.to_string()
         }
     };
-    format!(
-        "idle {}, same process {}, other process {}, unknown {}",
+    let mut line = format!(
+        "idle {}, same process {}, other process {}",
         p(s.idle),
         p(s.same_process),
-        p(s.other_process),
-        p(s.unknown)
-    )
+        p(s.other_process)
+    );
+    if s.running_unknown_process > 0 {
+        line.push_str(&format!(
+            ", busy (process unknown) {}",
+            p(s.running_unknown_process)
+        ));
+    }
+    line.push_str(&format!(", unknown {}", p(s.unknown)));
+    line
 }
 
 fn senders_rows(s: &[Sender], top: usize) -> Vec<Vec<String>> {

@@ -317,6 +317,7 @@ fn csd_trace_counts_classes_latencies_and_targets() {
             idle: 1,
             same_process: 1,
             other_process: 1,
+            running_unknown_process: 0,
             unknown: 1
         }
     );
@@ -397,7 +398,12 @@ fn csd_trace_counts_classes_latencies_and_targets() {
             "__x64_sys_munmap"
         ]
     );
-    assert_eq!(s1.frames[3], "[unsymbolized 0x7f0000001234]");
+    assert_eq!(s1.frames.len(), 4);
+    assert!(
+        s1.frames[3].starts_with("[unsymbolized user frames: "),
+        "{:?}",
+        s1.frames
+    );
     assert_eq!(s1.callback, "flush_tlb_func");
     assert_eq!(r.senders[0].comm, "ebizzy");
     assert!(r.symbols.unsymbolized >= 1);
