@@ -777,3 +777,34 @@ fn perf_script_text_equals_perf_data() {
         assert_eq!(x, y);
     }
 }
+
+/// Throughput figure, not a check: with `SCHEDSCOPE_BENCH_TEXT=FILE` set,
+/// decode FILE and print MB/s and events/s (run with `--release
+/// --nocapture`). Without the variable it only says so.
+#[test]
+fn throughput_figure() {
+    let Some(path) = std::env::var_os("SCHEDSCOPE_BENCH_TEXT") else {
+        eprintln!("SKIP: set SCHEDSCOPE_BENCH_TEXT=FILE to print decode throughput for FILE");
+        return;
+    };
+    let path = PathBuf::from(path);
+    let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let start = std::time::Instant::now();
+    let t = load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let secs = start.elapsed().as_secs_f64();
+    eprintln!(
+        "{}: {} ({} bytes), {} events, {} tasks, {:.3} s, {:.0} MB/s, {:.2} M events/s, {} threads",
+        path.display(),
+        t.format.as_str(),
+        bytes,
+        t.events.len(),
+        t.tasks.len(),
+        secs,
+        bytes as f64 / secs / 1e6,
+        t.events.len() as f64 / secs / 1e6,
+        rayon::current_num_threads()
+    );
+    for w in &t.warnings {
+        eprintln!("  warning ({:?}, x{}): {}", w.severity, w.count, w.message);
+    }
+}
