@@ -607,7 +607,8 @@ fn ms(ns: u64) -> String {
     format!("{:.3}", ns as f64 / 1e6)
 }
 
-/// Render rows as an aligned table: first column left-aligned, others right.
+/// Render rows as an aligned table: the first column and columns with an
+/// empty header (bar charts) left-aligned, the others right-aligned.
 pub(crate) fn write_table(
     out: &mut dyn Write,
     indent: &str,
@@ -629,7 +630,7 @@ pub(crate) fn write_table(
                 s.push_str("  ");
             }
             let pad = w[i].saturating_sub(c.chars().count());
-            if i == 0 {
+            if i == 0 || header.get(i).is_some_and(|h| h.is_empty()) {
                 s.push_str(c);
                 s.push_str(&" ".repeat(pad));
             } else {
@@ -670,7 +671,6 @@ impl GangReport {
     /// its busiest members and longest fragmented episodes.
     pub fn render_text(&self, ctx: &Context, out: &mut dyn Write) -> io::Result<()> {
         let top = if ctx.opts.top == 0 { 10 } else { ctx.opts.top };
-        writeln!(out, "Gang co-run")?;
         if let Some(note) = &self.note {
             writeln!(out, "  {note}")?;
         }
@@ -746,15 +746,14 @@ impl GangReport {
                     .iter()
                     .take(top)
                     .map(|e| {
-                        vec![
-                            Ts(e.start_ns).to_string(),
-                            ms(e.duration_ns),
-                            e.waiting
-                                .iter()
-                                .map(|t| t.to_string())
-                                .collect::<Vec<_>>()
-                                .join(","),
-                        ]
+                        vec![Ts(e.start_ns).to_string(), ms(e.duration_ns), {
+                            let mut w: Vec<String> =
+                                e.waiting.iter().take(8).map(|t| t.to_string()).collect();
+                            if e.waiting.len() > 8 {
+                                w.push(format!("+{}", e.waiting.len() - 8));
+                            }
+                            w.join(",")
+                        }]
                     })
                     .collect();
                 write_table(

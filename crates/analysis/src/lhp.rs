@@ -734,7 +734,6 @@ impl LhpReport {
     /// Text: PLE headline and tables, exit reasons, then the waker-preempted tables.
     pub fn render_text(&self, ctx: &Context, out: &mut dyn Write) -> io::Result<()> {
         let top = if ctx.opts.top == 0 { 20 } else { ctx.opts.top };
-        writeln!(out, "Lock-holder preemption")?;
         match &self.ple.0 {
             Err(e) => writeln!(out, "  pause-loop exits: {e}")?,
             Ok(p) => {

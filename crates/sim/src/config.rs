@@ -136,11 +136,19 @@ impl Config {
                 vec![vm(4, Isa::Vmx), vm(4, Isa::Vmx)],
                 vec![],
             ),
-            // ebizzy-like: two 4-thread processes on 4 CPUs, fair scheduling ...
+            // Bare metal: two processes handing locks around on 2 CPUs.
+            "bare-metal" => Config::new(name, seed, 2, vec![], vec![p(4), p(3)]),
+            // ebizzy-in-VMs-like: two CPU-bound 4-vCPU VMs on 4 CPUs, fair scheduling ...
             "gang-baseline" => {
-                let mut c = Config::new(name, seed, 4, vec![], vec![p(4), p(4)]);
-                c.worker_burst = (100, 400);
-                c.worker_sleep = (2, 10);
+                let mut c = Config::new(
+                    name,
+                    seed,
+                    4,
+                    vec![vm(4, Isa::Vmx), vm(4, Isa::Vmx)],
+                    vec![],
+                );
+                c.vcpu_burst = (100, 400);
+                c.vcpu_sleep = (2, 10);
                 c
             }
             // ... and the same with co-scheduling.
@@ -156,4 +164,11 @@ impl Config {
 }
 
 /// Names accepted by [`Config::scenario`].
-pub const SCENARIOS: &[&str] = &["mixed", "ple-1x", "ple-2x", "gang-baseline", "gang-cosched"];
+pub const SCENARIOS: &[&str] = &[
+    "mixed",
+    "bare-metal",
+    "ple-1x",
+    "ple-2x",
+    "gang-baseline",
+    "gang-cosched",
+];

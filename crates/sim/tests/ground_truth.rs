@@ -253,6 +253,7 @@ fn check_scenario(name: &str, seed: u64) {
 fn mixed_vms_and_processes_match_ground_truth() {
     check_scenario("mixed", 1);
     check_scenario("mixed", 7);
+    check_scenario("bare-metal", 1);
 }
 
 #[test]
@@ -372,7 +373,7 @@ fn missing_events_are_named() {
         Err(AnalysisError::MissingEvents { .. })
     ));
     // A bare-metal scenario has no kvm events: PLE names kvm:kvm_exit.
-    let sim = simulate(&Config::scenario("gang-baseline", 1).expect("scenario"));
+    let sim = simulate(&Config::scenario("bare-metal", 1).expect("scenario"));
     let (_, l) = run(&load_text(&sim), &[]);
     match l.expect("lhp").ple.0 {
         Err(AnalysisError::MissingEvents { missing, .. }) => {
@@ -465,4 +466,37 @@ fn perf_script_decodes_simulated_perf_data() {
         theirs, ours_sorted,
         "perf script field values differ from the simulator's"
     );
+}
+
+#[test]
+fn committed_fixtures_are_reproducible() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/sim");
+    for (name, seed) in [("mixed", 1), ("bare-metal", 1)] {
+        let mut cfg = Config::scenario(name, seed).expect("scenario");
+        cfg.ticks = 5000;
+        let sim = simulate(&cfg);
+        let stem = format!("{name}-s{seed}");
+        let read = |ext: &str| {
+            let p = dir.join(format!("{stem}.{ext}"));
+            std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        };
+        assert!(
+            read("txt") == ftrace::to_ftrace_text(&sim).into_bytes(),
+            "{stem}.txt is stale; see fixtures/sim/README.md"
+        );
+        assert!(
+            read("data") == perf::to_perf_data(&sim).expect("perf.data"),
+            "{stem}.data is stale"
+        );
+        let truth = serde_json::to_string_pretty(&sim.truth).expect("json");
+        assert!(
+            read("truth.json") == truth.into_bytes(),
+            "{stem}.truth.json is stale"
+        );
+        // And the analyses reproduce the stored truth from the stored perf.data.
+        let trace =
+            schedscope_parser::load(&dir.join(format!("{stem}.data"))).expect("load fixture");
+        let (g, _) = run(&trace, &[]);
+        check_gangs(&sim.truth, &g.expect("gang"), &stem);
+    }
 }
