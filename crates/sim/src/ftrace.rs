@@ -36,8 +36,23 @@ pub fn prev_state_text(prev: i32, out: Out) -> &'static str {
     }
 }
 
-/// Render the whole trace as ftrace text.
+/// How kvm_exit / kvm_entry lines are printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KvmStyle {
+    /// This kernel's format: `vcpu N reason NAME rip 0x.. info1 .. requests 0x..`.
+    Current,
+    /// Older kernels (4.x): `reason NAME rip 0x.. info A B`, no vCPU id;
+    /// kvm_entry prints only `vcpu N`.
+    Old,
+}
+
+/// Render the whole trace as ftrace text (this kernel's formats).
 pub fn to_ftrace_text(sim: &Simulation) -> String {
+    to_ftrace_text_style(sim, KvmStyle::Current)
+}
+
+/// Render the whole trace as ftrace text with kvm lines in `style`.
+pub fn to_ftrace_text_style(sim: &Simulation, style: KvmStyle) -> String {
     let mut s = String::with_capacity(sim.events.len() * 150);
     let n = sim.events.len();
     let _ = write!(
@@ -115,6 +130,19 @@ pub fn to_ftrace_text(sim: &Simulation) -> String {
                 isa,
                 vcpu,
                 rip,
+            } if style == KvmStyle::Old => {
+                let _ = vcpu;
+                let _ = writeln!(
+                    s,
+                    "kvm_exit: reason {} rip 0x{rip:x} info 0 0",
+                    reason_name(isa, reason)
+                );
+            }
+            SimData::KvmExit {
+                reason,
+                isa,
+                vcpu,
+                rip,
             } => {
                 let _ = writeln!(
                     s,
@@ -126,6 +154,9 @@ pub fn to_ftrace_text(sim: &Simulation) -> String {
                     0,
                     0
                 );
+            }
+            SimData::KvmEntry { vcpu, .. } if style == KvmStyle::Old => {
+                let _ = writeln!(s, "kvm_entry: vcpu {vcpu}");
             }
             SimData::KvmEntry { vcpu, rip } => {
                 let _ = writeln!(

@@ -500,3 +500,25 @@ fn committed_fixtures_are_reproducible() {
         check_gangs(&sim.truth, &g.expect("gang"), &stem);
     }
 }
+
+#[test]
+fn old_kvm_text_format_gives_the_same_ple_numbers() {
+    let sim = simulate(&Config::scenario("mixed", 3).expect("scenario"));
+    let text = ftrace::to_ftrace_text_style(&sim, ftrace::KvmStyle::Old);
+    assert!(text.contains("kvm_exit: reason PAUSE_INSTRUCTION rip 0x"));
+    assert!(text.contains("kvm_exit: reason pause rip 0x"));
+    let trace = schedscope_parser::load_bytes("old.txt", text.as_bytes()).expect("decode");
+    let (g, l) = run(&trace, &[]);
+    check_gangs(&sim.truth, &g.expect("gang"), "old kvm format");
+    let p = l.expect("lhp").ple.0.expect("ple");
+    assert_eq!(
+        [p.total, p.sibling_preempted, p.all_running, p.siblings_idle],
+        sim.truth.ple.counts
+    );
+    for v in &p.per_vcpu {
+        assert_eq!(
+            [v.total, v.sibling_preempted, v.all_running, v.siblings_idle],
+            sim.truth.ple.per_vcpu[&v.tid.0]
+        );
+    }
+}
