@@ -451,6 +451,9 @@ fn recorded_cgroup_samples_mark_a_preempted_task_throttled() {
         (8, 1, 7 * MS)
     );
     assert_eq!((cg.samples, cg.tasks), (3, 1));
+    // task100 ran 0-20 and 60-60 (the trace ends at 60): 20 ms of 60.
+    assert_eq!(cg.trace_cpu_ns, 20 * MS);
+    assert_eq!(cg.trace_cpus, Some(1.0 / 3.0));
 }
 
 #[test]

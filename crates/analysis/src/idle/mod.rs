@@ -253,6 +253,10 @@ pub struct CgroupUsage {
     pub quota_cpus: Option<f64>,
     /// CPUs used on average between the first and last sample (null without usage).
     pub usage_cpus: Option<f64>,
+    /// CPU time the trace shows for the tasks mapped to this cgroup.
+    pub trace_cpu_ns: u64,
+    /// The same in CPUs over the trace duration (compare with `quota_cpus`).
+    pub trace_cpus: Option<f64>,
     /// nr_periods growth between the first and last sample.
     pub nr_periods: u64,
     /// nr_throttled growth.

@@ -204,6 +204,8 @@ struct Pass<'t> {
     kicks: BTreeMap<(u32, u32), u64>,
     nohz_cache: IntMap<u64, bool>,
     recorded: Option<Recorded>,
+    /// CPU time per task (by tid).
+    run_ns: IntMap<Tid, u64>,
     anomalies: u64,
 }
 
@@ -255,6 +257,7 @@ pub(super) fn run(trace: &Trace) -> IdleReport {
         kicks: BTreeMap::new(),
         nohz_cache: IntMap::default(),
         recorded: Recorded::new(trace),
+        run_ns: IntMap::default(),
         anomalies: 0,
     };
     for ev in &trace.events {
@@ -562,6 +565,7 @@ impl<'t> Pass<'t> {
             self.idle_b.add(a, b);
         } else {
             self.busy_b.add(a, b);
+            *self.run_ns.entry(s.cur).or_default() += b - a;
         }
         s.since = ts;
     }
@@ -890,7 +894,7 @@ impl<'t> Pass<'t> {
                 histogram: histogram(&self.hist),
                 longest: std::mem::take(&mut self.longest),
             },
-            cgroups: cgroup_usage(trace),
+            cgroups: cgroup_usage(trace, &self.run_ns, end - self.start),
             missing_events: Vec::new(),
             anomalies: self.anomalies,
         }
@@ -898,7 +902,7 @@ impl<'t> Pass<'t> {
 }
 
 /// Per-cgroup CPU time vs quota from the recorded samples.
-fn cgroup_usage(trace: &Trace) -> Vec<CgroupUsage> {
+fn cgroup_usage(trace: &Trace, run_ns: &IntMap<Tid, u64>, duration: u64) -> Vec<CgroupUsage> {
     let mut by_path: BTreeMap<&str, Vec<&schedscope_trace::CgroupSample>> = BTreeMap::new();
     for s in &trace.cgroup_samples {
         by_path.entry(s.path.as_str()).or_default().push(s);
@@ -910,6 +914,15 @@ fn cgroup_usage(trace: &Trace) -> Vec<CgroupUsage> {
             let (first, last) = (*v.first()?, *v.last()?);
             let dt = last.ts.0.saturating_sub(first.ts.0);
             let leaf = path.rsplit('/').find(|p| !p.is_empty()).unwrap_or(path);
+            let mut mapped: Vec<Tid> = trace
+                .tasks
+                .iter()
+                .filter(|t| t.comm == leaf)
+                .map(|t| t.tid)
+                .collect();
+            mapped.sort_unstable();
+            mapped.dedup();
+            let trace_cpu_ns = mapped.iter().filter_map(|t| run_ns.get(t)).sum::<u64>();
             Some(CgroupUsage {
                 path: path.to_string(),
                 quota_us: last.quota_us,
@@ -924,7 +937,9 @@ fn cgroup_usage(trace: &Trace) -> Vec<CgroupUsage> {
                 nr_throttled: last.nr_throttled.saturating_sub(first.nr_throttled),
                 throttled_ns: last.throttled_ns.saturating_sub(first.throttled_ns),
                 samples: v.len() as u64,
-                tasks: trace.tasks.iter().filter(|t| t.comm == leaf).count() as u64,
+                tasks: mapped.len() as u64,
+                trace_cpu_ns,
+                trace_cpus: (duration > 0).then(|| trace_cpu_ns as f64 / duration as f64),
             })
         })
         .collect()
