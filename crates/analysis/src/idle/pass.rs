@@ -15,8 +15,9 @@ use super::{
     Attribution, Balance, CgroupUsage, CpuIdle, Gap, GapEndings, Gaps, IdleReport, Kick, PctStats,
     Waiter, WorkStats,
 };
+use crate::symbolize::{Location, SymbolTable};
 use schedscope_trace::{EventData, StrId, Sym, Tid, Trace, WakeKind};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// A fast hasher for small integer keys (tids, string ids, addresses).
@@ -202,7 +203,8 @@ struct Pass<'t> {
     pull_waits: Vec<u64>,
     pulls_by_path: BTreeMap<String, u64>,
     kicks: BTreeMap<(u32, u32), u64>,
-    nohz_cache: IntMap<u64, bool>,
+    /// csd functions that are `nohz_csd_func` (symbolized once, up front).
+    nohz_funcs: HashSet<u64>,
     recorded: Option<Recorded>,
     /// CPU time per task (by tid).
     run_ns: IntMap<Tid, u64>,
@@ -255,7 +257,7 @@ pub(super) fn run(trace: &Trace) -> IdleReport {
         pull_waits: Vec::new(),
         pulls_by_path: BTreeMap::new(),
         kicks: BTreeMap::new(),
-        nohz_cache: IntMap::default(),
+        nohz_funcs: nohz_funcs(trace),
         recorded: Recorded::new(trace),
         run_ns: IntMap::default(),
         anomalies: 0,
@@ -582,12 +584,8 @@ impl<'t> Pass<'t> {
         }
     }
 
-    fn is_nohz_kick(&mut self, func: Sym) -> bool {
-        let trace = self.trace;
-        *self.nohz_cache.entry(func.0).or_insert_with(|| {
-            let name = trace.sym_name(func);
-            name.split('+').next() == Some("nohz_csd_func")
-        })
+    fn is_nohz_kick(&self, func: Sym) -> bool {
+        self.nohz_funcs.contains(&func.0)
     }
 
     fn pull_path(&self, e: u32, dest: u32, ev_tid: Tid) -> &'static str {
@@ -899,6 +897,30 @@ impl<'t> Pass<'t> {
             anomalies: self.anomalies,
         }
     }
+}
+
+/// The csd_queue_cpu `func` values that name `nohz_csd_func`: names in text
+/// traces, addresses in perf.data resolved through the trace's kallsyms (or
+/// the live kernel's when the trace was recorded on it), see
+/// [`crate::symbolize`].
+fn nohz_funcs(trace: &Trace) -> HashSet<u64> {
+    let funcs: HashSet<Sym> = trace
+        .events
+        .iter()
+        .filter_map(|e| match e.data {
+            EventData::CsdQueue { func, .. } => Some(func),
+            _ => None,
+        })
+        .collect();
+    if funcs.is_empty() {
+        return HashSet::new();
+    }
+    let table = SymbolTable::build(trace, funcs.iter().map(|&f| Location::kernel(f)));
+    funcs
+        .into_iter()
+        .filter(|&f| table.name(Location::kernel(f)) == "nohz_csd_func")
+        .map(|f| f.0)
+        .collect()
 }
 
 /// Per-cgroup CPU time vs quota from the recorded samples.
