@@ -20,6 +20,9 @@ use std::time::{Duration, Instant};
 /// Default per-CPU ring size: large enough that `perf bench sched
 /// messaging -g 20 -l 1500` loses nothing on a 2-CPU machine.
 pub const DEFAULT_BUFFER_BYTES: u64 = 16 << 20;
+/// Nice value of the recording thread (set after the command is started,
+/// so the command keeps the caller's).
+const RECORDER_NICE: i32 = -10;
 /// How often cgroup counters are sampled.
 const CGROUP_INTERVAL: Duration = Duration::from_millis(100);
 /// Upper bound of one poll wait, so stop conditions are noticed quickly.
@@ -635,6 +638,9 @@ pub fn record(
         }
     }
 
+    // Under a saturating workload (hundreds of runnable tasks on few CPUs)
+    // the recorder must still get the CPU before a ring fills up.
+    sys::raise_priority(RECORDER_NICE);
     let poll_fds: Vec<i32> = rings.iter().map(|r| r.leader_fd).collect();
     let mut next_cgroup = Instant::now() + CGROUP_INTERVAL;
     let mut next_progress = Instant::now() + Duration::from_secs(1);

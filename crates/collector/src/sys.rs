@@ -278,6 +278,18 @@ pub fn mount_tracefs(target: &str) -> io::Result<()> {
     Ok(())
 }
 
+/// Lower the calling thread's nice value to `nice` (needs CAP_SYS_NICE;
+/// failures are ignored: the recording works, only with more risk of loss).
+/// On Linux the nice value is per thread, and children forked later inherit
+/// it, so call this after starting the command.
+pub fn raise_priority(nice: i32) {
+    // SAFETY: setpriority has no memory-safety preconditions; who = 0 is
+    // the calling thread.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, nice);
+    }
+}
+
 /// Effective user id.
 pub fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions.
