@@ -130,21 +130,23 @@ pub(crate) fn check_sched_events(trace: &Trace, analysis: &str) -> Result<(), An
 
 /// The vCPU threads seen in kvm_exit / kvm_entry, with their vCPU id.
 pub(crate) fn vcpu_threads(trace: &Trace) -> BTreeMap<Tid, Option<u32>> {
-    let mut out: BTreeMap<Tid, Option<u32>> = BTreeMap::new();
+    let mut map: HashMap<Tid, Option<u32>> = HashMap::new();
+    let mut last: Option<Tid> = None;
     for ev in &trace.events {
         let id = match ev.data {
             EventData::KvmExit { vcpu_id, .. } | EventData::KvmEntry { vcpu_id } => vcpu_id,
             _ => continue,
         };
-        if ev.tid.is_idle() {
+        if ev.tid.is_idle() || (last == Some(ev.tid) && id.is_none()) {
             continue;
         }
-        let slot = out.entry(ev.tid).or_insert(None);
+        last = Some(ev.tid);
+        let slot = map.entry(ev.tid).or_insert(None);
         if slot.is_none() {
             *slot = id;
         }
     }
-    out
+    map.into_iter().collect()
 }
 
 fn process_name(trace: &Trace, timeline: &Timeline, tgid: Tid) -> String {

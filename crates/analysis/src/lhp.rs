@@ -386,39 +386,34 @@ fn ple(ctx: &Context) -> Result<PleReport, AnalysisError> {
     let mut outcomes = YieldOutcomes::default();
     // Per CPU: PLE exits awaiting the next switch (ts, gang index or none).
     let mut pending: Vec<Vec<(Ts, Option<usize>)>> = vec![Vec::new(); trace.nr_cpus as usize];
-    // Exit reasons per VM key; open exits per thread.
-    // VM -> (code, name) -> (count, handling ns)
-    type Reasons = BTreeMap<(u32, String), (u64, u64)>;
-    let mut reasons: BTreeMap<Option<Tid>, Reasons> = BTreeMap::new();
-    let mut open_exit: HashMap<Tid, (Ts, Option<Tid>, u32, String)> = HashMap::new();
-    let tgid_of = |tid: Tid| {
-        tl.thread(tid)
-            .and_then(|t| t.tgid)
-            .or_else(|| trace.tasks.tgid(tid))
-    };
+    // Exit counts and handling time per (VM, isa, code); open exits per thread.
+    let mut reasons: HashMap<(Option<Tid>, KvmIsa, u32), (u64, u64)> = HashMap::new();
+    let mut open_exit: HashMap<Tid, (Ts, Option<Tid>, KvmIsa, u32)> = HashMap::new();
+    // Per vCPU thread: its VM (tgid) and gang position, looked up once.
+    type Who = (Option<Tid>, Option<(usize, usize)>);
+    let mut who: HashMap<Tid, Who> = HashMap::new();
 
     for ev in &trace.events {
         match ev.data {
             EventData::KvmExit {
                 exit_reason, isa, ..
             } => {
-                let vm = tgid_of(ev.tid);
-                let name = exit_reason_name(isa, exit_reason);
+                let (vm, gm) = *who.entry(ev.tid).or_insert_with(|| {
+                    let vm = tl
+                        .thread(ev.tid)
+                        .and_then(|t| t.tgid)
+                        .or_else(|| trace.tasks.tgid(ev.tid));
+                    (vm, index.get(&ev.tid).copied())
+                });
                 let code = match isa {
                     KvmIsa::Vmx => exit_reason & 0xffff,
                     _ => exit_reason,
                 };
-                reasons
-                    .entry(vm)
-                    .or_default()
-                    .entry((code, name.clone()))
-                    .or_default()
-                    .0 += 1;
-                open_exit.insert(ev.tid, (ev.ts, vm, code, name));
+                reasons.entry((vm, isa, code)).or_default().0 += 1;
+                open_exit.insert(ev.tid, (ev.ts, vm, isa, code));
                 if !is_ple(isa, exit_reason) {
                     continue;
                 }
-                let gm = index.get(&ev.tid).copied();
                 let class = match gm {
                     None => PleClass::SiblingsIdle,
                     Some((g, m)) => {
@@ -485,8 +480,8 @@ fn ple(ctx: &Context) -> Result<PleReport, AnalysisError> {
                 pending[c].push((ev.ts, gm.map(|(g, _)| g)));
             }
             EventData::KvmEntry { .. } => {
-                if let Some((t0, vm, code, name)) = open_exit.remove(&ev.tid) {
-                    if let Some(e) = reasons.get_mut(&vm).and_then(|r| r.get_mut(&(code, name))) {
+                if let Some((t0, vm, isa, code)) = open_exit.remove(&ev.tid) {
+                    if let Some(e) = reasons.get_mut(&(vm, isa, code)) {
                         e.1 += ev.ts.0.saturating_sub(t0.0);
                     }
                 }
@@ -531,24 +526,27 @@ fn ple(ctx: &Context) -> Result<PleReport, AnalysisError> {
     }
     report.per_vm = per_vm;
     report.per_vcpu = per_vcpu.into_values().collect();
-    report.exit_reasons = reasons
+    let mut by_vm: BTreeMap<Option<Tid>, Vec<ExitReason>> = BTreeMap::new();
+    for ((vm, isa, code), (count, time_ns)) in reasons {
+        by_vm.entry(vm).or_default().push(ExitReason {
+            reason: exit_reason_name(isa, code),
+            code,
+            count,
+            share: 0.0,
+            time_ns,
+        });
+    }
+    report.exit_reasons = by_vm
         .into_iter()
-        .map(|(vm, m)| {
-            let total: u64 = m.values().map(|v| v.0).sum();
-            let mut rs: Vec<ExitReason> = m
-                .into_iter()
-                .map(|((code, reason), (count, time_ns))| ExitReason {
-                    reason,
-                    code,
-                    count,
-                    share: if total > 0 {
-                        count as f64 / total as f64
-                    } else {
-                        0.0
-                    },
-                    time_ns,
-                })
-                .collect();
+        .map(|(vm, mut rs)| {
+            let total: u64 = rs.iter().map(|r| r.count).sum();
+            for r in &mut rs {
+                r.share = if total > 0 {
+                    r.count as f64 / total as f64
+                } else {
+                    0.0
+                };
+            }
             rs.sort_by_key(|r| (Reverse(r.count), r.code));
             VmExits {
                 tgid: vm,
@@ -909,5 +907,52 @@ impl LhpReport {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ple_codes_per_isa() {
+        assert!(is_ple(KvmIsa::Vmx, 40));
+        // VMX: only the basic reason (low 16 bits) counts; FAILED_VMENTRY bit set.
+        assert!(is_ple(KvmIsa::Vmx, 0x8000_0028));
+        assert!(!is_ple(KvmIsa::Vmx, 0x77));
+        assert!(is_ple(KvmIsa::Svm, 0x77));
+        assert!(!is_ple(KvmIsa::Svm, 40));
+        assert!(!is_ple(KvmIsa::Other(3), 40));
+        assert_eq!(exit_reason_name(KvmIsa::Vmx, 40), "PAUSE_INSTRUCTION");
+        assert_eq!(exit_reason_name(KvmIsa::Svm, 0x400), "npf");
+        assert_eq!(exit_reason_name(KvmIsa::Vmx, 999), "reason 999");
+    }
+
+    #[test]
+    fn runnable_prefix_sums_clip_partial_intervals() {
+        let iv = |ts: u64, end: Option<u64>, state| StateInterval {
+            ts: Ts(ts),
+            end: end.map(Ts),
+            state,
+            cpu: None,
+            preempted: false,
+            waker: None,
+        };
+        let ivs = vec![
+            iv(10, Some(20), ThreadState::Running),
+            iv(20, Some(50), ThreadState::Runnable),
+            iv(50, Some(60), ThreadState::Running),
+            iv(60, None, ThreadState::Runnable),
+        ];
+        let s = RunnableSums {
+            ivs: &ivs,
+            cum: vec![0, 0, 30, 30],
+        };
+        let end = Ts(100);
+        assert_eq!(s.before(Ts(5), end), 0);
+        assert_eq!(s.before(Ts(30), end), 10);
+        assert_eq!(s.before(Ts(55), end), 30);
+        assert_eq!(s.before(Ts(80), end), 50);
+        assert_eq!(s.before(Ts(80), end) - s.before(Ts(30), end), 40);
     }
 }
