@@ -727,11 +727,16 @@ pub fn record(
         .filter(|s| s.attr.kind == abi::attr_type::TRACEPOINT)
         .map(|s| s.name.as_str())
         .collect();
-    let tracing_data = match events::tracing_data(&tracefs, &tp_names).and_then(|td| {
-        td.to_bytes().map_err(|e| RecordError::Tracefs {
+    let tracing_data = match events::tracing_data(&tracefs, &tp_names).and_then(|mut td| {
+        let to_err = |e: io::Error| RecordError::Tracefs {
             path: tracefs.clone(),
             detail: e.to_string(),
-        })
+        };
+        let full = td.to_bytes().map_err(to_err)?;
+        // Without kallsyms (megabytes) in case the disk is full.
+        td.kallsyms.clear();
+        let compact = td.to_bytes().map_err(to_err)?;
+        Ok((full, compact))
     }) {
         Ok(b) => Some(b),
         Err(e) => {
@@ -746,8 +751,10 @@ pub fn record(
         .ok()
         .and_then(|s| parse_cpu_list(&s).into_iter().max())
         .map_or(nr_online, |m| m + 1);
+    let (tracing_data, compact_tracing_data) = tracing_data.unzip();
     let features = Features {
         tracing_data,
+        compact_tracing_data,
         hostname: host_string("/proc/sys/kernel/hostname"),
         osrelease: host_string("/proc/sys/kernel/osrelease"),
         version: Some(format!("schedscope {}", env!("CARGO_PKG_VERSION"))),

@@ -252,6 +252,9 @@ fn put_string(out: &mut Vec<u8>, s: &str) {
 pub struct Features {
     /// HEADER_TRACING_DATA bytes (see [`TracingData::to_bytes`]).
     pub tracing_data: Option<Vec<u8>>,
+    /// A smaller HEADER_TRACING_DATA (e.g. without kallsyms) used instead of
+    /// `tracing_data` when, after a write error, the full sections do not fit.
+    pub compact_tracing_data: Option<Vec<u8>>,
     /// HEADER_HOSTNAME.
     pub hostname: Option<String>,
     /// HEADER_OSRELEASE.
@@ -592,41 +595,69 @@ impl<W: Read + Write + Seek> PerfDataWriter<W> {
         self.write_records(&rec)
     }
 
-    /// Write the feature sections and patch the header. After an earlier
-    /// write error, the data section is cut back to the last complete
-    /// record that reached the sink and features are written if they fit.
+    /// Write the feature sections and patch the header.
+    ///
+    /// After a write error (disk full, ...) only bytes that already reached
+    /// the sink are overwritten: the data section is cut back to the last
+    /// complete record that leaves room for the feature sections (with
+    /// [`Features::compact_tracing_data`] instead of the full tracing data,
+    /// to keep as many records as possible; with no features if even those
+    /// do not fit), so the file stays readable up to that record.
     pub fn finish(mut self, features: &Features) -> io::Result<(W, FinishSummary)> {
         let flushed = self.flush();
-        let mut data_size = self.committed;
-        if flushed.is_err() || self.failed.is_some() {
-            data_size = self.last_complete_record(self.committed)?;
+        let full = self.feature_sections(features, false)?;
+        if flushed.is_ok() && self.failed.is_none() {
+            let data_size = self.committed;
+            if let Ok(end) = self.write_features(data_size, &full) {
+                return self.write_header(data_size, &full, end);
+            }
+            self.failed = Some(io::ErrorKind::Other);
         }
+        // Bytes of the data section known to be on the sink.
+        let allocated = self.committed;
+        let compact = self.feature_sections(features, true)?;
+        let need = blob_len(&compact);
+        if need <= allocated {
+            let data_size = self.last_complete_record(allocated - need)?;
+            if let Ok(end) = self.write_features(data_size, &compact) {
+                return self.write_header(data_size, &compact, end);
+            }
+        }
+        let data_size = self.last_complete_record(allocated)?;
+        let end = self.data_offset + data_size;
+        self.write_header(data_size, &[], end)
+    }
+
+    /// Write the section table and contents right after `data_size` bytes
+    /// of data; returns the end offset.
+    fn write_features(&mut self, data_size: u64, sections: &[(u32, Vec<u8>)]) -> io::Result<u64> {
         let data_end = self.data_offset + data_size;
-        let sections = self.feature_sections(features)?;
-        let bits: Vec<u32> = sections.iter().map(|(b, _)| *b).collect();
         let table_len = 16 * sections.len() as u64;
-        let mut blob = Vec::with_capacity(table_len as usize);
+        let mut blob = Vec::with_capacity(blob_len(sections) as usize);
         let mut off = data_end + table_len;
-        for (_, bytes) in &sections {
+        for (_, bytes) in sections {
             put64(&mut blob, off);
             put64(&mut blob, bytes.len() as u64);
             off += bytes.len() as u64;
         }
-        for (_, bytes) in &sections {
+        for (_, bytes) in sections {
             blob.extend_from_slice(bytes);
         }
         self.out.seek(SeekFrom::Start(data_end))?;
-        let features_written = self.out.write_all(&blob).is_ok();
-        let file_size = if features_written { off } else { data_end };
+        self.out.write_all(&blob)?;
+        Ok(off)
+    }
+
+    fn write_header(
+        mut self,
+        data_size: u64,
+        sections: &[(u32, Vec<u8>)],
+        file_size: u64,
+    ) -> io::Result<(W, FinishSummary)> {
+        let bits: Vec<u32> = sections.iter().map(|(b, _)| *b).collect();
         let attrs_size = (self.attrs.len() * FILE_ATTR_SIZE) as u64;
         let attrs_off = self.data_offset - attrs_size;
-        let header = file_header(
-            attrs_off,
-            attrs_size,
-            self.data_offset,
-            data_size,
-            if features_written { &bits } else { &[] },
-        );
+        let header = file_header(attrs_off, attrs_size, self.data_offset, data_size, &bits);
         self.out.seek(SeekFrom::Start(0))?;
         self.out.write_all(&header)?;
         self.out.flush()?;
@@ -636,7 +667,7 @@ impl<W: Read + Write + Seek> PerfDataWriter<W> {
                 data_offset: self.data_offset,
                 data_size,
                 file_size,
-                features_written,
+                features_written: !sections.is_empty(),
             },
         ))
     }
@@ -663,10 +694,15 @@ impl<W: Read + Write + Seek> PerfDataWriter<W> {
         }
     }
 
-    fn feature_sections(&self, f: &Features) -> io::Result<Vec<(u32, Vec<u8>)>> {
+    fn feature_sections(&self, f: &Features, compact: bool) -> io::Result<Vec<(u32, Vec<u8>)>> {
         use abi::feature as ft;
         let mut v: Vec<(u32, Vec<u8>)> = Vec::new();
-        if let Some(td) = &f.tracing_data {
+        let td = if compact {
+            f.compact_tracing_data.as_ref().or(f.tracing_data.as_ref())
+        } else {
+            f.tracing_data.as_ref()
+        };
+        if let Some(td) = td {
             v.push((ft::TRACING_DATA, td.clone()));
         }
         let mut string = |bit: u32, s: &Option<String>| {
@@ -725,6 +761,11 @@ impl<W: Read + Write + Seek> PerfDataWriter<W> {
         v.dedup_by_key(|(b, _)| *b);
         Ok(v)
     }
+}
+
+/// Bytes of a feature section table plus contents.
+fn blob_len(sections: &[(u32, Vec<u8>)]) -> u64 {
+    sections.iter().map(|(_, b)| 16 + b.len() as u64).sum()
 }
 
 /// The 104-byte perf_file_header.
@@ -954,6 +995,48 @@ mod tests {
         fn seek(&mut self, p: SeekFrom) -> io::Result<u64> {
             self.inner.seek(p)
         }
+    }
+
+    #[test]
+    fn write_error_makes_room_for_the_features_by_dropping_records() {
+        let sink = Full {
+            inner: Cursor::new(Vec::new()),
+            limit: 424 + 100 * 56 + 20,
+        };
+        let mut w = PerfDataWriter::new(sink, vec![spec(1), spec(2)]).unwrap();
+        for i in 0..100_000u32 {
+            if w.comm(i, i, "x", 0).is_err() {
+                break;
+            }
+        }
+        let feats = Features {
+            tracing_data: Some(vec![1; 4000]),
+            compact_tracing_data: Some(vec![2; 64]),
+            ..Features::default()
+        };
+        let (sink, sum) = w.finish(&feats).unwrap();
+        assert!(sum.features_written);
+        let f = sink.inner.into_inner();
+        let data_size = u64_at(&f, 48) as usize;
+        assert_eq!(data_size % 56, 0, "whole records only");
+        assert!(
+            data_size > 0 && data_size < 100 * 56,
+            "some records dropped for room"
+        );
+        // The compact tracing data was used (the full one does not fit).
+        let t = 424 + data_size;
+        let (off, size) = (u64_at(&f, t) as usize, u64_at(&f, t + 8) as usize);
+        assert_eq!(size, 64);
+        assert_eq!(&f[off..off + 64], &[2u8; 64]);
+        assert_eq!(
+            u64_at(&f, 72),
+            (1 << 1) | (1 << 12),
+            "tracing data + event desc"
+        );
+        assert!(
+            off + size <= 424 + 100 * 56 + 20,
+            "nothing written past the full point"
+        );
     }
 
     #[test]
