@@ -411,7 +411,10 @@ pub(crate) struct ChunkOut<'a> {
     pub task_ops: Vec<(u64, TaskOp)>,
     pub saw_fork_records: bool,
     pub saw_exit_records: bool,
+    /// Sum of PERF_RECORD_LOST counts.
     pub lost: u64,
+    /// Sum of PERF_RECORD_LOST_SAMPLES counts.
+    pub lost_samples: u64,
     pub unknown_id: Anomaly,
     pub unknown_common_type: Anomaly,
     pub no_raw: Anomaly,
@@ -499,7 +502,7 @@ pub(crate) fn decode_chunk<'a>(
                 None => out.short_record.hit(off, ty as u64),
             },
             RecordType::LOST_SAMPLES => match u64_at(body, 0) {
-                Some(n) => out.lost = out.lost.saturating_add(n),
+                Some(n) => out.lost_samples = out.lost_samples.saturating_add(n),
                 None => out.short_record.hit(off, ty as u64),
             },
             _ if is_known_record(ty) => {}
@@ -507,6 +510,8 @@ pub(crate) fn decode_chunk<'a>(
         }
         pos += size;
     }
+    // stable, so equal timestamps keep file order; small per-chunk buffers
+    out.events.sort_by_key(|e| e.ts);
     out
 }
 

@@ -409,55 +409,72 @@ fn merge(
     let mut comm_by_tid: FxMap<i32, (u64, StrId)> = FxMap::default();
     let mut tgid_by_tid: FxMap<i32, i32> = FxMap::default();
     let (mut saw_fork, mut saw_exit) = (false, false);
+    let (mut lost_records, mut lost_samples) = (0u64, 0u64);
+    let mut needs_sort = false;
     let mut an = [Anomaly::default(); 8];
     let mut an_dec = [Anomaly::default(); 8];
-    for (out, dec) in outs {
-        let smap: Vec<StrId> = out
-            .local
-            .strings
-            .iter()
-            .map(|s| match std::str::from_utf8(s) {
-                Ok(s) => trace.strings.intern(s),
-                Err(_) => trace.strings.intern(&String::from_utf8_lossy(s)),
-            })
-            .collect();
-        let s = |id: StrId| smap.get(id.0 as usize).copied().unwrap_or_default();
-        let mmap: Vec<MaskId> = out
-            .local
-            .masks
-            .into_iter()
-            .map(|m| {
-                let next = trace.cpumasks.len() as u32;
-                let id = *mask_ids.entry(m.clone()).or_insert(next);
-                if id == next {
-                    trace.cpumasks.push(CpuMask { words: m });
+    // Global ids for the chunk-local strings, masks and stacks (sequential:
+    // the tables are small), then renumber the events in parallel.
+    let mut outs = outs;
+    let maps: Vec<(Vec<StrId>, Vec<MaskId>, Vec<StackId>)> = outs
+        .iter_mut()
+        .map(|(out, _)| {
+            let smap: Vec<StrId> = out
+                .local
+                .strings
+                .iter()
+                .map(|s| match std::str::from_utf8(s) {
+                    Ok(s) => trace.strings.intern(s),
+                    Err(_) => trace.strings.intern(&String::from_utf8_lossy(s)),
+                })
+                .collect();
+            let mmap: Vec<MaskId> = std::mem::take(&mut out.local.masks)
+                .into_iter()
+                .map(|m| {
+                    let next = trace.cpumasks.len() as u32;
+                    let id = *mask_ids.entry(m.clone()).or_insert(next);
+                    if id == next {
+                        trace.cpumasks.push(CpuMask { words: m });
+                    }
+                    MaskId(id)
+                })
+                .collect();
+            let kmap: Vec<StackId> = std::mem::take(&mut out.local.stacks)
+                .into_iter()
+                .map(|st| {
+                    let next = trace.stacks.len() as u32;
+                    let id = *stack_ids.entry(st.clone()).or_insert(next);
+                    if id == next {
+                        trace.stacks.push(st);
+                    }
+                    StackId(id)
+                })
+                .collect();
+            (smap, mmap, kmap)
+        })
+        .collect();
+    outs.par_iter_mut()
+        .zip(maps.par_iter())
+        .for_each(|((out, _), (smap, mmap, kmap))| {
+            let s = |id: StrId| smap.get(id.0 as usize).copied().unwrap_or_default();
+            let m = |id: MaskId| mmap.get(id.0 as usize).copied().unwrap_or_default();
+            for ev in out.events.iter_mut() {
+                if ev.stack.is_some() {
+                    ev.stack = kmap
+                        .get(ev.stack.0 as usize)
+                        .copied()
+                        .unwrap_or(StackId::NONE);
                 }
-                MaskId(id)
-            })
-            .collect();
-        let m = |id: MaskId| mmap.get(id.0 as usize).copied().unwrap_or_default();
-        let kmap: Vec<StackId> = out
-            .local
-            .stacks
-            .into_iter()
-            .map(|st| {
-                let next = trace.stacks.len() as u32;
-                let id = *stack_ids.entry(st.clone()).or_insert(next);
-                if id == next {
-                    trace.stacks.push(st);
-                }
-                StackId(id)
-            })
-            .collect();
-        for mut ev in out.events {
-            if ev.stack.is_some() {
-                ev.stack = kmap
-                    .get(ev.stack.0 as usize)
-                    .copied()
-                    .unwrap_or(StackId::NONE);
+                remap(&mut ev.data, &s, &m);
             }
-            remap(&mut ev.data, &s, &m);
-            trace.events.push(ev);
+        });
+    for ((mut out, dec), (smap, _, _)) in outs.into_iter().zip(maps) {
+        let s = |id: StrId| smap.get(id.0 as usize).copied().unwrap_or_default();
+        let events = std::mem::take(&mut out.events);
+        if !needs_sort {
+            needs_sort = !append_sorted(&mut trace.events, events);
+        } else {
+            trace.events.extend(events);
         }
         for (c, o) in counts.iter_mut().zip(&out.counts) {
             *c += o;
@@ -482,7 +499,8 @@ fn merge(
         tgid_by_tid.extend(out.local.tgid_by_tid);
         saw_fork |= out.saw_fork_records;
         saw_exit |= out.saw_exit_records;
-        trace.lost = trace.lost.saturating_add(out.lost);
+        lost_records = lost_records.saturating_add(out.lost);
+        lost_samples = lost_samples.saturating_add(out.lost_samples);
         let a = if dec { &mut an_dec } else { &mut an };
         for (dst, src) in a.iter_mut().zip([
             &out.unknown_id,
@@ -530,6 +548,11 @@ fn merge(
             format!("{} COMM/FORK/EXIT/LOST records are too short (first at byte offset {}{w}); skipped", a.count, a.first_offset)
         });
     }
+    // perf 6.x writes the kernel's PERF_RECORD_LOST records and, at the end,
+    // LOST_SAMPLES records synthesized from the counters' read_format LOST
+    // totals: both count the same dropped samples, so summing them would
+    // double the loss. The larger of the two is the loss.
+    trace.lost = lost_records.max(lost_samples);
     if trace.lost > 0 {
         trace.warn(
             Severity::DataLoss,
@@ -548,7 +571,9 @@ fn merge(
         }
     }
 
-    trace.events.par_sort_by_key(|e| e.ts);
+    if needs_sort {
+        trace.events.par_sort_by_key(|e| e.ts);
+    }
 
     // Task table: records in time order, then what the events tell.
     ops.sort_by_key(|(ts, _)| *ts);
@@ -607,6 +632,53 @@ fn merge(
             trace.tasks.set_comm(Tid(tid), &c);
         }
     }
+}
+
+/// Append the time-sorted `run` to the time-sorted `out`, keeping `out`
+/// sorted and stable (on equal times `out`'s events stay first). Chunks
+/// follow file order, and perf flushes events in rounds, so a run overlaps
+/// only the end of `out`: that tail is merged in place. Returns false (after
+/// a plain append) when the overlap is too large, so the caller sorts once
+/// at the end instead (adversarial input must not go quadratic).
+fn append_sorted(
+    out: &mut Vec<schedscope_trace::Event>,
+    run: Vec<schedscope_trace::Event>,
+) -> bool {
+    let Some(first) = run.first().map(|e| e.ts) else {
+        return true;
+    };
+    if out.last().is_none_or(|l| l.ts <= first) {
+        out.extend(run);
+        return true;
+    }
+    let p = out.partition_point(|e| e.ts <= first);
+    let tail_len = out.len() - p;
+    if tail_len > run.len().max(1 << 16) {
+        out.extend(run);
+        return false;
+    }
+    let tail: Vec<_> = out.drain(p..).collect();
+    let (mut a, mut b) = (tail.into_iter().peekable(), run.into_iter().peekable());
+    loop {
+        match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) => {
+                if x.ts <= y.ts {
+                    out.extend(a.next());
+                } else {
+                    out.extend(b.next());
+                }
+            }
+            (Some(_), None) => {
+                out.extend(a);
+                break;
+            }
+            (None, _) => {
+                out.extend(b);
+                break;
+            }
+        }
+    }
+    true
 }
 
 /// Renumber the chunk-local ids of an event payload.
