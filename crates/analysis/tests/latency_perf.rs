@@ -106,7 +106,9 @@ fn perf_runtime(data: &Path) -> (HashMap<i32, f64>, Vec<i32>) {
         let Some(open) = line[..close].rfind('[') else {
             continue;
         };
-        let Ok(tid) = line[open + 1..close].parse::<i32>() else {
+        // "comm[tid]", or "comm[tid/pid]" for a thread of another process.
+        let inner = &line[open + 1..close];
+        let Ok(tid) = inner.split('/').next().unwrap_or(inner).parse::<i32>() else {
             continue;
         };
         let cols: Vec<&str> = line[close + 1..].split_whitespace().collect();

@@ -87,7 +87,9 @@ pub(crate) fn load(path: &Path, progress: &Progress) -> anyhow::Result<Trace> {
     let t0 = Instant::now();
     let trace = schedscope_parser::load(path);
     progress.done();
-    let trace = trace?;
+    // The parser's message already names the file and the cause; print it
+    // once (not followed by its source chain).
+    let trace = trace.map_err(|e| anyhow::anyhow!("{e}"))?;
     if t0.elapsed().as_secs_f64() > 0.5 {
         progress.say(&format!(
             "loaded {} events in {:.1} s; analysing...",
