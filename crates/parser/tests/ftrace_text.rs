@@ -592,8 +592,18 @@ fn mutated_fixtures_never_panic() {
         x ^= x << 17;
         x
     };
-    for round in 0..300 {
-        let src = if round % 2 == 0 { &base } else { &perf };
+    // SCHEDSCOPE_MUTATION_ROUNDS raises the default 300 for a longer local run.
+    let rounds: u64 = std::env::var("SCHEDSCOPE_MUTATION_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let tgid = std::fs::read(fixture("tracefs-ipi-tgid.txt")).unwrap();
+    for round in 0..rounds {
+        let src = match round % 3 {
+            0 => &base,
+            1 => &perf,
+            _ => &tgid,
+        };
         let mut d = src[..(rnd() as usize % src.len()).clamp(1, 4000)].to_vec();
         for _ in 0..(rnd() % 20) {
             let i = rnd() as usize % d.len();

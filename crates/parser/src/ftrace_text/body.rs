@@ -275,6 +275,16 @@ fn num<T: std::str::FromStr>(s: &str) -> Option<T> {
     first(s).parse().ok()
 }
 
+/// Largest CPU number accepted anywhere (the kernel's NR_CPUS limit is
+/// 8192 on x86-64); larger values are damage, and would make per-CPU tables
+/// of the analyses huge.
+pub(crate) const MAX_CPU: u32 = 65_535;
+
+/// A CPU number field.
+fn cpu_num(s: &str) -> Option<u32> {
+    num::<u32>(s).filter(|&c| c <= MAX_CPU)
+}
+
 fn first(s: &str) -> &str {
     let s = s.trim_start();
     s.split([' ', ',']).next().unwrap_or("")
@@ -395,7 +405,7 @@ fn wakeup(kind: WakeKind, body: &str) -> Option<Payload<'_>> {
             comm: c,
             tid: num(p)?,
             prio: num(pr)?,
-            target_cpu: num(tc)?,
+            target_cpu: cpu_num(tc)?,
         });
     }
     // `comm:pid [prio] [success=1] CPU:001`.
@@ -407,7 +417,7 @@ fn wakeup(kind: WakeKind, body: &str) -> Option<Payload<'_>> {
         comm: c,
         tid: p,
         prio: pr,
-        target_cpu: num(cpu)?,
+        target_cpu: cpu_num(cpu)?,
     })
 }
 
@@ -416,8 +426,8 @@ fn migrate(body: &str) -> Option<Payload<'_>> {
     Some(Payload::Migrate {
         comm: c,
         tid: num(p)?,
-        orig_cpu: num(o)?,
-        dest_cpu: num(d)?,
+        orig_cpu: cpu_num(o)?,
+        dest_cpu: cpu_num(d)?,
     })
 }
 
@@ -478,7 +488,7 @@ fn kvm_entry(body: &str) -> Option<Payload<'_>> {
 fn ipi_send_cpu(body: &str) -> Option<Payload<'_>> {
     let [c, cs, cb] = fields(body, ["cpu=", "callsite=", "callback="])?;
     Some(Payload::IpiSendCpu {
-        cpu: num(c)?,
+        cpu: cpu_num(c)?,
         callsite: sym(cs)?,
         callback: sym(cb)?,
     })
@@ -499,8 +509,7 @@ pub(crate) fn cpulist(s: &str) -> Option<CpuMask> {
                 (a, a)
             }
         };
-        // A cpumask never exceeds NR_CPUS (8192 on distro kernels).
-        if a > b || b >= 65_536 {
+        if a > b || b > MAX_CPU {
             return None;
         }
         for c in a..=b {
@@ -529,6 +538,9 @@ fn ipi_send_cpumask(body: &str) -> Option<Payload<'_>> {
 fn hex_bitmask(s: &str) -> Option<CpuMask> {
     let mut m = CpuMask::default();
     let groups: Vec<&str> = s.trim().split(',').collect();
+    if groups.len() > (MAX_CPU as usize + 1) / 32 {
+        return None;
+    }
     for (i, g) in groups.iter().rev().enumerate() {
         let v = u32::from_str_radix(g, 16).ok()?;
         for b in 0..32 {
@@ -585,7 +597,7 @@ fn tlb_flush(body: &str) -> Option<Payload<'_>> {
 fn csd_queue(body: &str) -> Option<Payload<'_>> {
     let [c, cs, f, csd] = fields(body, ["cpu=", "callsite=", "func=", "csd="])?;
     Some(Payload::CsdQueue {
-        cpu: num(c)?,
+        cpu: cpu_num(c)?,
         callsite: sym(cs)?,
         func: sym(f)?,
         csd: hex(csd)?,
@@ -607,13 +619,13 @@ fn cpu_idle(body: &str) -> Option<Payload<'_>> {
     let state: u64 = num(s)?;
     Some(Payload::CpuIdle {
         state: state as u32,
-        cpu_id: num(c)?,
+        cpu_id: cpu_num(c)?,
     })
 }
 
 fn wake_idle(body: &str) -> Option<Payload<'_>> {
     let [cpu] = fields(body, ["cpu="])?;
-    Some(Payload::WakeIdleNoIpi { cpu: num(cpu)? })
+    Some(Payload::WakeIdleNoIpi { cpu: cpu_num(cpu)? })
 }
 
 fn irq_vector(entry: bool, body: &str) -> Option<Payload<'_>> {
@@ -922,6 +934,20 @@ mod tests {
                 dest_cpu: 0
             }
         );
+    }
+
+    #[test]
+    fn absurd_cpu_numbers_are_rejected() {
+        assert_eq!(parse(Kind::WakeIdleNoIpi, "cpu=4294967295"), Err(BadBody));
+        assert_eq!(
+            parse(
+                Kind::Migrate,
+                "comm=a pid=1 prio=1 orig_cpu=0 dest_cpu=70000"
+            ),
+            Err(BadBody)
+        );
+        assert_eq!(cpulist("0-4000000000"), None);
+        assert_eq!(hex_bitmask(&vec!["1"; 5000].join(",")), None);
     }
 
     #[test]

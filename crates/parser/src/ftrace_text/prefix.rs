@@ -49,7 +49,10 @@ fn cpu_column(line: &str) -> Option<(usize, usize, u32)> {
             i += 1;
         }
         if i > open + 1 && i < b.len() && b[i] == b']' && (i + 1 == b.len() || b[i + 1] == b' ') {
-            let cpu = line[open + 1..i].parse::<u32>().ok()?;
+            let cpu = line[open + 1..i]
+                .parse::<u32>()
+                .ok()
+                .filter(|&c| c <= super::body::MAX_CPU)?;
             return Some((open, i + 1, cpu));
         }
         from = open + 1;
