@@ -6,12 +6,14 @@
 //! * run time per task against `perf sched timehist -s`, within 0.1% (or the
 //!   microsecond that perf's truncating print loses);
 //! * the same recording decoded from perf.data and from `perf script` text
-//!   gives the same report.
+//!   gives the same latency report and the same thread-state totals.
 //!
 //! Needs root, perf and tracefs; skips with a message otherwise.
 
 use schedscope_analysis::latency::{self, LatencyReport};
+use schedscope_analysis::Timeline;
 use schedscope_trace::{EventData, Trace};
+use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -148,8 +150,16 @@ fn load(path: &Path) -> Trace {
     schedscope_parser::load(path).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn ours(path: &Path) -> LatencyReport {
-    latency::compute(&load(path)).unwrap()
+/// Time per (tid, state) over the whole timeline, open intervals closed at its end.
+fn state_totals(tl: &Timeline) -> BTreeMap<(i32, String), u64> {
+    let mut out = BTreeMap::new();
+    for t in &tl.threads {
+        for iv in &t.intervals {
+            *out.entry((t.tid.0, format!("{:?}", iv.state))).or_insert(0) +=
+                iv.end_or(tl.end).since(iv.ts).0;
+        }
+    }
+    out
 }
 
 /// Run time that `perf sched timehist` charges to a pseudo-thread instead of
@@ -184,6 +194,7 @@ fn latency_and_runtime_agree_with_perf() {
     let trace = load(&data);
     let report = latency::compute(&trace).unwrap();
     let orphan = charged_to_sample_minus_one(&trace);
+    let states_data = state_totals(&Timeline::build(&trace));
     drop(trace);
 
     let (perf_lat, dup_lat) = perf_latency(&data);
@@ -266,7 +277,21 @@ fn latency_and_runtime_agree_with_perf() {
         .args(["script", "--ns", "-i"])
         .arg(&data));
     std::fs::write(&text, script).unwrap();
-    let from_text = ours(&text);
+    let text_trace = load(&text);
+    let from_text = latency::compute(&text_trace).unwrap();
+    // Thread-state totals (ns per tid and state) agree between the two
+    // renditions of the recording.
+    let states_text = state_totals(&Timeline::build(&text_trace));
+    drop(text_trace);
+    assert!(
+        states_data.len() > 100,
+        "{} (tid, state) totals",
+        states_data.len()
+    );
+    assert_eq!(
+        states_data, states_text,
+        "thread-state totals differ between perf.data and text"
+    );
     let key = |r: &LatencyReport| {
         let mut v: Vec<(i32, u64, u64, u64, u64)> = r
             .tasks
