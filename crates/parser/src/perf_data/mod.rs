@@ -60,6 +60,14 @@ pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
         trace.warn(Severity::DataLoss, p.clone(), 1);
     }
 
+    if td.formats.is_empty() && attrs.iter().any(|a| a.attr.type_ == attr_type::TRACEPOINT) {
+        trace.warn(
+            Severity::Error,
+            "the file has tracepoint events but no readable tracing data (HEADER_TRACING_DATA feature section): their payloads cannot be decoded",
+            1,
+        );
+    }
+
     // Event names: EVENT_DESC names the attrs by their ids.
     for (ename, ids) in &feats.event_desc {
         if let Some(a) = attrs
