@@ -66,6 +66,60 @@ pub fn kernel_text_address() -> Option<u64> {
     })
 }
 
+/// An executable file mapping of a process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecMapping {
+    /// Process id.
+    pub pid: u32,
+    /// Start address.
+    pub start: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// File offset.
+    pub pgoff: u64,
+    /// File path.
+    pub path: String,
+}
+
+/// Executable file mappings of every process (from /proc/<pid>/maps), as
+/// perf synthesizes them at the start of a recording.
+pub fn exec_mappings() -> Vec<ExecMapping> {
+    let mut out = Vec::new();
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return out;
+    };
+    for ent in dir.flatten() {
+        let Some(pid) = ent.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Ok(maps) = fs::read_to_string(format!("/proc/{pid}/maps")) {
+            out.extend(maps.lines().filter_map(|l| parse_maps_line(pid, l)));
+        }
+    }
+    out
+}
+
+/// "start-end perms offset dev inode path" for executable file mappings.
+fn parse_maps_line(pid: u32, line: &str) -> Option<ExecMapping> {
+    let mut it = line.split_whitespace();
+    let (range, perms, off) = (it.next()?, it.next()?, it.next()?);
+    let (_dev, _inode) = (it.next()?, it.next()?);
+    let path = it.collect::<Vec<_>>().join(" ");
+    if !perms.contains('x') || !path.starts_with('/') {
+        return None;
+    }
+    let (a, b) = range.split_once('-')?;
+    let start = u64::from_str_radix(a, 16).ok()?;
+    let end = u64::from_str_radix(b, 16).ok()?;
+    Some(ExecMapping {
+        pid,
+        start,
+        len: end.checked_sub(start)?,
+        pgoff: u64::from_str_radix(off, 16).ok()?,
+        path,
+    })
+}
+
 /// ppid is the second field after the parenthesised comm in /proc/<pid>/stat.
 fn parse_ppid(stat: &str) -> Option<u32> {
     let rest = &stat[stat.rfind(')')? + 1..];
@@ -75,6 +129,22 @@ fn parse_ppid(stat: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn maps_lines_keep_executable_files_only() {
+        let m = parse_maps_line(
+            7,
+            "7f00aa000000-7f00aa100000 r-xp 00002000 08:01 1234   /usr/lib/libc.so.6",
+        )
+        .unwrap();
+        assert_eq!(
+            (m.start, m.len, m.pgoff),
+            (0x7f00aa000000, 0x100000, 0x2000)
+        );
+        assert_eq!(m.path, "/usr/lib/libc.so.6");
+        assert!(parse_maps_line(7, "1000-2000 rw-p 0 08:01 1 /x").is_none());
+        assert!(parse_maps_line(7, "1000-2000 r-xp 0 00:00 0 [vdso]").is_none());
+    }
 
     #[test]
     fn ppid_survives_spaces_and_parens_in_comm() {

@@ -23,6 +23,8 @@ pub const DEFAULT_BUFFER_BYTES: u64 = 16 << 20;
 /// Nice value of the recording thread (set after the command is started,
 /// so the command keeps the caller's).
 const RECORDER_NICE: i32 = -10;
+/// perf_event_header.misc of user-space MMAP records (PERF_RECORD_MISC_USER).
+const MISC_USER: u16 = 2;
 /// How often cgroup counters are sampled.
 const CGROUP_INTERVAL: Duration = Duration::from_millis(100);
 /// Upper bound of one poll wait, so stop conditions are noticed quickly.
@@ -282,6 +284,7 @@ fn open_all(
     planned: Vec<Planned>,
     cpus: &[u32],
     ring_bytes: u64,
+    user_stacks: bool,
     notice: &mut dyn FnMut(&str),
     skipped: &mut Vec<String>,
 ) -> Result<Opened, RecordError> {
@@ -301,7 +304,8 @@ fn open_all(
         if specs.is_empty() {
             // The tracking event: the kernel adds COMM/FORK/EXIT records.
             attr.flags |= attr_flag::COMM | attr_flag::TASK | attr_flag::COMM_EXEC;
-            if attr.sample_type & abi::sample::CALLCHAIN != 0 {
+            if user_stacks {
+                // New executable mappings, for user call-chain symbols.
                 attr.flags |= attr_flag::MMAP;
             }
         }
@@ -537,7 +541,15 @@ pub fn record(
     };
     let cpus = online_cpus();
     let ring_bytes = cfg.buffer_bytes.unwrap_or(DEFAULT_BUFFER_BYTES);
-    let opened = open_all(planned, &cpus, ring_bytes, notice, &mut skipped)?;
+    let user_stacks = cfg.call_graph || cfg.profile_hz.is_some();
+    let opened = open_all(
+        planned,
+        &cpus,
+        ring_bytes,
+        user_stacks,
+        notice,
+        &mut skipped,
+    )?;
     if opened.specs.is_empty() {
         return Err(RecordError::NoEvents);
     }
@@ -606,6 +618,15 @@ pub fn record(
                 MISC_KERNEL,
             ) {
                 write_error = Some(e.to_string());
+            }
+        }
+    }
+    // Executable mappings of live processes, for user call-chain symbols.
+    if user_stacks && write_error.is_none() {
+        for m in procfs::exec_mappings() {
+            if let Err(e) = w.mmap(m.pid, m.pid, m.start, m.len, m.pgoff, &m.path, MISC_USER) {
+                write_error = Some(e.to_string());
+                break;
             }
         }
     }
