@@ -216,7 +216,7 @@ fn expected_counts() -> BTreeMap<String, BTreeMap<String, u64>> {
 #[test]
 fn fixtures_decode_with_the_recorded_counts() {
     let expected = expected_counts();
-    assert_eq!(expected.len(), 4);
+    assert_eq!(expected.len(), 5);
     for (file, counts) in &expected {
         let path = fixture(file);
         let t = load(&path).unwrap_or_else(|e| panic!("{e}"));
@@ -254,6 +254,58 @@ fn fixtures_decode_with_the_recorded_counts() {
         assert!(t.events.windows(2).all(|w| w[0].ts <= w[1].ts));
         assert_eq!(t.nr_cpus, 2, "{file}");
     }
+}
+
+/// perf script `-g` output: each event's call chain is the run of frame
+/// lines under it, and kernel frames printed as `sym+0xoff` name the
+/// address through the trace's kernel symbols.
+#[test]
+fn perf_script_call_chains() {
+    let path = fixture("perf-script-callchain.txt");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let t = load(&path).unwrap();
+    // Independent walk: event lines start a chain, tab-indented lines extend it.
+    let mut chains: Vec<(u64, Vec<(u64, String)>)> = Vec::new();
+    for l in text.lines() {
+        if let Some(f) = l.strip_prefix('\t') {
+            let f = f.trim_start();
+            let (addr, rest) = f.split_once(' ').unwrap();
+            let sym = rest.rsplit_once(" (").unwrap().0.to_string();
+            chains
+                .last_mut()
+                .unwrap()
+                .1
+                .push((u64::from_str_radix(addr, 16).unwrap(), sym));
+        } else if !l.trim().is_empty() {
+            let ts = l
+                .split_whitespace()
+                .find(|x| x.ends_with(':') && x.contains('.'))
+                .unwrap();
+            let ns = ts
+                .trim_end_matches(':')
+                .replace('.', "")
+                .parse::<u64>()
+                .unwrap();
+            chains.push((ns, Vec::new()));
+        }
+    }
+    assert_eq!(chains.len(), t.events.len());
+    chains.sort_by_key(|c| c.0);
+    let mut kernel_frames = 0;
+    for (e, (ns, frames)) in t.events.iter().zip(&chains) {
+        assert_eq!(e.ts.0, *ns);
+        let stack = t.stack(e.stack).unwrap_or(&[]);
+        let addrs: Vec<u64> = frames.iter().map(|f| f.0).collect();
+        assert_eq!(stack, &addrs[..], "event at {ns}");
+        for (addr, sym) in frames {
+            if *addr >= 0xffff_0000_0000_0000 && !sym.starts_with('[') {
+                assert_eq!(&t.sym_name(schedscope_trace::Sym::from_addr(*addr)), sym);
+                kernel_frames += 1;
+            }
+        }
+    }
+    assert!(kernel_frames > 500, "{kernel_frames}");
+    assert!(!t.stacks.is_empty() && t.stacks.len() < t.events.len() * 2);
 }
 
 #[test]
@@ -464,6 +516,15 @@ fn perf_script_pid_tid_form_and_callchains() {
     assert_eq!(t.format, TraceFormat::PerfScriptText);
     assert!(t.warnings.is_empty(), "{:?}", t.warnings);
     assert_eq!(t.events.len(), 3);
+    assert_eq!(
+        t.stack(t.events[0].stack),
+        Some(&[0xffffffff81b2d8e1, 0xffffffff81b2e0a3][..])
+    );
+    assert_eq!(t.stack(t.events[1].stack), None);
+    assert_eq!(
+        t.sym_name(schedscope_trace::Sym::from_addr(0xffffffff81b2d8e1)),
+        "__schedule+0x421"
+    );
     assert_eq!(t.tasks.tgid(Tid(8673)), Some(Tid(8672)));
     assert_eq!(t.tasks.tgid(Tid(18)), Some(Tid(18)));
     match t.events[2].data {

@@ -173,6 +173,8 @@ struct LineEv<'a> {
     payload: Option<Payload<'a>>,
     /// The body did not match the event's known form.
     bad_body: bool,
+    /// Call-chain frames (perf script `-g`): range in [`ChunkOut::frames`].
+    frames: std::ops::Range<u32>,
     /// 0-based line index within the chunk.
     line: u32,
 }
@@ -206,11 +208,21 @@ struct ChunkOut<'a> {
     lost: u64,
     /// CPU count from a header (`#P:N`, `cpus=N`).
     nr_cpus: u32,
+    /// Call-chain addresses of all events of the chunk, innermost first.
+    frames: Vec<u64>,
+    /// Frames before the chunk's first event: they continue the previous
+    /// chunk's last event.
+    leading_frames: std::ops::Range<u32>,
+    /// Kernel symbols learnt from frames: (start address, name).
+    ksyms: Vec<(u64, &'a str)>,
 }
 
 /// Parse every line of a chunk.
 fn parse_chunk(chunk: &[u8], style: Style) -> ChunkOut<'_> {
-    let mut out = ChunkOut::default();
+    let mut out = ChunkOut {
+        leading_frames: u32::MAX..0,
+        ..ChunkOut::default()
+    };
     for (i, raw) in chunk.split(|&c| c == b'\n').enumerate() {
         out.lines = i as u64 + 1;
         let Ok(line) = std::str::from_utf8(raw) else {
@@ -239,12 +251,29 @@ fn parse_chunk(chunk: &[u8], style: Style) -> ChunkOut<'_> {
                 event: p.event,
                 payload,
                 bad_body,
+                frames: out.frames.len() as u32..out.frames.len() as u32,
                 line: i as u32,
             });
             continue;
         }
         match classify_other(line) {
             Other::Ignore => {}
+            Other::Frame { addr, sym } => {
+                out.frames.push(addr);
+                let end = out.frames.len() as u32;
+                match out.events.last_mut() {
+                    Some(e) => e.frames.end = end,
+                    None => {
+                        out.leading_frames.start = out.leading_frames.start.min(end - 1);
+                        out.leading_frames.end = end;
+                    }
+                }
+                if let Some(k) = sym {
+                    if out.ksyms.last() != Some(&k) {
+                        out.ksyms.push(k);
+                    }
+                }
+            }
             Other::Lost(n) => out.lost = out.lost.saturating_add(n),
             Other::Cpus(n) => out.nr_cpus = out.nr_cpus.max(n),
             Other::Entries {
@@ -267,9 +296,15 @@ fn parse_chunk(chunk: &[u8], style: Style) -> ChunkOut<'_> {
 
 /// A line that is not an event line.
 #[derive(Debug, PartialEq, Eq)]
-enum Other {
-    /// Blank, comment, header, or a perf script call-chain line.
+enum Other<'a> {
+    /// Blank, comment, header, or a tracefs `=> func` stack line.
     Ignore,
+    /// A perf script call-chain line: the address and, for a kernel
+    /// address printed as `sym+0xoff`, (symbol start, symbol name).
+    Frame {
+        addr: u64,
+        sym: Option<(u64, &'a str)>,
+    },
     /// `CPU:N [LOST M EVENTS]` (ftrace) or `CPU:N [M EVENTS DROPPED]`.
     Lost(u64),
     /// `cpus=N` (trace-cmd report header).
@@ -284,7 +319,7 @@ enum Other {
     Unparsed,
 }
 
-fn classify_other(line: &str) -> Other {
+fn classify_other(line: &str) -> Other<'_> {
     let t = line.trim();
     if t.is_empty() {
         return Other::Ignore;
@@ -333,16 +368,45 @@ fn classify_other(line: &str) -> Other {
             return Other::Ignore;
         }
     }
-    // perf script call-chain line: `\t ffffffff8104f1b6 sym+0x1 (dso)`.
     if line.starts_with([' ', '\t']) {
-        let mut it = t.splitn(2, ' ');
-        if let Some(addr) = it.next() {
-            if !addr.is_empty() && addr.bytes().all(|c| c.is_ascii_hexdigit()) {
-                return Other::Ignore;
-            }
+        // perf script call-chain line: `\t ffffffff8104f1b6 sym+0x1 ([kernel.kallsyms])`.
+        let (tok, rest) = t.split_once(' ').unwrap_or((t, ""));
+        if !tok.is_empty() && tok.len() <= 16 && tok.bytes().all(|c| c.is_ascii_hexdigit()) {
+            let Ok(addr) = u64::from_str_radix(tok, 16) else {
+                return Other::Unparsed;
+            };
+            return Other::Frame {
+                addr,
+                sym: kernel_sym(addr, rest),
+            };
+        }
+        // tracefs `options/stacktrace` frames: ` => __schedule`.
+        if t.starts_with("=> ") {
+            return Other::Ignore;
         }
     }
+    // tracefs stack-trace marker events.
+    if t.ends_with("<stack trace>") || t.ends_with("<user stack trace>") {
+        return Other::Ignore;
+    }
     Other::Unparsed
+}
+
+/// The kernel symbol of a frame printed as `sym+0xoff (dso)`: its start.
+fn kernel_sym(addr: u64, rest: &str) -> Option<(u64, &str)> {
+    // Kernel text lives in the upper half of the x86-64/arm64 address space.
+    if addr < 0xffff_0000_0000_0000 {
+        return None;
+    }
+    let sym = rest.split(" (").next()?.trim();
+    let (name, off) = match sym.rsplit_once("+0x") {
+        Some((n, o)) => (n, u64::from_str_radix(o, 16).ok()?),
+        None => (sym, 0),
+    };
+    if name.is_empty() || name.starts_with('[') || name.contains(' ') {
+        return None;
+    }
+    Some((addr.checked_sub(off)?, name))
 }
 
 /// Cached facts about one printed event name.
@@ -365,6 +429,10 @@ struct Builder {
     mask_unprinted: (u64, u64),
     header_cpus: u32,
     swapper_named: bool,
+    /// Deduplicated call chains.
+    stack_ids: HashMap<Vec<u64>, StackId>,
+    /// Kernel symbols learnt from perf script frames.
+    ksyms: HashMap<u64, String>,
 }
 
 impl Builder {
@@ -382,6 +450,8 @@ impl Builder {
             mask_unprinted: (0, 0),
             header_cpus: 0,
             swapper_named: false,
+            stack_ids: HashMap::new(),
+            ksyms: HashMap::new(),
         }
     }
 
@@ -432,8 +502,42 @@ impl Builder {
         }
     }
 
+    /// The id of a call chain, stored once.
+    fn stack_id(&mut self, frames: &[u64]) -> StackId {
+        if frames.is_empty() {
+            return StackId::NONE;
+        }
+        if let Some(&id) = self.stack_ids.get(frames) {
+            return id;
+        }
+        let id = StackId(self.trace.stacks.len() as u32);
+        self.trace.stacks.push(frames.to_vec());
+        self.stack_ids.insert(frames.to_vec(), id);
+        id
+    }
+
     fn merge(&mut self, out: ChunkOut<'_>) {
         let base = self.line_base;
+        for &(start, name) in &out.ksyms {
+            self.ksyms.entry(start).or_insert_with(|| name.to_string());
+        }
+        // Frames that continue the previous chunk's last event.
+        if out.leading_frames.start < out.leading_frames.end {
+            let lead =
+                &out.frames[out.leading_frames.start as usize..out.leading_frames.end as usize];
+            if let Some(last) = self.trace.events.last() {
+                let mut all = self
+                    .trace
+                    .stack(last.stack)
+                    .map(<[u64]>::to_vec)
+                    .unwrap_or_default();
+                all.extend_from_slice(lead);
+                let id = self.stack_id(&all);
+                if let Some(last) = self.trace.events.last_mut() {
+                    last.stack = id;
+                }
+            }
+        }
         let abs = |l: u64| base + l + 1;
         if out.unparsed.count > 0 {
             if self.unparsed.0 == 0 {
@@ -481,12 +585,13 @@ impl Builder {
                 None => EventData::Other(None),
                 Some(p) => self.payload(p, ts, abs(l.line as u64)),
             };
+            let stack = self.stack_id(&out.frames[l.frames.start as usize..l.frames.end as usize]);
             self.trace.events.push(Event {
                 ts,
                 cpu: Cpu(l.cpu),
                 tid: Tid(l.tid),
                 name,
-                stack: StackId::NONE,
+                stack,
                 data,
             });
         }
@@ -718,6 +823,11 @@ impl Builder {
                 lost,
             );
         }
+        if !self.ksyms.is_empty() {
+            let mut syms: Vec<(u64, String)> = self.ksyms.into_iter().collect();
+            syms.sort_unstable();
+            t.kernel_symbols.syms = syms;
+        }
         if self.header_cpus > 0 {
             t.meta.nr_cpus_online = Some(self.header_cpus);
             t.nr_cpus = t.nr_cpus.max(self.header_cpus);
@@ -763,8 +873,19 @@ mod tests {
         assert_eq!(classify_other("cpus=4"), Other::Cpus(4));
         assert_eq!(
             classify_other("\t    ffffffffb8985a24 __schedule+0x514 ([kernel.kallsyms])"),
-            Other::Ignore
+            Other::Frame {
+                addr: 0xffffffffb8985a24,
+                sym: Some((0xffffffffb8985a24 - 0x514, "__schedule"))
+            }
         );
+        assert_eq!(
+            classify_other("\t    7f12345678 [unknown] (/usr/lib/libc.so.6)"),
+            Other::Frame {
+                addr: 0x7f12345678,
+                sym: None
+            }
+        );
+        assert_eq!(classify_other(" => __schedule"), Other::Ignore);
         assert_eq!(classify_other("garbage here"), Other::Unparsed);
     }
 
@@ -786,6 +907,28 @@ mod tests {
             assert_eq!(one.tasks.len(), many.tasks.len());
         }
         assert!(one.events.len() > 700);
+    }
+
+    #[test]
+    fn call_chains_split_across_chunks_are_rejoined() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/ftrace/perf-script-callchain.txt"
+        );
+        let data = std::fs::read(path).unwrap();
+        let one = decode_chunked("x", &data, TraceFormat::PerfScriptText, usize::MAX);
+        assert!(one.events.iter().filter(|e| e.stack.is_some()).count() > 70);
+        for chunk in [1, 50, 999] {
+            let many = decode_chunked("x", &data, TraceFormat::PerfScriptText, chunk);
+            let stacks = |t: &Trace| -> Vec<Option<Vec<u64>>> {
+                t.events
+                    .iter()
+                    .map(|e| t.stack(e.stack).map(<[u64]>::to_vec))
+                    .collect()
+            };
+            assert_eq!(stacks(&one), stacks(&many), "chunk {chunk}");
+            assert_eq!(one.kernel_symbols.syms, many.kernel_symbols.syms);
+        }
     }
 
     #[test]
