@@ -244,6 +244,11 @@ impl SymbolTable {
         })
     }
 
+    /// The resolution of `loc`, borrowed, if it was in the build set.
+    pub fn resolved(&self, loc: Location) -> Option<&Resolved> {
+        self.map.get(&loc)
+    }
+
     /// Function name of `loc` (see [`Resolved::function`]).
     pub fn name(&self, loc: Location) -> String {
         match self.map.get(&loc) {

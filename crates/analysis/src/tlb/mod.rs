@@ -33,9 +33,9 @@ pub use profile::{analyze_profile, ProfileReport, ProfileRow};
 use crate::symbolize::{chain_locations, Location, SymbolTable};
 use crate::{AnalysisError, Context};
 use requests::Request;
-use schedscope_trace::{Cpu, Dur, Sym, Tid, Ts};
+use schedscope_trace::{Cpu, Dur, StackId, Sym, Tid, Ts};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Events this analysis reads (any of the IPI ones suffices).
 pub const EVENTS: &[&str] = &[
@@ -158,7 +158,14 @@ impl DurStats {
         let mut hi = 1000u64;
         loop {
             let last = hi > 1000 << 20;
-            let count = v.iter().filter(|&&x| x >= lo && (last || x < hi)).count() as u64;
+            // `v` is sorted: count by binary search.
+            let from = v.partition_point(|&x| x < lo);
+            let to = if last {
+                n
+            } else {
+                v.partition_point(|&x| x < hi)
+            };
+            let count = (to - from) as u64;
             hist.push(HistBucket {
                 lo_ns: lo,
                 hi_ns: (!last).then_some(hi),
@@ -406,18 +413,48 @@ pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
     let has_csd = recorded(ctx, "csd:csd_queue_cpu");
     let scan = requests::scan(trace, has_csd);
 
-    // Symbolize every callsite, function and stack frame once.
+    // Symbolize every distinct callsite, function and (stack, process) once.
     let pid_of = |tid: Tid| trace.tasks.tgid(tid).filter(|p| p.0 > 0).or(Some(tid));
-    let mut locs: Vec<Location> = Vec::new();
+    // A stack's process matters only when it has user frames.
+    let mut has_user: HashMap<StackId, bool> = HashMap::new();
+    let mut stack_pid = |id: StackId, tid: Tid| -> Option<Tid> {
+        let user = *has_user.entry(id).or_insert_with(|| {
+            trace
+                .stack(id)
+                .is_some_and(|st| chain_locations(st, None).iter().any(|l| l.user))
+        });
+        if user {
+            pid_of(tid)
+        } else {
+            None
+        }
+    };
+    let mut distinct_syms: HashSet<Sym> = HashSet::new();
+    let mut distinct_stacks: HashSet<(StackId, Option<Tid>)> = HashSet::new();
+    let mut req_stack_pid: Vec<Option<Tid>> = Vec::with_capacity(scan.requests.len());
     for r in &scan.requests {
-        locs.push(Location::kernel(r.callsite));
-        locs.push(Location::kernel(r.func));
-        if let Some(st) = trace.stack(r.stack) {
-            let pid = pid_of(r.tid);
+        distinct_syms.insert(r.callsite);
+        distinct_syms.insert(r.func);
+        let pid = if r.stack.is_some() {
+            let pid = stack_pid(r.stack, r.tid);
+            distinct_stacks.insert((r.stack, pid));
+            pid
+        } else {
+            None
+        };
+        req_stack_pid.push(pid);
+    }
+    let mut locs: Vec<Location> = distinct_syms.iter().map(|&s| Location::kernel(s)).collect();
+    for &(id, pid) in &distinct_stacks {
+        if let Some(st) = trace.stack(id) {
             locs.extend(chain_locations(st, pid));
         }
     }
     let syms = SymbolTable::build(trace, locs);
+    let func_names: HashMap<Sym, Option<String>> = distinct_syms
+        .iter()
+        .map(|&s| (s, func_name(&syms, s)))
+        .collect();
 
     let duration = trace.duration();
     let secs = duration.0 as f64 / 1e9;
@@ -425,10 +462,10 @@ pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
 
     // Classify; drop hardware IPIs that only restate a csd request.
     let mut unmatched_ipis = scan.unmatched_ipis;
-    let mut classified: Vec<(IpiClass, &Request)> = Vec::with_capacity(scan.requests.len());
+    let mut classified: Vec<(IpiClass, &Request, usize)> = Vec::with_capacity(scan.requests.len());
     let mut class_by_index: Vec<Option<IpiClass>> = vec![None; scan.requests.len()];
     for (i, r) in scan.requests.iter().enumerate() {
-        let fname = func_name(&syms, r.func);
+        let fname = func_names.get(&r.func).cloned().flatten();
         if r.standalone_ipi
             && fname
                 .as_deref()
@@ -439,13 +476,13 @@ pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
         }
         let class = IpiClass::of_function(fname.as_deref());
         class_by_index[i] = Some(class);
-        classified.push((class, r));
+        classified.push((class, r, i));
     }
 
     let mut notes = Vec::new();
     let tl = ctx.timeline;
     let mut per_class: BTreeMap<IpiClass, ClassAcc> = BTreeMap::new();
-    for &(class, r) in &classified {
+    for &(class, r, _) in &classified {
         let acc = per_class.entry(class).or_default();
         acc.count += 1;
         acc.ipis += r.ipis as u64;
@@ -502,33 +539,48 @@ pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
 
     // Hotspots.
     let total = classified.len() as u64;
+    // Count by raw keys first, then name each distinct key once (different
+    // addresses in one function merge).
+    let mut by_site_raw: HashMap<(Sym, Sym, IpiClass), u64> = HashMap::new();
+    let mut by_stack_raw: HashMap<(StackId, Option<Tid>, Sym, IpiClass), u64> = HashMap::new();
+    for &(class, r, i) in &classified {
+        *by_site_raw.entry((r.callsite, r.func, class)).or_default() += 1;
+        if r.stack.is_some() {
+            *by_stack_raw
+                .entry((r.stack, req_stack_pid[i], r.func, class))
+                .or_default() += 1;
+        }
+    }
     let mut by_site: HashMap<(String, String, IpiClass), u64> = HashMap::new();
+    for ((cs, f, class), n) in by_site_raw {
+        let key = (
+            syms.name(Location::kernel(cs)),
+            callback_name(&syms, f),
+            class,
+        );
+        *by_site.entry(key).or_default() += n;
+    }
     let mut by_stack: HashMap<(Vec<String>, String, IpiClass), u64> = HashMap::new();
     let mut with_stack = 0u64;
-    for &(class, r) in &classified {
-        let cb = callback_name(&syms, r.func);
-        *by_site
-            .entry((syms.name(Location::kernel(r.callsite)), cb.clone(), class))
-            .or_default() += 1;
-        if let Some(st) = trace.stack(r.stack) {
-            let pid = pid_of(r.tid);
-            let mut fr: Vec<String> = chain_locations(st, pid)
-                .into_iter()
-                .map(|l| {
-                    let r = syms.get(l);
-                    if l.user && !r.is_symbolized() {
-                        // Group stacks whose user part cannot be named.
-                        format!("[unsymbolized user frames: {}]", r.reason)
-                    } else {
-                        r.function()
-                    }
-                })
-                .collect();
-            fr.dedup();
-            if !fr.is_empty() {
-                with_stack += 1;
-                *by_stack.entry((fr, cb, class)).or_default() += 1;
-            }
+    for ((id, pid, f, class), n) in by_stack_raw {
+        let Some(st) = trace.stack(id) else { continue };
+        let mut fr: Vec<String> = chain_locations(st, pid)
+            .into_iter()
+            .map(|l| match syms.resolved(l) {
+                // Group stacks whose user part cannot be named.
+                Some(r) if l.user && !r.is_symbolized() => {
+                    format!("[unsymbolized user frames: {}]", r.reason)
+                }
+                Some(r) => r.function(),
+                None => syms.name(l),
+            })
+            .collect();
+        fr.dedup();
+        if !fr.is_empty() {
+            with_stack += n;
+            *by_stack
+                .entry((fr, callback_name(&syms, f), class))
+                .or_default() += n;
         }
     }
     let share = |n: u64, of: u64| if of > 0 { n as f64 / of as f64 } else { 0.0 };
