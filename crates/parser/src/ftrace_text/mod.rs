@@ -219,10 +219,7 @@ struct ChunkOut<'a> {
 
 /// Parse every line of a chunk.
 fn parse_chunk(chunk: &[u8], style: Style) -> ChunkOut<'_> {
-    let mut out = ChunkOut {
-        leading_frames: u32::MAX..0,
-        ..ChunkOut::default()
-    };
+    let mut out = ChunkOut::default();
     for (i, raw) in chunk.split(|&c| c == b'\n').enumerate() {
         out.lines = i as u64 + 1;
         let Ok(line) = std::str::from_utf8(raw) else {
@@ -263,10 +260,8 @@ fn parse_chunk(chunk: &[u8], style: Style) -> ChunkOut<'_> {
                 let end = out.frames.len() as u32;
                 match out.events.last_mut() {
                     Some(e) => e.frames.end = end,
-                    None => {
-                        out.leading_frames.start = out.leading_frames.start.min(end - 1);
-                        out.leading_frames.end = end;
-                    }
+                    // Before the first event every frame is a leading one.
+                    None => out.leading_frames = 0..end,
                 }
                 if let Some(k) = sym {
                     if out.ksyms.last() != Some(&k) {
