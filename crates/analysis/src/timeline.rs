@@ -21,7 +21,9 @@
 //!   interval is back-filled from the previous sched_switch on that CPU when
 //!   there was one (that is how `perf sched timehist` charges run time too),
 //!   otherwise the time before is Unknown (no interval).
-//! * Unknown is implicit: there is no interval before a thread's first one.
+//! * Unknown is implicit before a thread's first interval; it is explicit
+//!   after a lost switch-out: when a CPU switches out a task other than the
+//!   one it switched in, that one becomes Unknown there.
 //! * After sched_process_exit the next switch-out makes the task Dead,
 //!   whatever its prev_state; so does a switch-out with prev_state X or Z.
 
@@ -257,8 +259,31 @@ impl Builder {
                 run.end = Some(ts);
             }
         }
-        if last.current.is_some_and(|cur| cur != prev) {
+        if let Some(cur) = last.current.filter(|&cur| cur != prev) {
+            // The CPU said `cur` ran, yet `prev` is switched out: the switch
+            // that took `cur` off was lost. Its state since is unknown; do
+            // not leave it Running here forever.
             self.tl.anomalies += 1;
+            if !cur.is_idle() {
+                if let Some(&i) = self.tl.index.get(&cur) {
+                    let stale = self
+                        .open(i)
+                        .is_some_and(|iv| iv.state == ThreadState::Running && iv.cpu == Some(cpu));
+                    if stale {
+                        self.transition(
+                            i,
+                            StateInterval {
+                                ts,
+                                end: None,
+                                state: ThreadState::Unknown,
+                                cpu: None,
+                                preempted: false,
+                                waker: None,
+                            },
+                        );
+                    }
+                }
+            }
         }
         self.tl.cpus[c].push(CpuRun {
             ts,
@@ -707,8 +732,13 @@ mod tests {
             spans(&tl, 4),
             vec![(10, Some(50), Running, Some(0)), (50, None, Sleeping, None)]
         );
-        // The CPU claimed 3 was running, not 4: one anomaly.
+        // The CPU claimed 3 was running, not 4: one anomaly, and 3 is no
+        // longer taken to run there.
         assert_eq!(tl.anomalies, 1);
+        assert_eq!(
+            spans(&tl, 3),
+            vec![(10, Some(50), Running, Some(0)), (50, None, Unknown, None)]
+        );
         assert_eq!(
             tl.cpus[0]
                 .iter()
