@@ -334,10 +334,51 @@ fn resolve_kernel(trace: &Trace, addrs: &[u64]) -> (&'static str, Vec<Resolved>)
 
 /// Whether the trace's recorded kernel release is the running one.
 fn recorded_on_running_kernel(trace: &Trace) -> bool {
-    let Some(rel) = trace.meta.os_release.as_deref() else {
-        return false;
-    };
-    std::fs::read_to_string("/proc/sys/kernel/osrelease").is_ok_and(|r| r.trim() == rel.trim())
+    trace.meta.os_release.is_some() && not_this_boot(trace).is_none()
+}
+
+fn read_trimmed(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// Why the running system cannot stand in for the one that recorded
+/// `trace` (another host, another kernel, or an earlier boot), if it cannot.
+pub fn not_this_boot(trace: &Trace) -> Option<String> {
+    if let (Some(h), Some(now)) = (
+        trace.meta.hostname.as_deref(),
+        read_trimmed("/proc/sys/kernel/hostname"),
+    ) {
+        if h.trim() != now {
+            return Some(format!("recorded on host {h}, this is {now}"));
+        }
+    }
+    if let (Some(r), Some(now)) = (
+        trace.meta.os_release.as_deref(),
+        read_trimmed("/proc/sys/kernel/osrelease"),
+    ) {
+        if r.trim() != now {
+            return Some(format!("recorded on kernel {r}, this is {now}"));
+        }
+    }
+    // Trace clocks (perf's sched_clock, ftrace's local clock) count from
+    // boot and never run ahead of CLOCK_BOOTTIME: a trace that ends after the
+    // current uptime comes from an earlier boot.
+    let uptime_ns = read_trimmed("/proc/uptime")
+        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+        .map(|s| (s * 1e9) as u64)?;
+    (trace.end().0 > uptime_ns.saturating_add(1_000_000_000))
+        .then(|| "recorded during an earlier boot".to_string())
+}
+
+/// When `pid` started, in ns since boot (USER_HZ = 100 on Linux).
+fn process_start_ns(pid: Tid) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.0)).ok()?;
+    // Fields after the comm, which may contain spaces, closed by the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let ticks: u64 = rest.split_whitespace().nth(19)?.parse().ok()?;
+    Some(ticks.saturating_mul(10_000_000))
 }
 
 fn live_kernel(addrs: &[u64]) -> Option<Vec<Resolved>> {
@@ -390,7 +431,16 @@ fn resolve_user(trace: &Trace, pid: Option<Tid>, addrs: &[u64]) -> Vec<Resolved>
     let Some(pid) = pid.filter(|p| p.0 > 0) else {
         return fail("user address without a known process");
     };
-    // The process must still be the one that was recorded: same comm.
+    if let Some(why) = not_this_boot(trace) {
+        return fail(&why);
+    }
+    // The process must still be the one that was recorded: same comm, and
+    // started before the trace ended (else the pid was reused).
+    if !trace.events.is_empty()
+        && process_start_ns(pid).is_some_and(|s| s > trace.end().0.saturating_add(1_000_000_000))
+    {
+        return fail("pid was reused by a process started after the trace");
+    }
     let want = trace.tasks.comm(pid);
     match live_comm(pid) {
         None => return fail("process has exited (user symbols need the live process maps)"),
@@ -499,6 +549,36 @@ mod tests {
             r.function().contains("marker_fn_for_symbolizer"),
             "blazesym gave {r:?}"
         );
+    }
+
+    #[test]
+    fn a_trace_from_another_host_is_not_symbolized_from_live_processes() {
+        let me = std::process::id() as i32;
+        let mut t = Trace::new("t", TraceFormat::PerfData);
+        t.meta.hostname = Some("not-this-host.invalid".into());
+        let addr = marker_fn_for_symbolizer as *const () as usize as u64;
+        let loc = Location::in_process(Some(Tid(me)), Sym::from_addr(addr));
+        let r = SymbolTable::build(&t, [loc]).get(loc);
+        assert!(!r.is_symbolized());
+        assert!(
+            r.reason.contains("recorded on host not-this-host.invalid"),
+            "{r:?}"
+        );
+        // Kernel addresses without stored kallsyms: no live fallback either.
+        t.meta.os_release = read_trimmed("/proc/sys/kernel/osrelease");
+        let k = Location::kernel(Sym::from_addr(0xffff_ffff_8100_0000));
+        let st = SymbolTable::build(&t, [k]);
+        assert_eq!(st.kernel_source, "none");
+        assert!(!st.get(k).is_symbolized());
+    }
+
+    #[test]
+    fn own_process_start_is_before_now() {
+        let me = Tid(std::process::id() as i32);
+        let start = process_start_ns(me).unwrap();
+        let up = read_trimmed("/proc/uptime").unwrap();
+        let up: f64 = up.split_whitespace().next().unwrap().parse().unwrap();
+        assert!(start <= (up * 1e9) as u64 + 10_000_000);
     }
 
     #[inline(never)]
