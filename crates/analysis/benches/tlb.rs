@@ -4,10 +4,11 @@
 //!     SCHEDSCOPE_BENCH_FILE=ipi.data cargo bench -p schedscope-analysis --bench tlb
 //!
 //! The default input is a generated trace (deterministic) of 300k IPI
-//! requests on 8 CPUs: csd_queue_cpu + ipi_send_cpu + csd_function_entry/exit
-//! + tlb_flush, each queue with one of 5,000 distinct 12-frame kernel call
-//! chains, against a 100k-symbol kallsyms table, so that symbolization of
-//! ~60k distinct addresses (each once, in parallel) and the pass over 1.5M
+//! requests on 8 CPUs: per request a tlb_flush, csd_queue_cpu,
+//! ipi_send_cpu, csd_function_entry and csd_function_exit; each queue
+//! carries one of 5,000 distinct 12-frame kernel call chains, resolved
+//! against a 100k-symbol kallsyms table, so that symbolization of about
+//! 60k distinct addresses (each once, in parallel) and the pass over 1.5M
 //! events are both measured. With `SCHEDSCOPE_BENCH_FILE` a recorded trace
 //! is loaded once instead.
 

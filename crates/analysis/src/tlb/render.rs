@@ -138,11 +138,13 @@ impl TlbReport {
                 "  targets at send time: {}",
                 states_line(&self.targets_at_send)
             )?;
-            if self.targets_at_send.idle > 0 {
+            let s = &self.targets_at_send;
+            let avoidable = s.idle + s.other_process;
+            if avoidable > 0 {
                 writeln!(
                     out,
-                    "  ({} shootdown targets were idle: IPIs that lazy TLB or gang scheduling avoid)",
-                    self.targets_at_send.idle
+                    "  {avoidable} shootdown targets were idle ({}) or running another process ({}) at send time: the IPIs that lazy TLB or gang scheduling avoid",
+                    s.idle, s.other_process
                 )?;
             }
         }
