@@ -590,3 +590,100 @@ fn decode_sample<'a>(ctx: &Ctx<'a>, body: &'a [u8], off: u64, out: &mut ChunkOut
     }
     out.events.push(ev);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(sample_type: u64, read_format: u64) -> Layout {
+        Layout::new(&Attr {
+            sample_type,
+            read_format,
+            sample_id_all: true,
+            ..Attr::default()
+        })
+    }
+
+    #[test]
+    fn id_positions_follow_perf() {
+        use sample::*;
+        // perf_evsel__calc_id_pos / calc_is_pos
+        assert_eq!(layout(IDENTIFIER | IP | TID, 0).id_pos(), Some(0));
+        assert_eq!(layout(IP | TID | TIME | ID | CPU, 0).id_pos(), Some(3));
+        assert_eq!(layout(IP | TID | TIME | ADDR | ID, 0).id_pos(), Some(4));
+        assert_eq!(layout(IP | TID | TIME, 0).id_pos(), None);
+        assert_eq!(layout(IDENTIFIER | TIME, 0).is_pos(), Some(1));
+        assert_eq!(layout(TID | TIME | ID | CPU, 0).is_pos(), Some(2));
+        assert_eq!(
+            layout(TID | TIME | ID | STREAM_ID | CPU, 0).is_pos(),
+            Some(3)
+        );
+    }
+
+    #[test]
+    fn sample_fields_by_layout() {
+        use sample::*;
+        let st = IP | TID | TIME | ID | CPU | PERIOD | READ | CALLCHAIN | RAW;
+        let rf = read_format::GROUP | read_format::ID | read_format::LOST;
+        let mut b = Vec::new();
+        let mut p64 = |b: &mut Vec<u8>, v: u64| b.extend_from_slice(&v.to_le_bytes());
+        p64(&mut b, 0xffff_ffff_8100_0000); // ip
+        b.extend_from_slice(&10u32.to_le_bytes()); // pid
+        b.extend_from_slice(&11u32.to_le_bytes()); // tid
+        p64(&mut b, 123_456); // time
+        p64(&mut b, 77); // id
+        b.extend_from_slice(&3u32.to_le_bytes()); // cpu
+        b.extend_from_slice(&0u32.to_le_bytes());
+        p64(&mut b, 1); // period
+        p64(&mut b, 2); // read: nr
+        for v in [5, 77, 0, 6, 78, 1] {
+            p64(&mut b, v); // (value, id, lost) x2
+        }
+        p64(&mut b, 3); // callchain nr
+        for v in [
+            context::KERNEL,
+            0xffff_ffff_8100_0010,
+            0xffff_ffff_8100_0020,
+        ] {
+            p64(&mut b, v);
+        }
+        b.extend_from_slice(&6u32.to_le_bytes()); // raw size
+        b.extend_from_slice(&[1, 2, 3, 4, 5, 6]);
+        b.extend_from_slice(&[0, 0]); // padding to 8
+        let l = layout(st, rf);
+        let s = parse_sample(&b, &l).unwrap();
+        assert_eq!(
+            (s.pid, s.tid, s.time, s.cpu),
+            (Some(10), Some(11), 123_456, Some(3))
+        );
+        assert_eq!(s.raw, Some(&[1u8, 2, 3, 4, 5, 6][..]));
+        assert_eq!(s.callchain.map(|c| c.len()), Some(24));
+        assert_eq!(u64_at(&b, l.id_pos().unwrap() * 8), Some(77));
+        // every truncation is rejected, never a panic
+        for cut in 0..b.len() - 2 {
+            assert!(parse_sample(&b[..cut], &l).is_none(), "cut {cut}");
+        }
+        // a callchain count that would overflow
+        let mut huge = b.clone();
+        let cc = 8 * 13;
+        huge[cc..cc + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(parse_sample(&huge, &l).is_none());
+    }
+
+    #[test]
+    fn trailer_time_of_non_sample_records() {
+        use sample::*;
+        let l = layout(IDENTIFIER | IP | TID | TIME | CPU | PERIOD | RAW, 0);
+        // COMM body: pid, tid, "bash\0\0\0\0", then trailer TID TIME CPU IDENTIFIER
+        let mut b = Vec::new();
+        b.extend_from_slice(&1u32.to_le_bytes());
+        b.extend_from_slice(&1u32.to_le_bytes());
+        b.extend_from_slice(b"bash\0\0\0\0");
+        b.extend_from_slice(&[0u8; 8]); // tid
+        b.extend_from_slice(&999u64.to_le_bytes()); // time
+        b.extend_from_slice(&[0u8; 8]); // cpu
+        b.extend_from_slice(&5u64.to_le_bytes()); // identifier
+        assert_eq!(l.trailer_time(&b), Some(999));
+        assert_eq!(l.trailer_time(&b[..8]), None);
+    }
+}
