@@ -20,6 +20,6 @@ mod sys;
 
 pub use error::RecordError;
 pub use record::{
-    parse_buffer_size, record, Progress, RecordConfig, RecordSummary, StopReason,
-    DEFAULT_BUFFER_BYTES,
+    default_buffer_bytes, parse_buffer_size, record, Progress, RecordConfig, RecordSummary,
+    StopReason, DEFAULT_BUFFER_BYTES,
 };

@@ -17,9 +17,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
-/// Default per-CPU ring size: large enough that `perf bench sched
+/// Largest default per-CPU ring: large enough that `perf bench sched
 /// messaging -g 20 -l 1500` loses nothing on a 2-CPU machine.
 pub const DEFAULT_BUFFER_BYTES: u64 = 16 << 20;
+/// The default rings of all CPUs together stay under this (64 MiB), with
+/// at least 1 MiB per CPU.
+const DEFAULT_TOTAL_BUFFER_BYTES: u64 = 64 << 20;
+
+/// Default per-CPU ring size for `nr_cpus` CPUs.
+pub fn default_buffer_bytes(nr_cpus: usize) -> u64 {
+    (DEFAULT_TOTAL_BUFFER_BYTES / nr_cpus.max(1) as u64).clamp(1 << 20, DEFAULT_BUFFER_BYTES)
+}
 /// Nice value of the recording thread (set after the command is started,
 /// so the command keeps the caller's).
 const RECORDER_NICE: i32 = -10;
@@ -379,11 +387,23 @@ fn open_all(
         for (ci, (cpu, fd)) in event_fds.into_iter().enumerate() {
             match leader[ci] {
                 None => {
-                    let ring = Ring::map(&fd, pages).map_err(|e| RecordError::PerfEvent {
-                        what: "mmap of the ring buffer",
-                        event: p.name.clone(),
-                        cpu,
-                        source: e,
+                    let ring = Ring::map(&fd, pages).map_err(|e| {
+                        if e.raw_os_error() == Some(libc::EPERM) {
+                            RecordError::Permission {
+                                detail: format!(
+                                    "cannot lock a {} KiB ring buffer for CPU {cpu} ({e}); \
+                                     use a smaller --buffer-size or raise kernel.perf_event_mlock_kb",
+                                    pages * sys::page_size() / 1024
+                                ),
+                            }
+                        } else {
+                            RecordError::PerfEvent {
+                                what: "mmap of the ring buffer",
+                                event: p.name.clone(),
+                                cpu,
+                                source: e,
+                            }
+                        }
                     })?;
                     rings.push(CpuRing {
                         ring,
@@ -540,7 +560,9 @@ pub fn record(
         cgroup::resolve(&cfg.cgroups)?
     };
     let cpus = online_cpus();
-    let ring_bytes = cfg.buffer_bytes.unwrap_or(DEFAULT_BUFFER_BYTES);
+    let ring_bytes = cfg
+        .buffer_bytes
+        .unwrap_or_else(|| default_buffer_bytes(cpus.len()));
     let user_stacks = cfg.call_graph || cfg.profile_hz.is_some();
     let opened = open_all(
         planned,
@@ -838,6 +860,13 @@ mod tests {
         let e = parse_buffer_size("12X").unwrap_err().to_string();
         assert!(e.contains("--buffer-size") && e.contains("12X"), "{e}");
         assert!(parse_buffer_size("0").is_err());
+    }
+
+    #[test]
+    fn default_rings_shrink_with_many_cpus() {
+        assert_eq!(default_buffer_bytes(2), 16 << 20);
+        assert_eq!(default_buffer_bytes(16), 4 << 20);
+        assert_eq!(default_buffer_bytes(256), 1 << 20);
     }
 
     #[test]
