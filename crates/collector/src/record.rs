@@ -862,6 +862,82 @@ mod tests {
         assert!(parse_buffer_size("0").is_err());
     }
 
+    /// A fake tracefs with only some of the default events.
+    fn fake_tracefs(events: &[(&str, u64)]) -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "schedscope-fake-tracefs-{}-{}",
+            std::process::id(),
+            events.len()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        for (name, id) in events {
+            let (sys, ev) = name.split_once(':').unwrap();
+            let dir = d.join("events").join(sys).join(ev);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("id"), format!("{id}\n")).unwrap();
+        }
+        d
+    }
+
+    #[test]
+    fn missing_default_events_are_skipped_with_a_notice_but_explicit_ones_fail() {
+        let tfs = fake_tracefs(&[
+            ("sched:sched_switch", 11),
+            ("irq:softirq_entry", 12),
+            ("ipi:ipi_send_cpu", 13),
+        ]);
+        let mut notices = Vec::new();
+        let mut skipped = Vec::new();
+        let cfg = RecordConfig {
+            call_graph: true,
+            ..RecordConfig::default()
+        };
+        let p = plan(
+            &cfg,
+            &tfs,
+            &mut |m| notices.push(m.to_string()),
+            &mut skipped,
+        )
+        .unwrap();
+        let names: Vec<&str> = p.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "sched:sched_switch",
+                "ipi:ipi_send_cpu",
+                "irq:softirq_entry"
+            ]
+        );
+        assert_eq!(p[0].attr.config, 11);
+        assert_eq!(
+            p[0].attr.sample_type & abi::sample::CALLCHAIN,
+            0,
+            "no stacks on sched_switch"
+        );
+        assert_ne!(
+            p[1].attr.sample_type & abi::sample::CALLCHAIN,
+            0,
+            "stacks on ipi"
+        );
+        assert_eq!(p[2].filter, Some("vec == 7"));
+        assert_eq!(skipped.len(), events::DEFAULT_EVENTS.len() - 3);
+        assert_eq!(notices.len(), skipped.len(), "one notice per skipped event");
+        assert!(notices.iter().any(|n| n.contains("kvm:kvm_exit")));
+
+        let cfg = RecordConfig {
+            events: vec!["+kvm:kvm_exit".into()],
+            ..RecordConfig::default()
+        };
+        let e = plan(&cfg, &tfs, &mut |_| {}, &mut Vec::new())
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string().contains("kvm:kvm_exit") && e.is_environment(),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&tfs);
+    }
+
     #[test]
     fn default_rings_shrink_with_many_cpus() {
         assert_eq!(default_buffer_bytes(2), 16 << 20);
