@@ -12,7 +12,9 @@
 //! * callsite and function names (with offsets) equal perf's, as multisets;
 //! * a handful of symbolized addresses agree with /proc/kallsyms;
 //! * a `perf record -g -e ipi:ipi_send_cpumask,tlb:tlb_flush -a` file works
-//!   too (counts from tlb_flush "remote IPI send", as `perf script` shows).
+//!   too (counts from tlb_flush "remote IPI send", as `perf script` shows);
+//! * the cpu-clock profile: sample count as `perf script`, self samples of
+//!   the top kernel symbols as `perf report --no-children -n`.
 //!
 //! Needs root, perf and tracefs with the csd/ipi/tlb events; skips with a
 //! message otherwise.
@@ -463,41 +465,55 @@ fn cpu_clock_profile_matches_perf_script_leaf_symbols() {
     };
     let p = tlb::analyze_profile(&ctx).expect("no cpu-clock samples decoded");
 
-    // perf script: one block per sample, the first frame line is the leaf.
+    // Sample count: perf script prints one `cpu-clock:` line per sample.
     let text = run(Command::new("perf")
-        .args(["script", "-F", "event,ip,sym", "-i"])
+        .args(["script", "-F", "event", "-i"])
         .arg(&data));
-    let mut samples = 0u64;
-    let mut leaf_kernel: HashMap<String, u64> = HashMap::new();
-    let mut expect_leaf = false;
-    for l in text.lines() {
-        if l.starts_with("cpu-clock") {
-            samples += 1;
-            expect_leaf = true;
-            continue;
-        }
-        if !expect_leaf || l.trim().is_empty() {
-            continue;
-        }
-        expect_leaf = false;
-        let mut it = l.split_whitespace();
-        let (Some(ip), Some(sym)) = (it.next(), it.next()) else {
-            continue;
-        };
-        if u64::from_str_radix(ip, 16).is_ok_and(is_kernel_addr) && sym != "[unknown]" {
-            *leaf_kernel.entry(sym.to_string()).or_default() += 1;
+    let samples = text.lines().filter(|l| l.starts_with("cpu-clock")).count() as u64;
+    assert_eq!(p.samples, samples, "samples vs perf script");
+    // Self samples per kernel symbol: `perf report --no-children -n`, whose
+    // rows count samples by their IP (as the oprofile listing does).
+    let report = run(Command::new("perf")
+        .args([
+            "report",
+            "--stdio",
+            "--no-children",
+            "--sort",
+            "sym",
+            "-n",
+            "-g",
+            "none",
+            "-i",
+        ])
+        .arg(&data));
+    let mut top: Vec<(String, u64)> = Vec::new();
+    for l in report.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() >= 4 && f[2] == "[k]" && f[0].ends_with('%') {
+            if let Ok(n) = f[1].parse::<u64>() {
+                top.push((f[3..].join(" "), n));
+            }
         }
     }
-    assert_eq!(p.samples, samples, "samples vs perf script");
-    let mut top: Vec<(String, u64)> = leaf_kernel.into_iter().collect();
     top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    assert!(!top.is_empty(), "no kernel rows in perf report");
+    // Symbols sharing a start address are aliases: either name may be chosen.
+    let ks = proc_kallsyms();
+    let aliases = |sym: &str| -> Vec<String> {
+        ks.iter()
+            .find(|(_, names)| names.iter().any(|n| n == sym))
+            .map(|(_, names)| names.clone())
+            .unwrap_or_else(|| vec![sym.to_string()])
+    };
     for (sym, n) in top.iter().take(5) {
-        let ours = p
+        let names = aliases(sym);
+        let ours: u64 = p
             .top
             .iter()
-            .find(|r| &r.symbol == sym && r.module == "[kernel.kallsyms]")
-            .map(|r| r.samples);
-        assert_eq!(ours, Some(*n), "self samples of {sym}");
+            .filter(|r| names.contains(&r.symbol) && r.module == "[kernel.kallsyms]")
+            .map(|r| r.samples)
+            .sum();
+        assert_eq!(ours, *n, "self samples of {sym} (aliases {names:?})");
     }
     let mut out = Vec::new();
     p.render_text(&ctx, &mut out).unwrap();
