@@ -59,9 +59,14 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
             summary.output.display()
         );
     }
-    Ok(match summary.command_status {
-        Some(st) => exit_code_of(st),
-        None => ExitCode::SUCCESS,
+    Ok(match (summary.command_status, &summary.stop) {
+        (Some(st), _) => exit_code_of(st),
+        // Stopped by a signal before the command could start: report the
+        // signal as a shell would.
+        (None, StopReason::Signal(sig)) if !cfg.command.is_empty() => {
+            ExitCode::from((128 + sig) as u8)
+        }
+        (None, _) => ExitCode::SUCCESS,
     })
 }
 
