@@ -686,7 +686,7 @@ pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
                 .into(),
         );
     }
-    if tl.cpus.is_empty() {
+    if tl.cpus.iter().all(|runs| runs.is_empty()) {
         notes.push("no sched:sched_switch timeline: target CPU states at send time unknown".into());
     }
     if !has_csd && recorded(ctx, "ipi:ipi_send_cpu") {
