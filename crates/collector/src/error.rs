@@ -71,7 +71,7 @@ pub enum RecordError {
     /// The command to run could not be started.
     #[error("cannot run '{command}': {source}")]
     Command {
-        /// argv[0].
+        /// `argv[0]`.
         command: String,
         /// Cause.
         #[source]

@@ -12,7 +12,7 @@ pub struct ThreadInfo {
     pub tid: u32,
     /// Parent process id of the process (0 when unknown).
     pub ppid: u32,
-    /// Thread name (/proc/<pid>/task/<tid>/comm).
+    /// Thread name (`/proc/<pid>/task/<tid>/comm`).
     pub comm: String,
 }
 
@@ -81,7 +81,7 @@ pub struct ExecMapping {
     pub path: String,
 }
 
-/// Executable file mappings of every process (from /proc/<pid>/maps), as
+/// Executable file mappings of every process (from `/proc/<pid>/maps`), as
 /// perf synthesizes them at the start of a recording.
 pub fn exec_mappings() -> Vec<ExecMapping> {
     let mut out = Vec::new();

@@ -265,7 +265,7 @@ pub struct Features {
     pub arch: Option<String>,
     /// HEADER_NRCPUS: (available, online).
     pub nr_cpus: Option<(u32, u32)>,
-    /// HEADER_CMDLINE: argv (argv[0] first).
+    /// HEADER_CMDLINE: argv (`argv[0]` first).
     pub cmdline: Vec<String>,
     /// HEADER_EVENT_DESC is always written from the attrs.
     /// Extra sections at schedscope's own bits (>= `abi::feature::SCHEDSCOPE_FIRST`),
