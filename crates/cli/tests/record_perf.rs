@@ -35,7 +35,10 @@ fn perf_script_and_perf_sched_read_a_recording_of_sched_messaging() {
     let file = dir.join("m.data");
     let (n, _m) = summary_numbers(&stderr);
     let (written, _) = walk_file(&file);
-    let perf = perf_script_counts(&file, false);
+    // On a loaded machine even the default buffers can lose a burst; perf
+    // then warns about lost chunks, which is fine here: the counts must
+    // still agree and no other complaint is allowed.
+    let perf = perf_script_counts(&file, true);
     assert_eq!(
         written.values().sum::<u64>(),
         n,
