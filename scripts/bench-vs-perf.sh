@@ -37,7 +37,7 @@ if [ -z "$bin" ]; then
     bin=$root/target/release/schedscope
 fi
 
-events=$(perf report -i "$file" --stats 2>/dev/null | awk '/SAMPLE events:/ {print $NF; exit}')
+events=$(perf report -i "$file" --stats 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}')
 size=$(stat -c %s "$file")
 
 # measure NAME CMD...: runs CMD $reps times; sets best_wall (s) and peak_rss (KiB).

@@ -103,7 +103,7 @@ pub(crate) fn load(path: &Path, progress: &Progress) -> anyhow::Result<Trace> {
 /// Print decoder warnings on stderr.
 pub(crate) fn print_warnings(trace: &Trace) {
     for w in &trace.warnings {
-        let times = if w.count > 1 {
+        let times = if w.count > 1 && !w.message.contains(&w.count.to_string()) {
             format!(" ({}x)", w.count)
         } else {
             String::new()
