@@ -328,3 +328,83 @@ impl Report {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn fixture(name: &str) -> Trace {
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/sim")
+            .join(name);
+        schedscope_parser::load(&p).unwrap()
+    }
+
+    fn json_with_threads(trace: &Trace, threads: usize, sections: Sections) -> String {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let opts = Options {
+            top: 10,
+            ..Default::default()
+        };
+        pool.install(|| serde_json::to_string(&Report::compute(trace, sections, &opts)).unwrap())
+    }
+
+    #[test]
+    fn serial_and_parallel_runs_are_identical() {
+        let trace = fixture("mixed-s1.data");
+        let one = json_with_threads(&trace, 1, Sections::all());
+        let four = json_with_threads(&trace, 4, Sections::all());
+        assert_eq!(one, four);
+        let v: serde_json::Value = serde_json::from_str(&one).unwrap();
+        for k in ["trace", "latency", "gang", "lhp", "idle", "tlb"] {
+            assert!(v.get(k).is_some(), "{k} missing");
+        }
+    }
+
+    #[test]
+    fn latency_alone_skips_the_timeline_and_failures_are_counted() {
+        let trace = fixture("bare-metal-s1.data");
+        let opts = Options::default();
+        let r = Report::compute(
+            &trace,
+            Sections {
+                latency: true,
+                ..Default::default()
+            },
+            &opts,
+        );
+        assert!(
+            r.timeline().threads.is_empty(),
+            "timeline built for latency alone"
+        );
+        assert_eq!(
+            (r.requested(), r.errors().len(), r.all_failed()),
+            (1, 0, false)
+        );
+        // The bare-metal fixture has no IPI/TLB events: tlb alone fails.
+        let r = Report::compute(
+            &trace,
+            Sections {
+                tlb: true,
+                ..Default::default()
+            },
+            &opts,
+        );
+        assert!(!r.timeline().threads.is_empty());
+        assert_eq!(
+            (r.requested(), r.errors().len(), r.all_failed()),
+            (1, 1, true)
+        );
+        let mut out = Vec::new();
+        r.render_text(&trace, &opts, &mut out).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert!(
+            s.contains("== TLB shootdowns and IPIs ==") && s.contains("the trace has no"),
+            "{s}"
+        );
+    }
+}
