@@ -28,7 +28,52 @@ use schedscope_trace::{EventData, KvmIsa, Tid, Trace, Ts};
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{self, Write};
+
+/// A cheap multiplicative hasher for the small integer keys of the per-event
+/// maps (tids, exit codes); keys come from one trace, so no DoS resistance
+/// is needed.
+#[derive(Default, Clone, Copy)]
+struct Fx(u64);
+
+impl Fx {
+    #[inline]
+    fn add(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7cc1_b727_220a_95);
+    }
+}
+
+impl Hasher for Fx {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.add(u64::from(b));
+        }
+    }
+    fn write_u8(&mut self, v: u8) {
+        self.add(u64::from(v));
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.add(u64::from(v));
+    }
+    fn write_i32(&mut self, v: i32) {
+        self.add(v as u32 as u64);
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.add(v);
+    }
+    fn write_isize(&mut self, v: isize) {
+        self.add(v as u64);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.add(v as u64);
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
 
 /// A directed yield counts when the switch follows the exit within this window.
 pub const YIELD_WINDOW_NS: u64 = 50_000;
@@ -386,31 +431,46 @@ fn ple(ctx: &Context) -> Result<PleReport, AnalysisError> {
     let mut outcomes = YieldOutcomes::default();
     // Per CPU: PLE exits awaiting the next switch (ts, gang index or none).
     let mut pending: Vec<Vec<(Ts, Option<usize>)>> = vec![Vec::new(); trace.nr_cpus as usize];
-    // Exit counts and handling time per (VM, isa, code); open exits per thread.
-    let mut reasons: HashMap<(Option<Tid>, KvmIsa, u32), (u64, u64)> = HashMap::new();
-    let mut open_exit: HashMap<Tid, (Ts, Option<Tid>, KvmIsa, u32)> = HashMap::new();
-    // Per vCPU thread: its VM (tgid) and gang position, looked up once.
-    type Who = (Option<Tid>, Option<(usize, usize)>);
-    let mut who: HashMap<Tid, Who> = HashMap::new();
+    // Exit counts and handling time: rows (VM, isa, code, count, ns) and their index.
+    let mut reason_rows: Vec<(Option<Tid>, KvmIsa, u32, u64, u64)> = Vec::new();
+    let mut reason_idx: FxMap<(Option<Tid>, KvmIsa, u32), usize> = FxMap::default();
+    // Per vCPU thread, looked up once: its VM (tgid), gang position, open exit.
+    struct Slot {
+        vm: Option<Tid>,
+        gm: Option<(usize, usize)>,
+        open: Option<(Ts, usize)>,
+    }
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut slot_of: FxMap<Tid, usize> = FxMap::default();
 
     for ev in &trace.events {
         match ev.data {
             EventData::KvmExit {
                 exit_reason, isa, ..
             } => {
-                let (vm, gm) = *who.entry(ev.tid).or_insert_with(|| {
+                let si = *slot_of.entry(ev.tid).or_insert_with(|| {
                     let vm = tl
                         .thread(ev.tid)
                         .and_then(|t| t.tgid)
                         .or_else(|| trace.tasks.tgid(ev.tid));
-                    (vm, index.get(&ev.tid).copied())
+                    slots.push(Slot {
+                        vm,
+                        gm: index.get(&ev.tid).copied(),
+                        open: None,
+                    });
+                    slots.len() - 1
                 });
+                let (vm, gm) = (slots[si].vm, slots[si].gm);
                 let code = match isa {
                     KvmIsa::Vmx => exit_reason & 0xffff,
                     _ => exit_reason,
                 };
-                reasons.entry((vm, isa, code)).or_default().0 += 1;
-                open_exit.insert(ev.tid, (ev.ts, vm, isa, code));
+                let ri = *reason_idx.entry((vm, isa, code)).or_insert_with(|| {
+                    reason_rows.push((vm, isa, code, 0, 0));
+                    reason_rows.len() - 1
+                });
+                reason_rows[ri].3 += 1;
+                slots[si].open = Some((ev.ts, ri));
                 if !is_ple(isa, exit_reason) {
                     continue;
                 }
@@ -480,9 +540,9 @@ fn ple(ctx: &Context) -> Result<PleReport, AnalysisError> {
                 pending[c].push((ev.ts, gm.map(|(g, _)| g)));
             }
             EventData::KvmEntry { .. } => {
-                if let Some((t0, vm, isa, code)) = open_exit.remove(&ev.tid) {
-                    if let Some(e) = reasons.get_mut(&(vm, isa, code)) {
-                        e.1 += ev.ts.0.saturating_sub(t0.0);
+                if let Some(&si) = slot_of.get(&ev.tid) {
+                    if let Some((t0, ri)) = slots[si].open.take() {
+                        reason_rows[ri].4 += ev.ts.0.saturating_sub(t0.0);
                     }
                 }
             }
@@ -527,7 +587,7 @@ fn ple(ctx: &Context) -> Result<PleReport, AnalysisError> {
     report.per_vm = per_vm;
     report.per_vcpu = per_vcpu.into_values().collect();
     let mut by_vm: BTreeMap<Option<Tid>, Vec<ExitReason>> = BTreeMap::new();
-    for ((vm, isa, code), (count, time_ns)) in reasons {
+    for (vm, isa, code, count, time_ns) in reason_rows {
         by_vm.entry(vm).or_default().push(ExitReason {
             reason: exit_reason_name(isa, code),
             code,
@@ -570,8 +630,50 @@ struct RunnableSums<'a> {
 
 impl RunnableSums<'_> {
     /// Runnable time in [start of trace, t).
+    #[cfg(test)]
     fn before(&self, t: Ts, end: Ts) -> u64 {
-        let i = self.ivs.partition_point(|iv| iv.ts < t);
+        let mut hint = 0;
+        self.before_from(t, end, &mut hint)
+    }
+
+    /// [`Self::before`], searching forward from `*hint` (a previous answer
+    /// for an earlier `t`) by galloping, and leaving the new position there.
+    /// Queries of one (waker, wakee) pair come in time order, so this stays
+    /// near the data it touched last instead of a cold binary search.
+    fn before_from(&self, t: Ts, end: Ts, hint: &mut usize) -> u64 {
+        let n = self.ivs.len();
+        let mut lo = (*hint).min(n);
+        if lo > 0 && self.ivs[lo - 1].ts >= t {
+            lo = 0; // not monotone: search everything
+        }
+        let mut step = 1;
+        let mut hi = lo;
+        while hi < n && self.ivs[hi].ts < t {
+            lo = hi + 1;
+            hi = (hi + step).min(n);
+            step *= 2;
+        }
+        let i = lo + self.ivs[lo..hi].partition_point(|iv| iv.ts < t);
+        *hint = i;
+        self.value_at(i, t, end)
+    }
+
+    /// The partition point for `t` (first interval starting at or after it)
+    /// at or before index `from`, galloping backwards from `from`.
+    fn index_back(&self, t: Ts, from: usize) -> usize {
+        let mut hi = from.min(self.ivs.len());
+        let mut lo = hi;
+        let mut step = 1;
+        while lo > 0 && self.ivs[lo - 1].ts >= t {
+            hi = lo - 1;
+            lo = lo.saturating_sub(step);
+            step *= 2;
+        }
+        lo + self.ivs[lo..hi].partition_point(|iv| iv.ts < t)
+    }
+
+    /// Runnable time before `t`, given `i` = the partition point of `t`.
+    fn value_at(&self, i: usize, t: Ts, end: Ts) -> u64 {
         if i == 0 {
             return 0;
         }
@@ -605,69 +707,62 @@ pub fn waker_preempted(trace: &Trace, tl: &Timeline) -> WakerPreemptedReport {
             }
         })
         .collect();
-    let pos: HashMap<Tid, usize> = tl
+    let pos: FxMap<Tid, usize> = tl
         .threads
         .iter()
         .enumerate()
         .map(|(i, t)| (t.tid, i))
         .collect();
-    // (waker, wakee) -> (wakeups, ns, max); wakee tgid -> (wakeups, sleep, ns)
-    type PairAcc = HashMap<(Tid, Tid), (u64, u64, u64)>;
-    type ProcAcc = HashMap<Option<Tid>, (u64, u64, u64)>;
-    let (pairs, procs, wakeups): (PairAcc, ProcAcc, u64) = tl
+    // Every wakeup of a sleeper by a task: (wake, sleep start, waker index, wakee index, waker).
+    const NO_WAKER: u32 = u32::MAX;
+    let mut wakes: Vec<(Ts, Ts, u32, u32, Tid)> = tl
         .threads
         .par_iter()
-        .map(|t| {
-            let mut pairs: PairAcc = HashMap::new();
-            let mut procs: ProcAcc = HashMap::new();
-            let mut n = 0u64;
-            for w in t.intervals.windows(2) {
+        .enumerate()
+        .flat_map_iter(|(bi, t)| {
+            let pos = &pos;
+            t.intervals.windows(2).filter_map(move |w| {
                 let (sleep, wake) = (&w[0], &w[1]);
                 if !matches!(sleep.state, ThreadState::Sleeping | ThreadState::Blocked)
                     || wake.state != ThreadState::Runnable
                     || wake.preempted
                 {
-                    continue;
+                    return None;
                 }
-                let Some(waker) = wake.waker.filter(|w| !w.is_idle() && *w != t.tid) else {
-                    continue;
-                };
-                n += 1;
-                let ns = match pos.get(&waker) {
-                    Some(&i) => sums[i]
-                        .before(wake.ts, end)
-                        .saturating_sub(sums[i].before(sleep.ts, end)),
-                    None => 0,
-                };
-                let p = pairs.entry((waker, t.tid)).or_default();
-                p.0 += 1;
-                p.1 += ns;
-                p.2 = p.2.max(ns);
-                let q = procs.entry(t.tgid).or_default();
-                q.0 += 1;
-                q.1 += wake.ts.0.saturating_sub(sleep.ts.0);
-                q.2 += ns;
-            }
-            (pairs, procs, n)
+                let waker = wake.waker.filter(|w| !w.is_idle() && *w != t.tid)?;
+                let wi = pos.get(&waker).map_or(NO_WAKER, |&i| i as u32);
+                Some((wake.ts, sleep.ts, wi, bi as u32, waker))
+            })
         })
-        .reduce(
-            || (HashMap::new(), HashMap::new(), 0),
-            |(mut a, mut b, n), (c, d, m)| {
-                for (k, v) in c {
-                    let e = a.entry(k).or_default();
-                    e.0 += v.0;
-                    e.1 += v.1;
-                    e.2 = e.2.max(v.2);
-                }
-                for (k, v) in d {
-                    let e = b.entry(k).or_default();
-                    e.0 += v.0;
-                    e.1 += v.1;
-                    e.2 += v.2;
-                }
-                (a, b, n + m)
-            },
-        );
+        .collect();
+    // One pass in wake order: each waker's cursor only moves forward for the
+    // wake time; the sleep start is found by galloping back from it.
+    wakes.par_sort_unstable_by_key(|w| (w.0, w.3));
+    let mut cursor = vec![0usize; sums.len()];
+    // (waker, wakee) -> (wakeups, ns, max); wakee tgid -> (wakeups, sleep, ns)
+    let mut pairs: FxMap<(Tid, Tid), (u64, u64, u64)> = FxMap::default();
+    let mut procs: FxMap<Option<Tid>, (u64, u64, u64)> = FxMap::default();
+    for &(tw, t0, wi, bi, waker) in &wakes {
+        let wakee = &tl.threads[bi as usize];
+        let ns = if wi == NO_WAKER {
+            0
+        } else {
+            let s = &sums[wi as usize];
+            let c = &mut cursor[wi as usize];
+            let at_wake = s.before_from(tw, end, c);
+            let i0 = s.index_back(t0, *c);
+            at_wake.saturating_sub(s.value_at(i0, t0, end))
+        };
+        let p = pairs.entry((waker, wakee.tid)).or_default();
+        p.0 += 1;
+        p.1 += ns;
+        p.2 = p.2.max(ns);
+        let q = procs.entry(wakee.tgid).or_default();
+        q.0 += 1;
+        q.1 += tw.0.saturating_sub(t0.0);
+        q.2 += ns;
+    }
+    let wakeups = wakes.len() as u64;
     let comm = |tid: Tid| {
         tl.thread(tid)
             .map(|t| t.comm.clone())
@@ -954,5 +1049,21 @@ mod tests {
         assert_eq!(s.before(Ts(55), end), 30);
         assert_eq!(s.before(Ts(80), end), 50);
         assert_eq!(s.before(Ts(80), end) - s.before(Ts(30), end), 40);
+        // Galloping back from any later position finds the same point.
+        for t in [0u64, 5, 10, 20, 30, 50, 55, 60, 80] {
+            for from in 0..=ivs.len() {
+                let i = s.index_back(Ts(t), from.max(ivs.partition_point(|iv| iv.ts < Ts(t))));
+                assert_eq!(
+                    s.value_at(i, Ts(t), end),
+                    s.before(Ts(t), end),
+                    "t={t} from={from}"
+                );
+            }
+        }
+        // Galloping from hints gives the same answers, monotone or not.
+        let mut hint = 0;
+        for (t, want) in [(5, 0), (30, 10), (55, 30), (80, 50), (30, 10), (200, 70)] {
+            assert_eq!(s.before_from(Ts(t), end, &mut hint), want.min(100), "t={t}");
+        }
     }
 }
