@@ -537,6 +537,12 @@ fn decode_sample<'a>(ctx: &Ctx<'a>, body: &'a [u8], off: u64, out: &mut ChunkOut
         out.short_sample.hit(off, ai as u64);
         return;
     };
+    if s.cpu
+        .is_some_and(|c| u64::from(c) >= super::tracepoint::MAX_CPUS)
+    {
+        out.short_sample.hit(off, ai as u64);
+        return;
+    }
     if let (Some(pid), Some(tid)) = (s.pid, s.tid) {
         if tid >= 0 && (pid > 0 || tid == 0) {
             out.local.tgid_by_tid.insert(tid, pid);

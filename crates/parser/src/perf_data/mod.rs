@@ -541,10 +541,10 @@ fn merge(
             )
         });
         anomaly_warn(trace, &a[3], Severity::Error, damage, |a| {
-            format!("{} samples are shorter than their attr's sample_type demands (first at byte offset {}{w}); skipped", a.count, a.first_offset)
+            format!("{} samples are shorter than their attr's sample_type demands or name a CPU >= 65536 (first at byte offset {}{w}); skipped", a.count, a.first_offset)
         });
         anomaly_warn(trace, &a[4], Severity::Error, damage, |a| {
-            format!("{} tracepoint payloads are shorter than their format (first at byte offset {}{w}); skipped", a.count, a.first_offset)
+            format!("{} tracepoint payloads are shorter than their format or name a CPU >= 65536 (first at byte offset {}{w}); skipped", a.count, a.first_offset)
         });
         anomaly_warn(trace, &a[5], Severity::Info, damage, |a| {
             format!(

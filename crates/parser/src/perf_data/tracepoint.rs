@@ -260,6 +260,20 @@ fn build_kind(f: &EventFormat) -> Result<Kind, &'static str> {
     })
 }
 
+/// CPU numbers at or above this are taken as corruption (Linux NR_CPUS is
+/// at most 8192): the event is skipped and counted rather than handing
+/// absurd CPU numbers to the analyses.
+pub(crate) const MAX_CPUS: u64 = 1 << 16;
+
+/// A CPU-number field, `None` when out of range.
+#[inline]
+fn cpu(f: &FieldRef, raw: &[u8]) -> Option<Cpu> {
+    let v = f.read_u64(raw)?;
+    // 4-byte `int` CPU fields: compare the 32-bit value
+    let v = if f.size == 4 { v & 0xffff_ffff } else { v };
+    (v < MAX_CPUS).then_some(Cpu(v as u32))
+}
+
 #[inline]
 fn int(f: &FieldRef, raw: &[u8]) -> Option<i64> {
     f.read_i64(raw)
@@ -322,7 +336,7 @@ impl TpDecoder {
                     tid,
                     comm: local.comm(comm.read_str(raw)?, tid, ts),
                     prio: int(prio, raw)? as i32,
-                    target_cpu: Cpu(int(target_cpu, raw)? as u32),
+                    target_cpu: cpu(target_cpu, raw)?,
                 }
             }
             Kind::Migrate {
@@ -335,8 +349,8 @@ impl TpDecoder {
                 EventData::Migrate {
                     tid,
                     comm: local.comm(comm.read_str(raw)?, tid, ts),
-                    orig_cpu: Cpu(int(orig_cpu, raw)? as u32),
-                    dest_cpu: Cpu(int(dest_cpu, raw)? as u32),
+                    orig_cpu: cpu(orig_cpu, raw)?,
+                    dest_cpu: cpu(dest_cpu, raw)?,
                 }
             }
             Kind::Fork {
@@ -377,11 +391,11 @@ impl TpDecoder {
                 vcpu_id: vcpu_id.and_then(|f| uint(&f, raw)).map(|v| v as u32),
             },
             Kind::IpiSendCpu {
-                cpu,
+                cpu: c,
                 callsite,
                 callback,
             } => EventData::IpiSendCpu {
-                cpu: Cpu(uint(cpu, raw)? as u32),
+                cpu: cpu(c, raw)?,
                 callsite: Sym::from_addr(uint(callsite, raw)?),
                 callback: Sym::from_addr(uint(callback, raw)?),
             },
@@ -406,12 +420,12 @@ impl TpDecoder {
                 pages: int(pages, raw)?,
             },
             Kind::CsdQueue {
-                cpu,
+                cpu: c,
                 callsite,
                 func,
                 csd,
             } => EventData::CsdQueue {
-                cpu: Cpu(uint(cpu, raw)? as u32),
+                cpu: cpu(c, raw)?,
                 callsite: Sym::from_addr(uint(callsite, raw)?),
                 func: Sym::from_addr(uint(func, raw)?),
                 csd: uint(csd, raw)?,
@@ -427,15 +441,13 @@ impl TpDecoder {
             }
             Kind::CpuIdle { state, cpu_id } => EventData::CpuIdle {
                 state: uint(state, raw)? as u32,
-                cpu_id: Cpu(uint(cpu_id, raw)? as u32),
+                cpu_id: cpu(cpu_id, raw)?,
             },
             Kind::Softirq { vec, phase } => EventData::Softirq {
                 vec: uint(vec, raw)? as u32,
                 phase: *phase,
             },
-            Kind::WakeIdle { cpu } => EventData::WakeIdleNoIpi {
-                cpu: Cpu(int(cpu, raw)? as u32),
-            },
+            Kind::WakeIdle { cpu: c } => EventData::WakeIdleNoIpi { cpu: cpu(c, raw)? },
             Kind::IrqVector { vector, entry } => EventData::IrqVector {
                 vector: int(vector, raw)? as i32,
                 entry: *entry,
