@@ -59,10 +59,23 @@ fn run(cmd: &mut Command) -> String {
 }
 
 /// perf sched latency -p rows: tid -> (switches, max delay in ms).
-fn perf_latency(data: &Path) -> (HashMap<i32, (u64, f64)>, Vec<i32>) {
+/// perf's "INFO: x% context switch bugs (N out of M)" count, 0 when absent.
+fn perf_switch_bugs(text: &str) -> u64 {
+    text.lines()
+        .find_map(|l| {
+            let (_, rest) = l.split_once("context switch bugs (")?;
+            rest.split_whitespace().next()?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+type PerfRows = (HashMap<i32, (u64, f64)>, Vec<i32>, u64);
+
+fn perf_latency(data: &Path) -> PerfRows {
     let text = run(Command::new("perf")
         .args(["sched", "latency", "-p", "-i"])
         .arg(data));
+    let bugs = perf_switch_bugs(&text);
     let mut rows = HashMap::new();
     let mut dup = Vec::new();
     for line in text.lines() {
@@ -90,7 +103,7 @@ fn perf_latency(data: &Path) -> (HashMap<i32, (u64, f64)>, Vec<i32>) {
             dup.push(tid);
         }
     }
-    (rows, dup)
+    (rows, dup, bugs)
 }
 
 /// perf sched timehist -s: tid -> run time in ms.
@@ -197,7 +210,7 @@ fn latency_and_runtime_agree_with_perf() {
     let states_data = state_totals(&Timeline::build(&trace));
     drop(trace);
 
-    let (perf_lat, dup_lat) = perf_latency(&data);
+    let (perf_lat, dup_lat, perf_bugs) = perf_latency(&data);
     let (perf_run, dup_run) = perf_runtime(&data);
     assert!(
         perf_lat.len() >= 100,
@@ -244,7 +257,15 @@ fn latency_and_runtime_agree_with_perf() {
         exact * 100 >= n * 99,
         "max delay/switches equal for only {exact}/{n} tasks; differing (tid, perf switches, perf max ms, our switches, our max ns): {diffs:?}"
     );
-    // perf counts the same inconsistencies as "context switch bugs".
+    // "Context switch bugs": a CPU switches out a task that its previous
+    // switch did not switch in. perf reports about 1% of them on these
+    // recordings even when it reports no lost events; in the ones inspected,
+    // a freshly forked sched-messaging task is switched out on a CPU whose
+    // last recorded switch went to idle, i.e. the recording simply has no
+    // switch-in for it. perf's latency state machine carries on through
+    // them and so does ours, with the same rules (see latency.rs), so the
+    // per-task numbers still agree; both count the same bugs.
+    assert_eq!(report.context_switch_bugs, perf_bugs, "context switch bugs");
     eprintln!(
         "latency: {exact}/{n} tasks equal to the microsecond; context switch bugs {}",
         report.context_switch_bugs
