@@ -632,7 +632,7 @@ mod tests {
         let st = IP | TID | TIME | ID | CPU | PERIOD | READ | CALLCHAIN | RAW;
         let rf = read_format::GROUP | read_format::ID | read_format::LOST;
         let mut b = Vec::new();
-        let mut p64 = |b: &mut Vec<u8>, v: u64| b.extend_from_slice(&v.to_le_bytes());
+        let p64 = |b: &mut Vec<u8>, v: u64| b.extend_from_slice(&v.to_le_bytes());
         p64(&mut b, 0xffff_ffff_8100_0000); // ip
         b.extend_from_slice(&10u32.to_le_bytes()); // pid
         b.extend_from_slice(&11u32.to_le_bytes()); // tid
