@@ -12,8 +12,10 @@
 //!   switch-out with prev_state exactly `R` (a yield). A preempted switch-out
 //!   (`R+`) does **not** start a wait: perf 6.1 maps the raw prev_state to a
 //!   letter by indexing `"RSDTtZXxKWP"`, and the preemption bit (0x100 on
-//!   current kernels) never maps to `R`. Newer perf versions count it; we
-//!   follow the perf that is installed here.
+//!   current kernels) never maps to `R`. Newer perf versions count it; the
+//!   `delay_*` fields follow the perf that is installed here, and the
+//!   waits after preemption are reported apart (`preemptions`,
+//!   `preempt_delay_max_ns`, `preempt_delay_total_ns`).
 //! * A wait ends at the next switch-in; that switch-in counts as one of the
 //!   task's `switches`, and its delay feeds the average and the maximum
 //!   (ties keep the first). A switch-in of a task never seen before counts as
@@ -81,6 +83,14 @@ pub struct TaskLatency {
     pub delay_max_start_ns: u64,
     /// Sum of all waits.
     pub delay_total_ns: u64,
+    /// Preempted switch-outs (`R+`) followed by a switch-in. perf 6.1 does
+    /// not count these waits (see the module docs); newer perf does. Here
+    /// they are reported apart so that both readings are available.
+    pub preemptions: u64,
+    /// Largest wait from a preempted switch-out to the next switch-in.
+    pub preempt_delay_max_ns: u64,
+    /// Sum of those waits.
+    pub preempt_delay_total_ns: u64,
 }
 
 /// perf's per-task atom state.
@@ -108,6 +118,11 @@ struct Acc {
     max: u64,
     max_start: Ts,
     max_at: Ts,
+    /// Preempted (`R+`) switch-out not yet followed by a switch-in.
+    preempted_at: Option<Ts>,
+    preemptions: u64,
+    preempt_total: u64,
+    preempt_max: u64,
 }
 
 /// The accumulation state of one pass.
@@ -137,6 +152,10 @@ impl Pass {
                 max: 0,
                 max_start: Ts(0),
                 max_at: Ts(0),
+                preempted_at: None,
+                preemptions: 0,
+                preempt_total: 0,
+                preempt_max: 0,
             });
         } else if comm != StrId(0) {
             self.acc[i].comm = comm;
@@ -182,6 +201,7 @@ impl Pass {
             let a = &mut self.acc[i];
             a.wait = wait;
             a.sched_out = ts;
+            a.preempted_at = (prev_state.bits == 0 && prev_state.preempted).then_some(ts);
             if let Some(t0) = last {
                 a.runtime += ts.0.saturating_sub(t0.0);
             }
@@ -189,6 +209,12 @@ impl Pass {
         if !next.is_idle() {
             let (i, _) = self.slot(next, next_comm, Phase::WaitCpu(ts), ts);
             let a = &mut self.acc[i];
+            if let Some(p) = a.preempted_at.take() {
+                let d = ts.0.saturating_sub(p.0);
+                a.preemptions += 1;
+                a.preempt_total += d;
+                a.preempt_max = a.preempt_max.max(d);
+            }
             if let Phase::WaitCpu(w) = a.wait {
                 a.wait = Phase::Done;
                 if ts >= w {
@@ -291,6 +317,9 @@ pub fn compute(trace: &Trace) -> Result<LatencyReport, AnalysisError> {
                 delay_max_at_ns: a.max_at.0,
                 delay_max_start_ns: a.max_start.0,
                 delay_total_ns: a.total,
+                preemptions: a.preemptions,
+                preempt_delay_max_ns: a.preempt_max,
+                preempt_delay_total_ns: a.preempt_total,
             }
         })
         .collect();
@@ -434,6 +463,10 @@ mod tests {
             .switch(70, 0, 5, "S", 6));
         assert_eq!(row(&r, 5).switches, 1, "only the first-sight switch-in");
         assert_eq!(row(&r, 5).delay_max_ns, 0);
+        // ... but the wait after preemption, [20, 40), is reported apart.
+        assert_eq!(row(&r, 5).preemptions, 1);
+        assert_eq!(row(&r, 5).preempt_delay_max_ns, 20);
+        assert_eq!(row(&r, 6).preemptions, 0, "a yield is not a preemption");
         let six = row(&r, 6);
         assert_eq!(six.switches, 2);
         assert_eq!(six.delay_max_ns, 30);
