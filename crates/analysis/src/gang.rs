@@ -7,7 +7,8 @@
 //! (`pid=N`, `tids=A,B,C`, `comm=REGEX`, `cgroup=PATH`).
 //!
 //! With running(t) = members Running and active(t) = members Running or
-//! Runnable, and alive(t) = members whose state is known and not Dead:
+//! Runnable, and alive(t) = members forked (or present when the trace
+//! started) and not Dead:
 //! * `corun_ratio` = time(running = alive, running >= 1) / time(running >= 1)
 //! * `fragmented_ns` = time(1 <= running < active)
 //! * `running_hist_ns[k]` = time with exactly k members running
@@ -387,13 +388,21 @@ fn cls(s: ThreadState) -> Cls {
     match s {
         ThreadState::Running => Cls::Running,
         ThreadState::Runnable => Cls::Runnable,
-        ThreadState::Sleeping | ThreadState::Blocked | ThreadState::Other => Cls::Idle,
-        ThreadState::Unknown | ThreadState::Dead => Cls::Gone,
+        // Unknown (e.g. after lost events): alive, but not known to run or wait.
+        ThreadState::Sleeping
+        | ThreadState::Blocked
+        | ThreadState::Other
+        | ThreadState::Unknown => Cls::Idle,
+        ThreadState::Dead => Cls::Gone,
     }
 }
 
 /// Compute the co-run numbers of one gang from the timeline.
-pub fn compute(def: &GangDef, timeline: &Timeline) -> Gang {
+///
+/// A member is alive from its fork (when the trace saw it; otherwise from the
+/// start of the trace: it existed, its state just was not known yet) until it
+/// is Dead. Alive members whose state is not known yet count as not running.
+pub fn compute(def: &GangDef, timeline: &Timeline, trace: &Trace) -> Gang {
     let n = def.members.len();
     // Transitions (ts, member, class), from the members' contiguous intervals.
     let mut tr: Vec<(Ts, u32, Cls)> = Vec::new();
@@ -401,6 +410,15 @@ pub fn compute(def: &GangDef, timeline: &Timeline) -> Gang {
         let Some(t) = timeline.thread(*tid) else {
             continue;
         };
+        let birth = trace
+            .tasks
+            .by_tid(*tid)
+            .and_then(|k| k.fork_ts)
+            .filter(|&f| f > timeline.start)
+            .unwrap_or(timeline.start);
+        if t.intervals.first().is_some_and(|iv| iv.ts > birth) {
+            tr.push((birth, m as u32, Cls::Idle));
+        }
         let mut last_end: Option<Ts> = None;
         for iv in &t.intervals {
             if last_end.is_some_and(|e| e < iv.ts) {
@@ -590,7 +608,10 @@ fn ratio(a: u64, b: u64) -> f64 {
 pub fn analyze(ctx: &Context) -> Result<GangReport, AnalysisError> {
     check_sched_events(ctx.trace, "gang")?;
     let defs = resolve_gangs(ctx)?;
-    let gangs: Vec<Gang> = defs.par_iter().map(|d| compute(d, ctx.timeline)).collect();
+    let gangs: Vec<Gang> = defs
+        .par_iter()
+        .map(|d| compute(d, ctx.timeline, ctx.trace))
+        .collect();
     let note = if !gangs.is_empty() {
         None
     } else if ctx.timeline.threads.iter().all(|t| t.tgid.is_none()) {
