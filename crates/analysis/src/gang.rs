@@ -619,6 +619,13 @@ pub fn analyze(ctx: &Context) -> Result<GangReport, AnalysisError> {
     } else {
         Some("no process had two or more threads that ran or waited for a CPU, and no VM (kvm_exit) was seen".to_string())
     };
+    let note = match (note, ctx.trace.lost) {
+        (n, 0) => n,
+        (n, lost) => Some(format!(
+            "{}the kernel lost {lost} events: members whose state is unknown after a loss count as alive and not running",
+            n.map(|n| format!("{n}; ")).unwrap_or_default()
+        )),
+    };
     Ok(GangReport { gangs, note })
 }
 
