@@ -522,3 +522,101 @@ fn old_kvm_text_format_gives_the_same_ple_numbers() {
         );
     }
 }
+
+#[test]
+fn json_keys_and_text_verdicts() {
+    let sim = simulate(&Config::scenario("mixed", 1).expect("scenario"));
+    let trace = load_perf(&sim);
+    let tl = Timeline::build(&trace);
+    let opts = Options {
+        gang_specs: Vec::new(),
+        top: 10,
+    };
+    let ctx = Context {
+        trace: &trace,
+        timeline: &tl,
+        opts: &opts,
+    };
+    let g = gang::analyze(&ctx).expect("gang");
+    let l = lhp::analyze(&ctx).expect("lhp");
+    // The JSON keys named in issue 4 are a public contract.
+    let gj = serde_json::to_value(&g).expect("gang json");
+    for k in [
+        "name",
+        "tgid",
+        "members",
+        "corun_ratio",
+        "fragmented_ns",
+        "running_hist_ns",
+        "pair_corun",
+    ] {
+        assert!(gj["gangs"][0].get(k).is_some(), "gang.gangs[0].{k}");
+    }
+    let lj = serde_json::to_value(&l).expect("lhp json");
+    for k in [
+        "total",
+        "sibling_preempted",
+        "all_running",
+        "siblings_idle",
+        "per_vm",
+        "exit_reasons",
+    ] {
+        assert!(lj["ple"].get(k).is_some(), "lhp.ple.{k}");
+    }
+    for k in [
+        "tgid",
+        "name",
+        "vcpus",
+        "total",
+        "sibling_preempted",
+        "all_running",
+        "siblings_idle",
+        "per_second",
+    ] {
+        assert!(
+            lj["ple"]["per_vm"][0].get(k).is_some(),
+            "lhp.ple.per_vm[0].{k}"
+        );
+    }
+    for k in ["total_ns", "pairs", "processes"] {
+        assert!(
+            lj["waker_preempted"].get(k).is_some(),
+            "lhp.waker_preempted.{k}"
+        );
+    }
+    assert_eq!(
+        lj["ple"]["total"],
+        serde_json::json!(sim.truth.ple.counts[0])
+    );
+    // Text: one verdict per gang first, with the truth's percentages.
+    let mut out = Vec::new();
+    g.render_text(&ctx, &mut out).expect("render gang");
+    let text = String::from_utf8(out).expect("utf8");
+    let vm0 = &sim.truth.gangs[0];
+    let verdict = format!(
+        "VM 1000 (qemu-vm0): all 4 vCPUs co-ran {:.0}% of the time it ran; {:.0}% fragmented",
+        vm0.corun_ratio * 100.0,
+        vm0.fragmented_ns as f64 * 100.0 / vm0.any_running_ns as f64
+    );
+    let first_lines: Vec<&str> = text.lines().take(sim.truth.gangs.len()).collect();
+    assert!(
+        first_lines.iter().any(|l| l.trim() == verdict),
+        "{verdict} not in {first_lines:?}"
+    );
+    assert!(
+        text.contains("running  time (ms)  share (%)"),
+        "histogram table"
+    );
+    let mut out = Vec::new();
+    l.render_text(&ctx, &mut out).expect("render lhp");
+    let text = String::from_utf8(out).expect("utf8");
+    let first = text.lines().next().unwrap_or("");
+    assert!(
+        first.contains(&format!("{} pause-loop exits", sim.truth.ple.counts[0])),
+        "{first}"
+    );
+    assert!(
+        text.contains("PAUSE_INSTRUCTION") && text.contains("pause"),
+        "exit reasons in context"
+    );
+}
