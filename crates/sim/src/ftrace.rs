@@ -51,6 +51,36 @@ pub fn to_ftrace_text(sim: &Simulation) -> String {
     to_ftrace_text_style(sim, KvmStyle::Current)
 }
 
+/// The same trace without the TGID column (tracefs without `record-tgid`):
+/// the decoder learns no process ids, so only explicit gangs exist.
+pub fn to_ftrace_text_without_tgid(sim: &Simulation) -> String {
+    let text = to_ftrace_text(sim);
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        if line.starts_with('#') {
+            if line.contains("TASK-PID") {
+                out.push_str("#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n");
+            } else if line.contains("| |") {
+                out.push_str("#              | |         |   |||||     |         |\n");
+            } else {
+                out.push_str(line);
+                out.push('\n');
+            }
+            continue;
+        }
+        // "%16s-%-7d (%7s) [": the TGID column is the 10 bytes before " [" ... "(".
+        match line.find(" (") {
+            Some(i) if line[i..].starts_with(" (") && line[i + 11..].starts_with('[') => {
+                out.push_str(&line[..i + 1]);
+                out.push_str(&line[i + 11..]);
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// Render the whole trace as ftrace text with kvm lines in `style`.
 pub fn to_ftrace_text_style(sim: &Simulation, style: KvmStyle) -> String {
     let mut s = String::with_capacity(sim.events.len() * 150);

@@ -620,3 +620,57 @@ fn json_keys_and_text_verdicts() {
         "exit reasons in context"
     );
 }
+
+#[test]
+fn without_tgids_only_explicit_gangs() {
+    let sim = simulate(&Config::scenario("mixed", 5).expect("scenario"));
+    let text = ftrace::to_ftrace_text_without_tgid(&sim);
+    assert!(!text.contains("(   1000)"), "TGID column left in");
+    let trace = schedscope_parser::load_bytes("notgid.txt", text.as_bytes()).expect("decode");
+    assert_eq!(trace.events.len(), sim.events.len());
+    let (g, _) = run(&trace, &[]);
+    let g = g.expect("gang");
+    assert!(
+        g.gangs.is_empty(),
+        "automatic gangs without tgids: {:?}",
+        g.gangs.iter().map(|g| &g.name).collect::<Vec<_>>()
+    );
+    assert!(
+        g.note.as_deref().unwrap_or("").contains("--gang-of"),
+        "{:?}",
+        g.note
+    );
+    // Explicit gangs still work, and give PLE siblings.
+    let vm0 = &sim.truth.gangs[0];
+    let spec = format!(
+        "tids={}",
+        vm0.members
+            .iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let (g, l) = run(&trace, &[&spec]);
+    let g = g.expect("gang");
+    assert_eq!(g.gangs[0].running_hist_ns, vm0.running_hist_ns);
+    assert_eq!(g.gangs[0].fragmented_ns, vm0.fragmented_ns);
+    let p = l.expect("lhp").ple.0.expect("ple");
+    let c = sim.truth.ple.per_vm[&1000];
+    assert_eq!(
+        [
+            p.per_vm[0].total,
+            p.per_vm[0].sibling_preempted,
+            p.per_vm[0].all_running,
+            p.per_vm[0].siblings_idle
+        ],
+        c
+    );
+    // pid= cannot be resolved without tgids, and says so.
+    let (g, _) = run(&trace, &["pid=1000"]);
+    match g {
+        Err(AnalysisError::InvalidOption { detail, .. }) => {
+            assert!(detail.contains("no process (tgid) information"), "{detail}")
+        }
+        other => panic!("expected InvalidOption, got {other:?}"),
+    }
+}
