@@ -403,6 +403,38 @@ fn cls(s: ThreadState) -> Cls {
 /// start of the trace: it existed, its state just was not known yet) until it
 /// is Dead. Alive members whose state is not known yet count as not running.
 pub fn compute(def: &GangDef, timeline: &Timeline, trace: &Trace) -> Gang {
+    sweep(def, timeline, trace, None)
+}
+
+/// A stretch of time with constant member counts (for Parquet export and the TUI).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct GangInterval {
+    /// Start (ns).
+    pub start_ns: u64,
+    /// End (ns, exclusive).
+    pub end_ns: u64,
+    /// Members Running.
+    pub running: u32,
+    /// Members Running or Runnable.
+    pub active: u32,
+    /// Members alive.
+    pub alive: u32,
+}
+
+/// The gang's timeline as maximal intervals of constant (running, active,
+/// alive) counts, covering the trace from the first member event to its end.
+pub fn intervals(def: &GangDef, timeline: &Timeline, trace: &Trace) -> Vec<GangInterval> {
+    let mut out = Vec::new();
+    sweep(def, timeline, trace, Some(&mut out));
+    out
+}
+
+fn sweep(
+    def: &GangDef,
+    timeline: &Timeline,
+    trace: &Trace,
+    mut out: Option<&mut Vec<GangInterval>>,
+) -> Gang {
     let n = def.members.len();
     // Transitions (ts, member, class), from the members' contiguous intervals.
     let mut tr: Vec<(Ts, u32, Cls)> = Vec::new();
@@ -477,6 +509,21 @@ pub fn compute(def: &GangDef, timeline: &Timeline, trace: &Trace) -> Gang {
         let ts = if i < tr.len() { tr[i].0 } else { end.max(prev) };
         // Account [prev, ts) with the current counts.
         let dur = ts.0.saturating_sub(prev.0);
+        if let (Some(o), true) = (out.as_deref_mut(), dur > 0) {
+            let (r, a, l) = (running as u32, active as u32, alive as u32);
+            match o.last_mut() {
+                Some(g) if g.end_ns == prev.0 && (g.running, g.active, g.alive) == (r, a, l) => {
+                    g.end_ns = ts.0
+                }
+                _ => o.push(GangInterval {
+                    start_ns: prev.0,
+                    end_ns: ts.0,
+                    running: r,
+                    active: a,
+                    alive: l,
+                }),
+            }
+        }
         if dur > 0 {
             hist[running] += dur;
             if running >= 1 {

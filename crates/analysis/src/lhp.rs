@@ -368,14 +368,70 @@ impl Cursor<'_> {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum PleClass {
+/// How a PLE exit is classified by its siblings' states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PleClass {
+    /// Some sibling was Runnable (a likely preempted lock holder).
     SiblingPreempted,
+    /// Every alive sibling was Running (futile exit).
     AllRunning,
+    /// Otherwise (siblings asleep, or no siblings).
     SiblingsIdle,
 }
 
+/// What followed one PLE exit on its CPU within [`YIELD_WINDOW_NS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum YieldOutcome {
+    /// The next switch put a sibling on the CPU.
+    ToSibling,
+    /// The next switch put another task (or idle) on the CPU.
+    ToOther,
+    /// No switch on that CPU within the window.
+    NoSwitch,
+}
+
+/// One pause-loop exit with its classification (for Parquet export and the TUI).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PleExit {
+    /// When.
+    pub ts: Ts,
+    /// The CPU it happened on.
+    pub cpu: schedscope_trace::Cpu,
+    /// The spinning vCPU thread.
+    pub tid: Tid,
+    /// Its VM (tgid), when known.
+    pub vm: Option<Tid>,
+    /// Sibling states at that instant.
+    pub class: PleClass,
+    /// Directed-yield outcome.
+    pub outcome: YieldOutcome,
+}
+
+/// Every PLE exit of the trace, classified, in time order (the rows behind
+/// [`PleReport`]'s counts).
+pub fn ple_exits(ctx: &Context) -> Result<Vec<PleExit>, AnalysisError> {
+    if ctx.trace.count("kvm:kvm_exit") == 0 {
+        return Err(AnalysisError::missing(
+            "lhp (pause-loop exits)",
+            &["kvm:kvm_exit", "kvm:kvm_entry"],
+        ));
+    }
+    gang::check_sched_events(ctx.trace, "lhp")?;
+    let mut exits = Vec::new();
+    ple_pass(ctx, Some(&mut exits))?;
+    Ok(exits)
+}
+
 fn ple(ctx: &Context) -> Result<PleReport, AnalysisError> {
+    ple_pass(ctx, None)
+}
+
+fn ple_pass(
+    ctx: &Context,
+    mut exits: Option<&mut Vec<PleExit>>,
+) -> Result<PleReport, AnalysisError> {
     let trace = ctx.trace;
     let tl = ctx.timeline;
     let defs: Vec<GangDef> = if ctx.opts.gang_specs.is_empty() {
@@ -430,7 +486,8 @@ fn ple(ctx: &Context) -> Result<PleReport, AnalysisError> {
     let mut per_vcpu: BTreeMap<Tid, PleVcpu> = BTreeMap::new();
     let mut outcomes = YieldOutcomes::default();
     // Per CPU: PLE exits awaiting the next switch (ts, gang index or none).
-    let mut pending: Vec<Vec<(Ts, Option<usize>)>> = vec![Vec::new(); trace.nr_cpus as usize];
+    let mut pending: Vec<Vec<(Ts, Option<usize>, Option<usize>)>> =
+        vec![Vec::new(); trace.nr_cpus as usize];
     // Exit counts and handling time: rows (VM, isa, code, count, ns) and their index.
     let mut reason_rows: Vec<(Option<Tid>, KvmIsa, u32, u64, u64)> = Vec::new();
     let mut reason_idx: FxMap<(Option<Tid>, KvmIsa, u32), usize> = FxMap::default();
@@ -537,7 +594,18 @@ fn ple(ctx: &Context) -> Result<PleReport, AnalysisError> {
                 if c >= pending.len() {
                     pending.resize(c + 1, Vec::new());
                 }
-                pending[c].push((ev.ts, gm.map(|(g, _)| g)));
+                let row = exits.as_deref_mut().map(|x| {
+                    x.push(PleExit {
+                        ts: ev.ts,
+                        cpu: ev.cpu,
+                        tid: ev.tid,
+                        vm,
+                        class,
+                        outcome: YieldOutcome::NoSwitch,
+                    });
+                    x.len() - 1
+                });
+                pending[c].push((ev.ts, gm.map(|(g, _)| g), row));
             }
             EventData::KvmEntry { .. } => {
                 if let Some(&si) = slot_of.get(&ev.tid) {
@@ -551,16 +619,24 @@ fn ple(ctx: &Context) -> Result<PleReport, AnalysisError> {
                 let Some(list) = pending.get_mut(c) else {
                     continue;
                 };
-                for (t0, g) in list.drain(..) {
-                    if ev.ts.0.saturating_sub(t0.0) > YIELD_WINDOW_NS {
+                for (t0, g, row) in list.drain(..) {
+                    let outcome = if ev.ts.0.saturating_sub(t0.0) > YIELD_WINDOW_NS {
                         outcomes.no_switch += 1;
+                        YieldOutcome::NoSwitch
                     } else if g.is_some_and(|g| defs[g].members.binary_search(&next_tid).is_ok()) {
                         outcomes.to_sibling += 1;
                         if let Some(g) = g {
                             per_vm[g].yield_to_sibling += 1;
                         }
+                        YieldOutcome::ToSibling
                     } else {
                         outcomes.to_other += 1;
+                        YieldOutcome::ToOther
+                    };
+                    if let (Some(x), Some(r)) = (exits.as_deref_mut(), row) {
+                        if let Some(e) = x.get_mut(r) {
+                            e.outcome = outcome;
+                        }
                     }
                 }
             }

@@ -674,3 +674,64 @@ fn without_tgids_only_explicit_gangs() {
         other => panic!("expected InvalidOption, got {other:?}"),
     }
 }
+
+#[test]
+fn exported_rows_add_up_to_the_truth() {
+    use schedscope_analysis::lhp::{PleClass, YieldOutcome};
+    let sim = simulate(&Config::scenario("mixed", 6).expect("scenario"));
+    let trace = load_perf(&sim);
+    let tl = Timeline::build(&trace);
+    let opts = Options {
+        gang_specs: Vec::new(),
+        top: 10,
+    };
+    let ctx = Context {
+        trace: &trace,
+        timeline: &tl,
+        opts: &opts,
+    };
+    let defs = gang::resolve_gangs(&ctx).expect("gangs");
+    for (def, tg) in defs.iter().zip(&sim.truth.gangs) {
+        let rows = gang::intervals(def, &tl, &trace);
+        let mut hist = vec![0u64; def.members.len() + 1];
+        let mut frag = 0;
+        for r in &rows {
+            let d = r.end_ns - r.start_ns;
+            hist[r.running as usize] += d;
+            if r.running >= 1 && r.running < r.active {
+                frag += d;
+            }
+        }
+        assert_eq!(hist, tg.running_hist_ns, "{}", def.name);
+        assert_eq!(frag, tg.fragmented_ns, "{}", def.name);
+        assert!(
+            rows.windows(2).all(|w| w[0].end_ns == w[1].start_ns),
+            "contiguous"
+        );
+    }
+    let exits = lhp::ple_exits(&ctx).expect("ple exits");
+    let count = |c: PleClass| exits.iter().filter(|e| e.class == c).count() as u64;
+    assert_eq!(
+        [
+            exits.len() as u64,
+            count(PleClass::SiblingPreempted),
+            count(PleClass::AllRunning),
+            count(PleClass::SiblingsIdle)
+        ],
+        sim.truth.ple.counts
+    );
+    let out = |o: YieldOutcome| exits.iter().filter(|e| e.outcome == o).count() as u64;
+    assert_eq!(
+        [
+            out(YieldOutcome::ToSibling),
+            out(YieldOutcome::ToOther),
+            out(YieldOutcome::NoSwitch)
+        ],
+        [
+            sim.truth.ple.to_sibling,
+            sim.truth.ple.to_other,
+            sim.truth.ple.no_switch
+        ]
+    );
+    assert!(exits.windows(2).all(|w| w[0].ts <= w[1].ts));
+}
