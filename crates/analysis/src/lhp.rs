@@ -486,8 +486,9 @@ fn ple_pass(
     let mut per_vcpu: BTreeMap<Tid, PleVcpu> = BTreeMap::new();
     let mut outcomes = YieldOutcomes::default();
     // Per CPU: PLE exits awaiting the next switch (ts, gang index or none).
-    let mut pending: Vec<Vec<(Ts, Option<usize>, Option<usize>)>> =
-        vec![Vec::new(); trace.nr_cpus as usize];
+    // (exit time, gang index, row in `exits`)
+    type Pending = (Ts, Option<usize>, Option<usize>);
+    let mut pending: Vec<Vec<Pending>> = vec![Vec::new(); trace.nr_cpus as usize];
     // Exit counts and handling time: rows (VM, isa, code, count, ns) and their index.
     let mut reason_rows: Vec<(Option<Tid>, KvmIsa, u32, u64, u64)> = Vec::new();
     let mut reason_idx: FxMap<(Option<Tid>, KvmIsa, u32), usize> = FxMap::default();
