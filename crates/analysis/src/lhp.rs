@@ -661,7 +661,13 @@ fn ple_pass(
     for p in &mut per_vm {
         p.per_second = rate(p.total);
     }
-    report.per_vm = per_vm;
+    // Only gangs with vCPU threads are VMs (explicit gangs may be plain processes).
+    report.per_vm = per_vm
+        .into_iter()
+        .zip(&defs)
+        .filter(|(_, d)| !d.vcpus.is_empty())
+        .map(|(v, _)| v)
+        .collect();
     report.per_vcpu = per_vcpu.into_values().collect();
     let mut by_vm: BTreeMap<Option<Tid>, Vec<ExitReason>> = BTreeMap::new();
     for (vm, isa, code, count, time_ns) in reason_rows {
