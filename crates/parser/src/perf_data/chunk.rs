@@ -403,7 +403,8 @@ impl Anomaly {
 /// What one chunk produced.
 #[derive(Default)]
 pub(crate) struct ChunkOut<'a> {
-    pub events: Vec<Event>,
+    /// Number of events written to the chunk's slice of the event vector.
+    pub n: usize,
     pub local: Local<'a>,
     /// Count per NameId.
     pub counts: Vec<u64>,
@@ -427,19 +428,21 @@ pub(crate) struct ChunkOut<'a> {
 /// Decode the records in `stream[range]`. Record headers were validated by
 /// the walk, so every record lies inside the range. `base` is the file
 /// offset of `stream[0]` (for messages).
+/// Events go to `slots`, which has room for one event per SAMPLE record of
+/// the range; on return `slots[..out.n]` holds them, sorted by time (stable).
 pub(crate) fn decode_chunk<'a>(
     ctx: &Ctx<'a>,
     stream: &'a [u8],
     range: std::ops::Range<usize>,
     base: u64,
     n_names: usize,
+    slots: &mut [Event],
 ) -> ChunkOut<'a> {
     let mut out = ChunkOut {
         counts: vec![0; n_names],
         ..ChunkOut::default()
     };
     out.local.printk = Some(ctx.printk);
-    out.events.reserve((range.end - range.start) / 96);
     let mut pos = range.start;
     while pos + 8 <= range.end {
         let size = u16_at(stream, pos + 6).unwrap_or(0) as usize;
@@ -451,7 +454,17 @@ pub(crate) fn decode_chunk<'a>(
         let body = &stream[pos + 8..pos + size];
         let off = base + pos as u64;
         match RecordType(ty) {
-            RecordType::SAMPLE => decode_sample(ctx, body, off, &mut out),
+            RecordType::SAMPLE => {
+                if let Some(ev) = decode_sample(ctx, body, off, &mut out) {
+                    match slots.get_mut(out.n) {
+                        Some(slot) => {
+                            *slot = ev;
+                            out.n += 1;
+                        }
+                        None => out.short_record.hit(off, ty as u64), // cannot happen: one slot per sample
+                    }
+                }
+            }
             RecordType::COMM => {
                 let a = &ctx.attrs[ctx.attr_of_other(body)];
                 match (u32_at(body, 0), u32_at(body, 4), body.get(8..)) {
@@ -511,7 +524,9 @@ pub(crate) fn decode_chunk<'a>(
         pos += size;
     }
     // stable, so equal timestamps keep file order; small per-chunk buffers
-    out.events.sort_by_key(|e| e.ts);
+    if let Some(evs) = slots.get_mut(..out.n) {
+        evs.sort_by_key(|e| e.ts);
+    }
     out
 }
 
@@ -521,27 +536,32 @@ fn is_known_record(ty: u32) -> bool {
 }
 
 #[inline]
-fn decode_sample<'a>(ctx: &Ctx<'a>, body: &'a [u8], off: u64, out: &mut ChunkOut<'a>) {
+fn decode_sample<'a>(
+    ctx: &Ctx<'a>,
+    body: &'a [u8],
+    off: u64,
+    out: &mut ChunkOut<'a>,
+) -> Option<Event> {
     let ai = match ctx.attr_of_sample(body) {
         Ok(i) => i,
         Err(id) => {
             out.unknown_id.hit(off, id);
-            return;
+            return None;
         }
     };
     let Some(a) = ctx.attrs.get(ai) else {
         out.unknown_id.hit(off, ai as u64);
-        return;
+        return None;
     };
     let Some(s) = parse_sample(body, &a.layout) else {
         out.short_sample.hit(off, ai as u64);
-        return;
+        return None;
     };
     if s.cpu
         .is_some_and(|c| u64::from(c) >= super::tracepoint::MAX_CPUS)
     {
         out.short_sample.hit(off, ai as u64);
-        return;
+        return None;
     }
     if let (Some(pid), Some(tid)) = (s.pid, s.tid) {
         if tid >= 0 && (pid > 0 || tid == 0) {
@@ -563,7 +583,7 @@ fn decode_sample<'a>(ctx: &Ctx<'a>, body: &'a [u8], off: u64, out: &mut ChunkOut
     if a.tracepoint {
         let Some(raw) = s.raw else {
             out.no_raw.hit(off, ai as u64);
-            return;
+            return None;
         };
         let ty = ctx
             .common_type
@@ -575,7 +595,7 @@ fn decode_sample<'a>(ctx: &Ctx<'a>, body: &'a [u8], off: u64, out: &mut ChunkOut
         else {
             out.unknown_common_type
                 .hit(off, ty.map(u64::from).unwrap_or(u64::MAX));
-            return;
+            return None;
         };
         if s.tid.is_none() {
             if let Some(p) = tp.common_pid.and_then(|f| f.read_i64(raw)) {
@@ -587,14 +607,14 @@ fn decode_sample<'a>(ctx: &Ctx<'a>, body: &'a [u8], off: u64, out: &mut ChunkOut
             Some(d) => ev.data = d,
             None => {
                 out.short_payload.hit(off, tp.name.0 as u64);
-                return;
+                return None;
             }
         }
     }
     if let Some(c) = out.counts.get_mut(ev.name.0 as usize) {
         *c += 1;
     }
-    out.events.push(ev);
+    Some(ev)
 }
 
 #[cfg(test)]

@@ -27,7 +27,8 @@ use chunk::{Anomaly, AttrCtx, ChunkOut, Ctx, FxMap, Layout, TaskOp};
 use header::FileHeader;
 use rayon::prelude::*;
 use schedscope_trace::{
-    CgroupSample, CpuMask, EventData, MaskId, Severity, StackId, StrId, Tid, Trace, TraceFormat, Ts,
+    CgroupSample, Cpu, CpuMask, Event, EventData, MaskId, NameId, Severity, StackId, StrId, Tid,
+    Trace, TraceFormat, Ts,
 };
 use std::io::Read;
 use std::ops::Range;
@@ -204,28 +205,51 @@ pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
         damage.get_or_insert((*off, msg.clone()));
     }
 
-    let jobs: Vec<(&[u8], Range<usize>, u64, bool)> = walk
+    let jobs: Vec<Job<'_>> = walk
         .chunks
         .iter()
-        .map(|r| (stream, r.clone(), ds_start as u64, false))
-        .chain(
-            dwalk
-                .chunks
-                .iter()
-                .map(|r| (decompressed.as_slice(), r.clone(), 0, true)),
-        )
+        .map(|(r, n)| Job {
+            stream,
+            range: r.clone(),
+            samples: *n,
+            base: ds_start as u64,
+            decompressed: false,
+        })
+        .chain(dwalk.chunks.iter().map(|(r, n)| Job {
+            stream: &decompressed,
+            range: r.clone(),
+            samples: *n,
+            base: 0,
+            decompressed: true,
+        }))
         .collect();
-    let outs: Vec<(ChunkOut<'_>, bool)> = jobs
-        .par_iter()
-        .map(|(s, r, base, dec)| {
+    // One slot per SAMPLE record, filled in parallel: each chunk decodes
+    // straight into its own slice of the final vector (no per-chunk vectors
+    // to allocate, zero and copy).
+    let total: usize = jobs.iter().map(|j| j.samples).sum();
+    let placeholder = Event {
+        ts: Ts(0),
+        cpu: Cpu(0),
+        tid: Tid(0),
+        name: NameId(0),
+        stack: StackId::NONE,
+        data: EventData::Other(None),
+    };
+    let mut events: Vec<Event> = Vec::with_capacity(total);
+    events.par_extend(rayon::iter::repeat_n(placeholder, total));
+    let outs: Vec<(ChunkOut<'_>, bool)> = split_slots(&mut events, jobs.iter().map(|j| j.samples))
+        .into_par_iter()
+        .zip(jobs.par_iter())
+        .map(|(slots, j)| {
             (
-                chunk::decode_chunk(&ctx, s, r.clone(), *base, n_names),
-                *dec,
+                chunk::decode_chunk(&ctx, j.stream, j.range.clone(), j.base, n_names, slots),
+                j.decompressed,
             )
         })
         .collect();
+    let sizes: Vec<usize> = jobs.iter().map(|j| j.samples).collect();
 
-    merge(&mut trace, outs, &td, &mut damage);
+    merge(&mut trace, outs, events, &sizes, &td, &mut damage);
 
     if trace.events.is_empty() {
         if let Some((offset, detail)) = damage {
@@ -248,9 +272,24 @@ pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
     Ok(trace)
 }
 
+/// One chunk to decode.
+struct Job<'a> {
+    /// The record stream (file data section or decompressed records).
+    stream: &'a [u8],
+    /// Byte range of whole records in `stream`.
+    range: Range<usize>,
+    /// Number of SAMPLE records in the range (slots to reserve).
+    samples: usize,
+    /// File offset of `stream[0]` (0 for decompressed data).
+    base: u64,
+    /// Whether `stream` is decompressed data (for messages).
+    decompressed: bool,
+}
+
 /// Result of the header walk over one record stream.
 struct Walk<'a> {
-    chunks: Vec<Range<usize>>,
+    /// Chunk byte ranges and the number of SAMPLE records in each.
+    chunks: Vec<(Range<usize>, usize)>,
     compressed: Vec<&'a [u8]>,
     /// (byte offset, message, bytes skipped).
     damage: Option<(u64, String, u64)>,
@@ -266,6 +305,7 @@ fn walk<'a>(stream: &'a [u8], base: u64, what: &str) -> Walk<'a> {
     };
     let mut pos = 0usize;
     let mut chunk_start = 0usize;
+    let mut samples = 0usize;
     while pos < stream.len() {
         let off = base + pos as u64;
         let (Some(ty), Some(size)) = (u32_at(stream, pos), u16_at(stream, pos + 6)) else {
@@ -299,7 +339,9 @@ fn walk<'a>(stream: &'a [u8], base: u64, what: &str) -> Walk<'a> {
             ));
             break;
         }
-        if ty == RecordType::COMPRESSED.0 {
+        if ty == RecordType::SAMPLE.0 {
+            samples += 1;
+        } else if ty == RecordType::COMPRESSED.0 {
             w.compressed.push(&stream[pos + 8..pos + size]);
         } else if ty == RecordType::COMPRESSED2.0 {
             let n = u64_at(stream, pos + 8).unwrap_or(0);
@@ -310,17 +352,18 @@ fn walk<'a>(stream: &'a [u8], base: u64, what: &str) -> Walk<'a> {
         }
         pos += size;
         if pos - chunk_start >= CHUNK_BYTES {
-            w.chunks.push(chunk_start..pos);
+            w.chunks.push((chunk_start..pos, samples));
             chunk_start = pos;
+            samples = 0;
         }
     }
     if pos > chunk_start {
-        w.chunks.push(chunk_start..pos.min(stream.len()));
+        w.chunks.push((chunk_start..pos.min(stream.len()), samples));
     }
     // the damaged tail is not part of the last chunk
     if let Some((off, _, _)) = &w.damage {
         let end = (*off - base) as usize;
-        if let Some(last) = w.chunks.last_mut() {
+        if let Some((last, _)) = w.chunks.last_mut() {
             last.end = last.end.min(end);
         }
     }
@@ -405,11 +448,11 @@ fn anomaly_warn(
 fn merge(
     trace: &mut Trace,
     outs: Vec<(ChunkOut<'_>, bool)>,
+    mut events: Vec<Event>,
+    sizes: &[usize],
     td: &tracing_data::TracingData,
     damage: &mut Option<(u64, String)>,
 ) {
-    let total: usize = outs.iter().map(|(o, _)| o.events.len()).sum();
-    trace.events.reserve_exact(total);
     let mut counts = vec![0u64; trace.event_names.len()];
     let mut mask_ids: FxMap<Vec<u64>, u32> = FxMap::default();
     let mut stack_ids: FxMap<Vec<u64>, u32> = FxMap::default();
@@ -418,7 +461,6 @@ fn merge(
     let mut tgid_by_tid: FxMap<i32, i32> = FxMap::default();
     let (mut saw_fork, mut saw_exit) = (false, false);
     let (mut lost_records, mut lost_samples) = (0u64, 0u64);
-    let mut needs_sort = false;
     let mut an = [Anomaly::default(); 8];
     let mut an_dec = [Anomaly::default(); 8];
     // Global ids for the chunk-local strings, masks and stacks (sequential:
@@ -461,12 +503,14 @@ fn merge(
             (smap, mmap, kmap)
         })
         .collect();
-    outs.par_iter_mut()
+    split_slots(&mut events, sizes.iter().copied())
+        .into_par_iter()
+        .zip(outs.par_iter())
         .zip(maps.par_iter())
-        .for_each(|((out, _), (smap, mmap, kmap))| {
+        .for_each(|((slots, (out, _)), (smap, mmap, kmap))| {
             let s = |id: StrId| smap.get(id.0 as usize).copied().unwrap_or_default();
             let m = |id: MaskId| mmap.get(id.0 as usize).copied().unwrap_or_default();
-            for ev in out.events.iter_mut() {
+            for ev in slots.iter_mut().take(out.n) {
                 if ev.stack.is_some() {
                     ev.stack = kmap
                         .get(ev.stack.0 as usize)
@@ -476,14 +520,30 @@ fn merge(
                 remap(&mut ev.data, &s, &m);
             }
         });
-    for ((mut out, dec), (smap, _, _)) in outs.into_iter().zip(maps) {
-        let s = |id: StrId| smap.get(id.0 as usize).copied().unwrap_or_default();
-        let events = std::mem::take(&mut out.events);
-        if !needs_sort {
-            needs_sort = !append_sorted(&mut trace.events, events);
-        } else {
-            trace.events.extend(events);
+    // Close the gaps left by skipped samples and make the whole vector
+    // sorted: chunks follow file order and perf flushes in rounds, so each
+    // sorted chunk overlaps only the end of what precedes it.
+    let mut write = 0usize;
+    let mut start = 0usize;
+    let mut needs_sort = false;
+    for ((out, _), &size) in outs.iter().zip(sizes) {
+        let n = out.n.min(size);
+        if write != start {
+            events.copy_within(start..start + n, write);
         }
+        if !needs_sort && !merge_boundary(&mut events[..write + n], write) {
+            needs_sort = true;
+        }
+        write += n;
+        start += size;
+    }
+    events.truncate(write);
+    if needs_sort {
+        events.par_sort_by_key(|e| e.ts);
+    }
+    trace.events = events;
+    for ((out, dec), (smap, _, _)) in outs.into_iter().zip(maps) {
+        let s = |id: StrId| smap.get(id.0 as usize).copied().unwrap_or_default();
         for (c, o) in counts.iter_mut().zip(&out.counts) {
             *c += o;
         }
@@ -642,50 +702,42 @@ fn merge(
     }
 }
 
-/// Append the time-sorted `run` to the time-sorted `out`, keeping `out`
-/// sorted and stable (on equal times `out`'s events stay first). Chunks
-/// follow file order, and perf flushes events in rounds, so a run overlaps
-/// only the end of `out`: that tail is merged in place. Returns false (after
-/// a plain append) when the overlap is too large, so the caller sorts once
-/// at the end instead (adversarial input must not go quadratic).
-fn append_sorted(
-    out: &mut Vec<schedscope_trace::Event>,
-    run: Vec<schedscope_trace::Event>,
-) -> bool {
-    let Some(first) = run.first().map(|e| e.ts) else {
+/// Split `events` into consecutive mutable slices of the given sizes.
+fn split_slots(events: &mut [Event], sizes: impl Iterator<Item = usize>) -> Vec<&mut [Event]> {
+    let mut out = Vec::new();
+    let mut rest = events;
+    for n in sizes {
+        let k = n.min(rest.len());
+        let (a, b) = std::mem::take(&mut rest).split_at_mut(k);
+        out.push(a);
+        rest = b;
+    }
+    out
+}
+
+/// `v[..split]` and `v[split..]` are each sorted by time; make `v` sorted,
+/// stable (on equal times the first part stays first). Only the overlap is
+/// touched: the tail of the first part with times above the second part's
+/// first, and the head of the second part with times below the first
+/// part's last. Returns false, leaving `v` as it was, when that overlap is
+/// too large (adversarial input must not go quadratic): the caller sorts
+/// everything once instead.
+fn merge_boundary(v: &mut [Event], split: usize) -> bool {
+    let (Some(last), Some(first)) = (
+        split.checked_sub(1).and_then(|i| v.get(i)).map(|e| e.ts),
+        v.get(split).map(|e| e.ts),
+    ) else {
         return true;
     };
-    if out.last().is_none_or(|l| l.ts <= first) {
-        out.extend(run);
+    if last <= first {
         return true;
     }
-    let p = out.partition_point(|e| e.ts <= first);
-    let tail_len = out.len() - p;
-    if tail_len > run.len().max(1 << 16) {
-        out.extend(run);
+    let p = v[..split].partition_point(|e| e.ts <= first);
+    let q = v[split..].partition_point(|e| e.ts < last);
+    if (split - p) + q > (1 << 16).max((v.len() - split) / 2) {
         return false;
     }
-    let tail: Vec<_> = out.drain(p..).collect();
-    let (mut a, mut b) = (tail.into_iter().peekable(), run.into_iter().peekable());
-    loop {
-        match (a.peek(), b.peek()) {
-            (Some(x), Some(y)) => {
-                if x.ts <= y.ts {
-                    out.extend(a.next());
-                } else {
-                    out.extend(b.next());
-                }
-            }
-            (Some(_), None) => {
-                out.extend(a);
-                break;
-            }
-            (None, _) => {
-                out.extend(b);
-                break;
-            }
-        }
-    }
+    v[p..split + q].sort_by_key(|e| e.ts);
     true
 }
 
@@ -759,4 +811,58 @@ fn parse_cgroup_samples(b: &[u8], base: u64) -> Result<Vec<CgroupSample>, String
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(ts: u64, tag: i32) -> Event {
+        Event {
+            ts: Ts(ts),
+            cpu: Cpu(0),
+            tid: Tid(tag),
+            name: NameId(0),
+            stack: StackId::NONE,
+            data: EventData::Other(None),
+        }
+    }
+
+    #[test]
+    fn merge_boundary_is_a_stable_merge() {
+        // first part [1,3,5,5], second [2,5,6]: ties keep the first part first
+        let mut v: Vec<Event> = [(1, 0), (3, 1), (5, 2), (5, 3), (2, 10), (5, 11), (6, 12)]
+            .iter()
+            .map(|&(t, g)| ev(t, g))
+            .collect();
+        assert!(merge_boundary(&mut v, 4));
+        let got: Vec<(u64, i32)> = v.iter().map(|e| (e.ts.0, e.tid.0)).collect();
+        assert_eq!(
+            got,
+            vec![(1, 0), (2, 10), (3, 1), (5, 2), (5, 3), (5, 11), (6, 12)]
+        );
+        // already ordered and empty parts
+        assert!(merge_boundary(&mut v, 0));
+        assert!(merge_boundary(&mut v, 7));
+    }
+
+    #[test]
+    fn merge_boundary_refuses_huge_overlaps() {
+        let n = 1 << 17;
+        let mut v: Vec<Event> = (0..n)
+            .map(|i| ev(i + 10, 0))
+            .chain((0..n).map(|i| ev(i, 1)))
+            .collect();
+        let before = v.clone();
+        assert!(!merge_boundary(&mut v, n as usize));
+        assert_eq!(v, before, "left untouched for the caller's full sort");
+    }
+
+    #[test]
+    fn split_slots_covers_the_vector() {
+        let mut v: Vec<Event> = (0..10).map(|i| ev(i, 0)).collect();
+        let parts = split_slots(&mut v, [3usize, 0, 5, 4].into_iter());
+        let lens: Vec<usize> = parts.iter().map(|p| p.len()).collect();
+        assert_eq!(lens, vec![3, 0, 5, 2]);
+    }
 }
