@@ -10,7 +10,8 @@ Rules (DESIGN.md "Thread states": idle = pid 0 current on a CPU):
   * a CPU's current task is learnt from its first event (the task printed in
     the line is the one current on that CPU), and it has been current since
     the trace start;
-  * sched_switch makes next_pid current;
+  * sched_switch makes next_pid current; any other event whose task is not
+    the CPU's current one makes it current (a switch went unrecorded);
   * the last current task of each CPU runs until the trace end.
 Prints JSON: {"start_ns", "end_ns", "idle_ns": {cpu: ns}, "busy_ns": {cpu: ns}}.
 """
@@ -55,6 +56,13 @@ def oracle(lines):
             acc = idle if cur[cpu] == 0 else busy
             acc[cpu] += ts - since[cpu]
             cur[cpu] = int(n.group(1))
+            since[cpu] = ts
+        elif tid != cur[cpu]:
+            # Any other event names the task current on its CPU: a switch
+            # went unrecorded (perf can drop records without a LOST record).
+            acc = idle if cur[cpu] == 0 else busy
+            acc[cpu] += ts - since[cpu]
+            cur[cpu] = tid
             since[cpu] = ts
     for cpu in cur:
         acc = idle if cur[cpu] == 0 else busy

@@ -5,8 +5,8 @@
 //!   throttled wasted idle, and the kernel's own cpu.stat must agree that the
 //!   groups were throttled.
 //! * uncapped: the same tree with `--no-caps`: throttled wasted idle near zero.
-//! * hackbench-like bursts (`perf bench sched messaging`, no caps): imbalance
-//!   wasted idle, gaps ended by pulls, wait-before-pull figures.
+//! * hackbench bursts (no caps): imbalance wasted idle, gaps ended by pulls,
+//!   wait-before-pull figures.
 //!
 //! Each recording is cross-checked against `scripts/idle-oracle.py`, an
 //! independent per-CPU idle computation over `perf script` output (within 2%).
@@ -25,11 +25,20 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn tmpdir(name: &str) -> PathBuf {
+/// A scratch directory removed when dropped (recordings are tens of MB).
+struct TmpDir(PathBuf);
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tmpdir(name: &str) -> TmpDir {
     let d = std::env::temp_dir().join(format!("schedscope-idle-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("create temp dir");
-    d
+    TmpDir(d)
 }
 
 /// Why these tests cannot run here, if they cannot.
@@ -138,10 +147,10 @@ fn check_oracle(path: &Path, r: &IdleReport) {
 }
 
 /// Run the cgroup scenario around a perf recording; None when the cpu controller is absent.
-fn cgroup_scenario(name: &str, extra: &[&str]) -> Option<(PathBuf, String)> {
+fn cgroup_scenario(name: &str, extra: &[&str]) -> Option<(TmpDir, PathBuf, String)> {
     let dir = tmpdir(name);
-    let data = dir.join("perf.data");
-    let stat = dir.join("cpu.stat.txt");
+    let data = dir.0.join("perf.data");
+    let stat = dir.0.join("cpu.stat.txt");
     let root = format!("ssIdle{name}{}", std::process::id());
     let mut cmd = Command::new("bash");
     cmd.arg(repo().join("scripts/cgroup-scenario.sh"))
@@ -167,7 +176,7 @@ fn cgroup_scenario(name: &str, extra: &[&str]) -> Option<(PathBuf, String)> {
         "the scenario left its cgroups behind"
     );
     let stat = std::fs::read_to_string(&stat).expect("cpu.stat deltas");
-    Some((data, stat))
+    Some((dir, data, stat))
 }
 
 #[test]
@@ -176,7 +185,8 @@ fn capped_cgroups_show_throttled_wasted_idle() {
         println!("SKIP capped_cgroups_show_throttled_wasted_idle: {why}");
         return;
     }
-    let Some((data, stat)) = cgroup_scenario("cap", &["--tasks", "3", "--l1-shares", "262144"])
+    let Some((_dir, data, stat)) =
+        cgroup_scenario("cap", &["--tasks", "3", "--l1-shares", "262144"])
     else {
         return;
     };
@@ -189,10 +199,24 @@ fn capped_cgroups_show_throttled_wasted_idle() {
     assert!(throttles > 0, "cpu.stat shows no throttling:\n{stat}");
     let (r, foreign) = analyze(&data, &|c| c.starts_with("burnC"));
     check_oracle(&data, &r);
-    if saturated_by_others("capped_cgroups_show_throttled_wasted_idle", &r, foreign) {
+    // Invariants of every report.
+    assert_eq!(r.gaps.total_ns, r.wasted_idle_ns);
+    assert_eq!(
+        r.wasted_idle_ns,
+        r.throttled_ns + r.imbalance_ns,
+        "split must add up"
+    );
+    // Three 50% burners on two CPUs leave about a quarter of the machine
+    // idle, and that idle is wasted with throttled burners waiting.
+    let cpu_time = r.duration_ns * r.cpus.len() as u64;
+    let shown = r.throttled_ns > 0 && r.throttled_ns > r.imbalance_ns && r.idle_ns * 10 > cpu_time;
+    if !shown && foreign > 0.10 {
+        println!(
+            "SKIP capped_cgroups_show_throttled_wasted_idle: inconclusive, other work used {:.0}% of the CPUs",
+            foreign * 100.0
+        );
         return;
     }
-    let cpu_time = r.duration_ns * r.cpus.len() as u64;
     assert!(r.throttled_ns > 0, "no throttled wasted idle");
     assert!(
         r.throttled_ns > r.imbalance_ns,
@@ -200,19 +224,15 @@ fn capped_cgroups_show_throttled_wasted_idle() {
         r.throttled_ns,
         r.imbalance_ns
     );
-    // Three 50% burners on two CPUs leave about a quarter of the machine idle,
-    // and the idle is wasted (throttled tasks wait) most of the time.
     assert!(
         r.idle_ns * 10 > cpu_time,
         "idle {} of {cpu_time}",
         r.idle_ns
     );
-    assert!(r.gaps.count > 0 && r.gaps.total_ns == r.wasted_idle_ns);
-    assert_eq!(
-        r.wasted_idle_ns,
-        r.throttled_ns + r.imbalance_ns,
-        "split must add up"
-    );
+    assert!(r.gaps.longest.iter().any(|g| g
+        .waiting
+        .iter()
+        .any(|w| w.throttled && w.comm.starts_with("burnC"))));
 }
 
 #[test]
@@ -221,7 +241,7 @@ fn uncapped_cgroups_have_near_zero_throttled_idle() {
         println!("SKIP uncapped_cgroups_have_near_zero_throttled_idle: {why}");
         return;
     }
-    let Some((data, stat)) = cgroup_scenario("nocap", &["--no-caps"]) else {
+    let Some((_dir, data, stat)) = cgroup_scenario("nocap", &["--no-caps"]) else {
         return;
     };
     assert!(
@@ -240,60 +260,77 @@ fn uncapped_cgroups_have_near_zero_throttled_idle() {
 }
 
 #[test]
-fn bursty_messaging_shows_imbalance_ended_by_pulls() {
+fn bursty_hackbench_shows_imbalance_ended_by_pulls() {
+    const TEST: &str = "bursty_hackbench_shows_imbalance_ended_by_pulls";
     if let Some(why) = unavailable() {
-        println!("SKIP bursty_messaging_shows_imbalance_ended_by_pulls: {why}");
+        println!("SKIP {TEST}: {why}");
         return;
     }
-    let dir = tmpdir("msg");
-    let data = dir.join("perf.data");
-    let mut args = perf_record(&data);
-    args.extend(
-        [
+    // hackbench (rt-tests, installed by scripts/setup.sh): 160 tasks in
+    // bursts of socket messages; perf's copy of it when hackbench is missing.
+    let workload: &[&str] = if Command::new("hackbench").arg("--help").output().is_ok() {
+        &["hackbench", "-g", "4", "-l", "1000"]
+    } else {
+        &[
             "perf",
             "bench",
             "sched",
             "messaging",
             "-g",
-            "2",
+            "4",
             "-l",
-            "400",
+            "1000",
         ]
-        .iter()
-        .map(|s| s.to_string()),
-    );
-    let out = Command::new(&args[0])
-        .args(&args[1..])
-        .output()
-        .expect("run perf record");
-    assert!(
-        out.status.success(),
-        "perf record failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let (r, foreign) = analyze(&data, &|c| c.starts_with("sched-messaging") || c == "perf");
-    check_oracle(&data, &r);
-    if saturated_by_others(
-        "bursty_messaging_shows_imbalance_ended_by_pulls",
-        &r,
-        foreign,
-    ) {
+    };
+    // Whether a balancing pull lands inside a wasted-idle gap is up to the
+    // scheduler (on 2 CPUs a run has a handful of such gaps): up to three
+    // recordings, each cross-checked against the oracle.
+    let mut saturated = 0;
+    let mut last = String::new();
+    for attempt in 0..3 {
+        let dir = tmpdir(&format!("hb{attempt}"));
+        let data = dir.0.join("perf.data");
+        let mut args = perf_record(&data);
+        args.extend(workload.iter().map(|s| s.to_string()));
+        let out = Command::new(&args[0])
+            .args(&args[1..])
+            .output()
+            .expect("run perf record");
+        assert!(
+            out.status.success(),
+            "perf record failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (r, foreign) = analyze(&data, &|c| {
+            c.starts_with("sched-messaging") || c == "hackbench" || c == "perf"
+        });
+        check_oracle(&data, &r);
+        // Invariants of every report.
+        let e = &r.balance.gap_endings;
+        assert_eq!(
+            e.wakeup + e.pull + e.ran_elsewhere + e.trace_end + e.unthrottle,
+            r.gaps.count
+        );
+        assert_eq!(r.gaps.total_ns, r.wasted_idle_ns);
+        let w = &r.balance.wait_before_pull_ns;
+        assert_eq!(w.count, r.balance.pulls_into_idle);
+        assert!(w.p50 <= w.p99 && w.p99 <= w.max, "{w:?}");
+        if r.imbalance_ns > 0 && r.balance.pulls_into_idle > 0 && e.pull > 0 {
+            assert!(w.p50.is_some() && w.max.is_some());
+            return;
+        }
+        if saturated_by_others(TEST, &r, foreign) {
+            saturated += 1;
+            continue;
+        }
+        last = format!(
+            "imbalance {} ns, pulls into idle {}, gap endings {e:?}",
+            r.imbalance_ns, r.balance.pulls_into_idle
+        );
+    }
+    if saturated == 3 {
+        println!("SKIP {TEST}: the machine was saturated by other work in all three recordings");
         return;
     }
-    assert!(r.imbalance_ns > 0, "no imbalance wasted idle");
-    assert!(r.balance.pulls_into_idle > 0, "no pulls into idle CPUs");
-    assert!(r.balance.gap_endings.pull > 0, "no gap ended by a pull");
-    let w = &r.balance.wait_before_pull_ns;
-    assert_eq!(w.count, r.balance.pulls_into_idle);
-    let (p50, p99, max) = (
-        w.p50.expect("p50"),
-        w.p99.expect("p99"),
-        w.max.expect("max"),
-    );
-    assert!(p50 <= p99 && p99 <= max, "{w:?}");
-    let e = &r.balance.gap_endings;
-    assert_eq!(
-        e.wakeup + e.pull + e.ran_elsewhere + e.trace_end + e.unthrottle,
-        r.gaps.count
-    );
+    panic!("no recording showed imbalance wasted idle ended by a pull; last: {last}");
 }

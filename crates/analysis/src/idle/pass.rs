@@ -621,6 +621,15 @@ impl<'t> Pass<'t> {
         if !self.cpus[c].known {
             self.learn_cpu(c, ev.tid, ts);
             self.sync(ts);
+        } else if self.cpus[c].cur != ev.tid && !matches!(ev.data, EventData::Switch { .. }) {
+            // The event's current task is not who we think runs here: a
+            // switch was lost. Resynchronise (the task we had is taken as
+            // blocked: it left at an unknown time in an unknown state) so
+            // that a lost switch-in cannot leave a task waiting forever.
+            self.anomalies += 1;
+            let cur = self.cpus[c].cur;
+            self.switch(c, ts, cur, false, StrId(0), ev.tid);
+            self.sync(ts);
         }
         match ev.data {
             EventData::Switch {
