@@ -25,6 +25,12 @@
 //!   [`IdleReport::attribution`]); recorded throttling marks a task throttled
 //!   from its R switch-out when its cgroup's nr_throttled grew in that sample
 //!   interval.
+//! * every event names the task current on its CPU; one that disagrees with
+//!   the tracked current task means a switch was lost (perf can drop records
+//!   without a LOST record): the CPU is resynchronised and the event counted
+//!   in [`IdleReport::anomalies`], so that a lost switch-in cannot leave a
+//!   task waiting forever. The analysis reads only the trace, not the
+//!   [`crate::Timeline`].
 //! * the per-second table of the seeds (idle %, work done), idle-balancing
 //!   proxies (SCHED softirqs, nohz kicks, wake_idle_without_ipi, pulls into
 //!   idle CPUs), how each wasted-idle gap ended, wait-before-pull percentiles,
