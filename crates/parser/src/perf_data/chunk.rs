@@ -314,6 +314,20 @@ impl<'a> Local<'a> {
     /// Intern a comm and remember it as `tid`'s latest comm.
     #[inline]
     pub(crate) fn comm(&mut self, s: &'a [u8], tid: Tid, ts: u64) -> StrId {
+        // fast path: the tid's latest comm is usually this one (an integer
+        // hash and a 16-byte compare instead of hashing the string)
+        if let Some(e) = self.comm_by_tid.get_mut(&tid.0) {
+            if self
+                .strings
+                .get(e.1 .0 as usize)
+                .is_some_and(|c| c.as_ref() == s)
+            {
+                if e.0 <= ts {
+                    e.0 = ts;
+                }
+                return e.1;
+            }
+        }
         let id = self.intern(s);
         let e = self.comm_by_tid.entry(tid.0).or_insert((ts, id));
         if e.0 <= ts {

@@ -11,6 +11,15 @@
 //! chunk-local string/mask/stack ids, then merged, renumbered, sorted by
 //! time (stable) and the task table is built from COMM/FORK/EXIT records,
 //! sample tids and event comms.
+//!
+//! Why not the `linux-perf-data` crate for the container: measured on the
+//! same 120 MB, 1.17 M-sample `perf record -a -e 'sched:*,ipi:*,tlb:tlb_flush'`
+//! file (2 CPUs, page cache warm), just iterating and parsing its samples
+//! with `linux-perf-data` 0.11 (no tracepoint field decoding) took 0.43 s,
+//! while this decoder does the whole job (fields, tasks, sorting) in
+//! 0.07-0.08 s; `perf sched latency` takes 0.23-0.24 s and `perf script`
+//! 1.38 s on that file. Its sequential, round-sorted record iterator does
+//! not split into parallel chunks, which is where the speed comes from.
 
 pub mod abi;
 mod bytes;
@@ -175,7 +184,12 @@ pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
         damage = Some((data.len() as u64, msg));
     }
     let stream = &data[ds_start..ds_end.max(ds_start)];
-    let walk = walk(stream, ds_start as u64, "");
+    // The walk is sequential; fault the second half of the data in on
+    // another core meanwhile so that the walk does not wait on page faults.
+    let (walk, _) = rayon::join(
+        || walk(stream, ds_start as u64, ""),
+        || prefault(stream.get(stream.len() / 2..).unwrap_or_default()),
+    );
     if let Some((off, msg, skipped)) = &walk.damage {
         trace.warn(Severity::Error, msg.clone(), *skipped);
         damage.get_or_insert((*off, msg.clone()));
@@ -270,6 +284,14 @@ pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
     }
     trace.finish();
     Ok(trace)
+}
+
+/// Read one byte per 4 KiB page so that the pages of a mapped file are
+/// faulted in (returns a checksum so the reads are not optimised away).
+fn prefault(b: &[u8]) -> u8 {
+    b.iter()
+        .step_by(4096)
+        .fold(0u8, |a, &x| a.wrapping_add(std::hint::black_box(x)))
 }
 
 /// One chunk to decode.
