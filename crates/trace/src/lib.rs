@@ -26,4 +26,6 @@ pub use event::{
 pub use ids::{Cpu, Dur, Tid, Ts, Utid};
 pub use strings::{StrId, Strings};
 pub use task::{Task, TaskTable};
-pub use trace::{CgroupSample, KernelSymbols, Severity, Trace, TraceFormat, TraceMeta, Warning};
+pub use trace::{
+    CgroupSample, KernelSymbols, Mapping, Severity, Trace, TraceFormat, TraceMeta, Warning,
+};

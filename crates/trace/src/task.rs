@@ -23,6 +23,8 @@ pub struct Task {
     pub fork_ts: Option<Ts>,
     /// When it exited, if seen.
     pub exit_ts: Option<Ts>,
+    /// Its CPU-controller cgroup path (e.g. `/L1/L2/C1`), when recorded.
+    pub cgroup: Option<String>,
 }
 
 /// All threads of a trace.

@@ -1,7 +1,7 @@
 //! The [`Trace`] container: events sorted by time plus everything they refer to.
 
 use crate::event::{CpuMask, Event, NameId, StackId, Sym};
-use crate::ids::{Dur, Ts};
+use crate::ids::{Dur, Tid, Ts};
 use crate::strings::Strings;
 use crate::task::TaskTable;
 use serde::Serialize;
@@ -77,6 +77,23 @@ pub struct CgroupSample {
     pub usage_ns: Option<u64>,
 }
 
+/// An executable mapping (PERF_RECORD_MMAP/MMAP2), for symbolizing user addresses.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Mapping {
+    /// When it was mapped (0 for the snapshot at record start).
+    pub ts: Ts,
+    /// Process id.
+    pub pid: Tid,
+    /// Start address.
+    pub start: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// File offset of `start`.
+    pub pgoff: u64,
+    /// Mapped file (or `[kernel.kallsyms]_text` etc.).
+    pub filename: String,
+}
+
 /// Kernel symbols (from the kallsyms embedded in a perf.data file), sorted by address.
 #[derive(Clone, Debug, Default)]
 pub struct KernelSymbols {
@@ -141,6 +158,8 @@ pub struct Trace {
     pub kernel_symbols: KernelSymbols,
     /// cgroup bandwidth samples stored in the file.
     pub cgroup_samples: Vec<CgroupSample>,
+    /// Executable mappings (from MMAP/MMAP2 records), in file order.
+    pub mappings: Vec<Mapping>,
     /// Recording metadata.
     pub meta: TraceMeta,
 }
@@ -164,6 +183,7 @@ impl Trace {
             warnings: Vec::new(),
             kernel_symbols: KernelSymbols::default(),
             cgroup_samples: Vec::new(),
+            mappings: Vec::new(),
             meta: TraceMeta::default(),
         }
     }
@@ -257,7 +277,12 @@ impl Trace {
         if !self.events.windows(2).all(|w| w[0].ts <= w[1].ts) {
             self.events.sort_by_key(|e| e.ts);
         }
-        let max_cpu = self.events.iter().map(|e| e.cpu.0 + 1).max().unwrap_or(0);
+        let max_cpu = self
+            .events
+            .iter()
+            .map(|e| e.cpu.0.saturating_add(1))
+            .max()
+            .unwrap_or(0);
         self.nr_cpus = self.nr_cpus.max(max_cpu);
     }
 }
