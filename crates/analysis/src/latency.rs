@@ -402,7 +402,7 @@ impl LatencyReport {
         if self.context_switch_bugs > 0 {
             writeln!(
                 out,
-                "  note: {} context switch bugs (a CPU switched out a task it was not known to run: lost or reordered events)",
+                "  note: {} context switch bugs (perf sched latency's count: a CPU switched out a task that no recorded sched_switch put there; the trace is missing sched_switch events, through loss or a kernel that does not trace every switch)",
                 self.context_switch_bugs
             )?;
         }
