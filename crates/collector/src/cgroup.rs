@@ -20,6 +20,28 @@
 //!   path bytes        cgroup path relative to its hierarchy root, e.g. "/batch"
 //!   zero padding so that the sample's length is a multiple of 8
 //! ```
+//!
+//! Task cgroup membership (which CPU-controller cgroup each thread is in) is
+//! stored in the feature section at bit
+//! `abi::feature::SCHEDSCOPE_TASK_CGROUPS` (201), also ignored by perf. It
+//! holds one entry per thread alive at record start and one per thread alive
+//! at record end, read from `/proc/<pid>/task/<tid>/cgroup` (see
+//! [`cpu_cgroup_path`]). Layout (native endian):
+//!
+//! ```text
+//! u32 version = 1
+//! u32 count
+//! count times:
+//!   i32 tid
+//!   i32 pid           thread-group id
+//!   u64 ts            CLOCK_MONOTONIC ns when the entry was read
+//!   u32 path_len
+//!   path bytes        e.g. "/L1/L2/C1" (relative to the hierarchy root)
+//!   zero padding so that the entry's length is a multiple of 8
+//! ```
+//!
+//! Threads born and dead during the recording have no entry; the decoder
+//! gives them their parent's cgroup through the fork events.
 
 use crate::error::RecordError;
 use std::fs;
@@ -246,9 +268,188 @@ pub fn encode(samples: &[CgroupSample]) -> Vec<u8> {
     b
 }
 
+/// The cgroup a thread was in at `ts` (one entry of the bit-201 section).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskCgroup {
+    /// Thread id.
+    pub tid: i32,
+    /// Thread-group id.
+    pub pid: i32,
+    /// CLOCK_MONOTONIC ns when it was read.
+    pub ts: u64,
+    /// CPU-controller cgroup path, e.g. `/L1/L2/C1`.
+    pub path: String,
+}
+
+/// The CPU controller's cgroup path in the text of `/proc/<pid>/cgroup`:
+/// on cgroup v1 the line whose controller list contains `cpu`
+/// (`4:cpu,cpuacct:/L1/L2/C1`), otherwise the v2 line (`0::/path`).
+/// `None` when neither is there.
+pub fn cpu_cgroup_path(text: &str) -> Option<String> {
+    let mut v2 = None;
+    for line in text.lines() {
+        let mut it = line.splitn(3, ':');
+        let (Some(_id), Some(ctrls), Some(path)) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        if ctrls.is_empty() {
+            v2 = Some(path);
+        } else if ctrls.split(',').any(|c| c == "cpu") {
+            return Some(path.to_string());
+        }
+    }
+    v2.map(str::to_string)
+}
+
+/// Read the CPU-controller cgroup of each thread `(pid, tid)`; threads that
+/// exited meanwhile are skipped.
+pub fn task_cgroups(threads: impl IntoIterator<Item = (u32, u32)>, ts: u64) -> Vec<TaskCgroup> {
+    threads
+        .into_iter()
+        .filter_map(|(pid, tid)| {
+            let text = fs::read_to_string(format!("/proc/{pid}/task/{tid}/cgroup")).ok()?;
+            Some(TaskCgroup {
+                tid: i32::try_from(tid).ok()?,
+                pid: i32::try_from(pid).ok()?,
+                ts,
+                path: cpu_cgroup_path(&text)?,
+            })
+        })
+        .collect()
+}
+
+/// Encode task cgroup entries in the bit-201 layout documented at the top of
+/// this module.
+pub fn encode_task_cgroups(entries: &[TaskCgroup]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(8 + entries.len() * 40);
+    b.extend_from_slice(&1u32.to_ne_bytes());
+    b.extend_from_slice(&(entries.len() as u32).to_ne_bytes());
+    for e in entries {
+        let start = b.len();
+        b.extend_from_slice(&e.tid.to_ne_bytes());
+        b.extend_from_slice(&e.pid.to_ne_bytes());
+        b.extend_from_slice(&e.ts.to_ne_bytes());
+        b.extend_from_slice(&(e.path.len() as u32).to_ne_bytes());
+        b.extend_from_slice(e.path.as_bytes());
+        let len = b.len() - start;
+        b.resize(start + len.div_ceil(8) * 8, 0);
+    }
+    b
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proc_cgroup_lines_v1_and_v2() {
+        let v1 = "12:pids:/user.slice\n5:cpu,cpuacct:/L1/L2/C1\n1:name=systemd:/x\n0::/x\n";
+        assert_eq!(cpu_cgroup_path(v1).as_deref(), Some("/L1/L2/C1"));
+        assert_eq!(
+            cpu_cgroup_path("5:cpu:/x\n6:cpuacct:/y\n").as_deref(),
+            Some("/x")
+        );
+        // cpuset is not cpu; without a v1 cpu line the v2 line counts.
+        assert_eq!(
+            cpu_cgroup_path("3:cpuset:/a\n0::/system.slice/b.service\n").as_deref(),
+            Some("/system.slice/b.service")
+        );
+        assert_eq!(cpu_cgroup_path("0::/\n").as_deref(), Some("/"));
+        assert_eq!(cpu_cgroup_path("3:cpuset:/a\n"), None);
+        assert_eq!(cpu_cgroup_path("garbage"), None);
+    }
+
+    #[test]
+    fn own_thread_cgroup_matches_proc_self() {
+        let me = std::process::id();
+        let got = task_cgroups([(me, me)], 9);
+        let want = cpu_cgroup_path(&fs::read_to_string("/proc/self/cgroup").unwrap());
+        assert_eq!(got.first().map(|e| e.path.clone()), want);
+        assert_eq!(
+            got.first().map(|e| (e.tid, e.ts)),
+            want.map(|_| (me as i32, 9))
+        );
+    }
+
+    #[test]
+    fn task_cgroups_round_trip_through_the_writer_and_decoder() {
+        use schedscope_parser::perf_data::{
+            abi,
+            writer::{AttrSpec, EventAttr, Features, PerfDataWriter},
+        };
+        let spec = AttrSpec {
+            attr: EventAttr::tracepoint(300),
+            name: "test:ev".into(),
+            ids: vec![10],
+        };
+        let mut w = PerfDataWriter::new(std::io::Cursor::new(Vec::new()), vec![spec]).unwrap();
+        // 100 (process) and 101 (its thread) alive at start; 102 a thread
+        // of 100 created during the recording (PERF_RECORD_FORK, no entry).
+        w.fork(100, 1, 100, 1, 0).unwrap();
+        w.comm(100, 100, "burn", 0).unwrap();
+        w.fork(100, 100, 101, 100, 0).unwrap();
+        w.comm(100, 101, "burn", 0).unwrap();
+        w.fork(100, 100, 102, 101, 500).unwrap();
+        w.comm(100, 102, "burn", 500).unwrap();
+        w.finished_round().unwrap();
+        let entries = [
+            TaskCgroup {
+                tid: 100,
+                pid: 100,
+                ts: 1,
+                path: "/L1/L2/C1".into(),
+            },
+            TaskCgroup {
+                tid: 101,
+                pid: 100,
+                ts: 1,
+                path: "/L1/L2/C1".into(),
+            },
+        ];
+        let feats = Features {
+            extra: vec![(
+                abi::feature::SCHEDSCOPE_TASK_CGROUPS,
+                encode_task_cgroups(&entries),
+            )],
+            ..Features::default()
+        };
+        let (cur, _) = w.finish(&feats).unwrap();
+        let trace = schedscope_parser::perf_data::decode("rt", cur.get_ref()).unwrap();
+        for tid in [100, 101, 102] {
+            let t = trace
+                .tasks
+                .by_tid(schedscope_trace::Tid(tid))
+                .unwrap_or_else(|| panic!("task {tid} decoded"));
+            assert_eq!(t.cgroup.as_deref(), Some("/L1/L2/C1"), "tid {tid}");
+        }
+        assert!(
+            !trace.warnings.iter().any(|w| w.message.contains("cgroup")),
+            "{:?}",
+            trace.warnings
+        );
+    }
+
+    #[test]
+    fn task_cgroup_encoding_matches_the_documented_layout() {
+        let e = TaskCgroup {
+            tid: 7,
+            pid: -1,
+            ts: 11,
+            path: "/abcde".into(),
+        };
+        let b = encode_task_cgroups(&[e.clone(), e]);
+        assert_eq!(u32::from_ne_bytes(b[0..4].try_into().unwrap()), 1);
+        assert_eq!(u32::from_ne_bytes(b[4..8].try_into().unwrap()), 2);
+        // 4 + 4 + 8 + 4 + 6 = 26 -> 32.
+        assert_eq!(b.len(), 8 + 2 * 32);
+        assert_eq!(i32::from_ne_bytes(b[8..12].try_into().unwrap()), 7);
+        assert_eq!(i32::from_ne_bytes(b[12..16].try_into().unwrap()), -1);
+        assert_eq!(u64::from_ne_bytes(b[16..24].try_into().unwrap()), 11);
+        assert_eq!(u32::from_ne_bytes(b[24..28].try_into().unwrap()), 6);
+        assert_eq!(&b[28..34], b"/abcde");
+        assert_eq!(&b[34..40], &[0; 6]);
+        assert_eq!(i32::from_ne_bytes(b[40..44].try_into().unwrap()), 7);
+    }
 
     #[test]
     fn encoding_matches_the_documented_layout() {

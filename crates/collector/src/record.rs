@@ -252,7 +252,10 @@ pub fn record(
     let start = Instant::now();
     let mut write_error: Option<String> = None;
     // Threads alive now; the tracking event reports later ones.
-    for t in procfs::threads() {
+    let alive = procfs::threads();
+    let mut task_cgroups =
+        cgroup::task_cgroups(alive.iter().map(|t| (t.tgid, t.tid)), sys::monotonic_ns());
+    for t in alive {
         let (ppid, ptid) = if t.tgid == t.tid {
             (t.ppid, t.ppid)
         } else {
@@ -391,6 +394,10 @@ pub fn record(
     }
     let elapsed = start.elapsed();
     take_cgroups(&mut samples);
+    task_cgroups.extend(cgroup::task_cgroups(
+        procfs::threads().iter().map(|t| (t.tgid, t.tid)),
+        sys::monotonic_ns(),
+    ));
 
     let mut lost_stat = 0u64;
     if has_lost_format {
@@ -443,10 +450,16 @@ pub fn record(
         arch: Some(std::env::consts::ARCH.to_string()),
         nr_cpus: Some((nr_avail, nr_online)),
         cmdline: cfg.cmdline.clone(),
-        extra: vec![(
-            abi::feature::SCHEDSCOPE_CGROUP_SAMPLES,
-            cgroup::encode(&samples),
-        )],
+        extra: vec![
+            (
+                abi::feature::SCHEDSCOPE_CGROUP_SAMPLES,
+                cgroup::encode(&samples),
+            ),
+            (
+                abi::feature::SCHEDSCOPE_TASK_CGROUPS,
+                cgroup::encode_task_cgroups(&task_cgroups),
+            ),
+        ],
     };
     let (_, fin) = w.finish(&features).map_err(out_err)?;
 

@@ -160,6 +160,9 @@ pub mod feature {
     pub const SCHEDSCOPE_FIRST: u32 = 200;
     /// schedscope: cgroup CFS-bandwidth samples (see collector docs).
     pub const SCHEDSCOPE_CGROUP_SAMPLES: u32 = 200;
+    /// schedscope: each thread's CPU-controller cgroup at record start and
+    /// end (see the collector's `cgroup` module docs).
+    pub const SCHEDSCOPE_TASK_CGROUPS: u32 = 201;
     /// One past the last bit of the feature bitmap (HEADER_FEAT_BITS).
     pub const FEAT_BITS: u32 = 256;
 }

@@ -256,6 +256,8 @@ pub struct Features<'a> {
     pub compressed: Option<CompressedInfo>,
     /// schedscope cgroup samples section and its file offset.
     pub cgroup_samples: Option<(&'a [u8], u64)>,
+    /// schedscope task-cgroup membership section and its file offset.
+    pub task_cgroups: Option<(&'a [u8], u64)>,
     /// Problems: (message) for unreadable sections.
     pub problems: Vec<String>,
 }
@@ -327,6 +329,7 @@ pub fn read_features<'a>(data: &'a [u8], h: &FileHeader) -> Features<'a> {
                 })();
             }
             feature::SCHEDSCOPE_CGROUP_SAMPLES => f.cgroup_samples = Some((bytes, sec.offset)),
+            feature::SCHEDSCOPE_TASK_CGROUPS => f.task_cgroups = Some((bytes, sec.offset)),
             _ => {}
         }
     }

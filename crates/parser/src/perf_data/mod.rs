@@ -25,6 +25,7 @@ pub mod abi;
 mod bytes;
 mod chunk;
 pub mod header;
+mod task_cgroups;
 mod tracepoint;
 pub mod tracing_data;
 pub mod writer;
@@ -282,6 +283,7 @@ pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
             Err(e) => trace.warn(Severity::DataLoss, e, 1),
         }
     }
+    task_cgroups::load(&mut trace, feats.task_cgroups);
     trace.finish();
     Ok(trace)
 }
