@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use schedscope_trace::{EventData, Tid, Trace, Ts};
 use serde::Serialize;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 use std::io::{self, Write};
 
 /// How many of the longest fragmented episodes each gang keeps.
@@ -358,21 +358,108 @@ pub fn explicit_gang(
             })
         }
         "cgroup" => {
-            let seen = trace.cgroup_samples.iter().any(|s| s.path == value);
-            Err(invalid(
-                spec,
-                if seen {
-                    format!("the trace has bandwidth samples of cgroup {value} but no record of which threads belong to it; use pid= or tids=")
-                } else {
-                    format!("the trace never saw cgroup {value} (record with `schedscope record --cgroup {value}`)")
-                },
-            ))
+            let members = cgroup_members(trace, timeline, spec, value.trim())?;
+            let vc = vcpu_list(&members);
+            Ok(GangDef {
+                name: format!("cgroup {}", normalize_cgroup(value.trim())),
+                kind: GangKind::Explicit,
+                tgid: None,
+                members,
+                vcpus: vc,
+            })
         }
         other => Err(invalid(
             spec,
             format!("unknown key `{other}`; expected pid, tids, comm or cgroup"),
         )),
     }
+}
+
+/// `PATH` with one leading `/` and no trailing one (`/` stays `/`).
+fn normalize_cgroup(path: &str) -> String {
+    let p = path.trim_matches('/');
+    format!("/{p}")
+}
+
+/// Whether cgroup `cg` is `root` or below it.
+fn cgroup_within(cg: &str, root: &str) -> bool {
+    root == "/"
+        || cg == root
+        || cg
+            .strip_prefix(root)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// The threads (by tid) whose recorded cgroup ([`schedscope_trace::Task::cgroup`])
+/// is `path` or below it and that ran, sorted.
+fn cgroup_members(
+    trace: &Trace,
+    timeline: &Timeline,
+    spec: &str,
+    path: &str,
+) -> Result<Vec<Tid>, AnalysisError> {
+    let root = normalize_cgroup(path);
+    let mut known: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut inside: HashSet<Tid> = HashSet::new();
+    for t in trace.tasks.iter() {
+        let Some(cg) = t.cgroup.as_deref() else {
+            continue;
+        };
+        *known.entry(cg).or_default() += 1;
+        if cgroup_within(cg, &root) {
+            inside.insert(t.tid);
+        }
+    }
+    if known.is_empty() {
+        return Err(invalid(
+            spec,
+            format!(
+                "the trace never saw cgroup {root}: it has no task cgroup membership \
+                 (which thread is in which cgroup); record with `schedscope record` \
+                 (it stores each thread's cgroup in the file), or use pid=, tids= or comm="
+            ),
+        ));
+    }
+    if inside.is_empty() {
+        let mut by_count: Vec<(&str, usize)> = known.into_iter().collect();
+        by_count.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let list: Vec<String> = by_count
+            .iter()
+            .take(8)
+            .map(|(p, n)| format!("{p} ({n} threads)"))
+            .collect();
+        return Err(invalid(
+            spec,
+            format!(
+                "no thread of the trace is in cgroup {root} or below it; the trace has {} cgroups, e.g. {}",
+                by_count.len(),
+                list.join(", ")
+            ),
+        ));
+    }
+    let mut members: Vec<Tid> = timeline
+        .threads
+        .iter()
+        .filter(|t| inside.contains(&t.tid))
+        .filter(|t| {
+            t.intervals
+                .iter()
+                .any(|iv| matches!(iv.state, ThreadState::Running))
+        })
+        .map(|t| t.tid)
+        .collect();
+    members.sort();
+    members.dedup();
+    if members.is_empty() {
+        return Err(invalid(
+            spec,
+            format!(
+                "none of the {} threads in cgroup {root} ran during the trace",
+                inside.len()
+            ),
+        ));
+    }
+    Ok(members)
 }
 
 /// Coarse member state for the sweep.
@@ -854,4 +941,98 @@ pub(crate) fn member_index(defs: &[GangDef]) -> HashMap<Tid, (usize, usize)> {
         }
     }
     m
+}
+
+#[cfg(test)]
+mod cgroup_spec_tests {
+    use super::*;
+    use schedscope_trace::{Cpu, Event, PrevState, StackId, TraceFormat};
+
+    /// CPU0 runs 1, 2, 3, 4 in turn (1 ms each); task 5 never runs. Members
+    /// by construction: 1, 2 in /L1/C1, 3 in /L1/C1/sub, 4 in /L10 (a
+    /// sibling whose name starts like /L1), 5 in /L1/C1 but idle.
+    fn trace(with_membership: bool) -> Trace {
+        let mut t = Trace::new("gen", TraceFormat::PerfData);
+        let name = t.intern_name("sched:sched_switch");
+        let c = t.strings.intern("x");
+        let order = [0, 1, 2, 3, 4, 0];
+        for (i, w) in order.windows(2).enumerate() {
+            t.events.push(Event {
+                ts: Ts(1_000_000 * (i as u64 + 1)),
+                cpu: Cpu(0),
+                tid: Tid(w[0]),
+                name,
+                stack: StackId::NONE,
+                data: EventData::Switch {
+                    prev_tid: Tid(w[0]),
+                    prev_prio: 120,
+                    prev_state: PrevState::parse_text("S").expect("valid state"),
+                    prev_comm: c,
+                    next_tid: Tid(w[1]),
+                    next_prio: 120,
+                    next_comm: c,
+                },
+            });
+        }
+        *t.events_by_name
+            .entry("sched:sched_switch".into())
+            .or_default() += order.len() as u64 - 1;
+        for (tid, cg) in [
+            (1, "/L1/C1"),
+            (2, "/L1/C1"),
+            (3, "/L1/C1/sub"),
+            (4, "/L10"),
+            (5, "/L1/C1"),
+        ] {
+            t.tasks.fork(Tid(tid), Some(Tid(tid)), "x", None);
+            if with_membership {
+                t.tasks.get_or_insert(Tid(tid)).cgroup = Some(cg.into());
+            }
+        }
+        t.finish();
+        t
+    }
+
+    fn option_error(e: AnalysisError) -> String {
+        match e {
+            AnalysisError::InvalidOption { option, detail } => format!("{option}: {detail}"),
+            other => panic!("expected InvalidOption, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn cgroup_gang_is_the_threads_at_or_below_the_path_that_ran() {
+        let t = trace(true);
+        let tl = Timeline::build(&t);
+        let g = explicit_gang(&t, &tl, "cgroup=/L1/C1/").expect("gang");
+        assert_eq!(g.members, vec![Tid(1), Tid(2), Tid(3)]);
+        assert_eq!(g.name, "cgroup /L1/C1");
+        let g = explicit_gang(&t, &tl, "cgroup=L1").expect("gang");
+        assert_eq!(
+            g.members,
+            vec![Tid(1), Tid(2), Tid(3)],
+            "/L10 is not below /L1"
+        );
+        let g = explicit_gang(&t, &tl, "cgroup=/").expect("gang");
+        assert_eq!(g.members, vec![Tid(1), Tid(2), Tid(3), Tid(4)]);
+    }
+
+    #[test]
+    fn cgroup_gang_errors_name_the_option_and_say_what_to_do() {
+        let t = trace(true);
+        let tl = Timeline::build(&t);
+        let e = option_error(explicit_gang(&t, &tl, "cgroup=/nope").unwrap_err());
+        assert!(e.starts_with("--gang-of cgroup=/nope"), "{e}");
+        assert!(
+            e.contains("/L1/C1 (3 threads)") && e.contains("/L10 (1 threads)"),
+            "{e}"
+        );
+        let t = trace(false);
+        let tl = Timeline::build(&t);
+        let e = option_error(explicit_gang(&t, &tl, "cgroup=/L1/C1").unwrap_err());
+        assert!(
+            e.contains("no task cgroup membership") && e.contains("schedscope record"),
+            "{e}"
+        );
+    }
 }
