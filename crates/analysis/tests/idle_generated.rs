@@ -281,6 +281,7 @@ fn every_number_matches_the_hand_computed_ground_truth() {
         "throttled_ns": 352 * MS,
         "imbalance_ns": 251 * MS,
         "attribution": "inferred",
+        "cgroup_mapping": "none",
         "per_second_idle_pct": {"avg": 25.1, "stddev": 10.1, "min": 15.0, "max": 35.2},
         "work_per_second_ns": {"avg": 1498.0 * MS as f64, "stddev": 202.0 * MS as f64},
         "seconds": 2,
@@ -454,6 +455,63 @@ fn recorded_cgroup_samples_mark_a_preempted_task_throttled() {
     // task100 ran 0-20 and 60-60 (the trace ends at 60): 20 ms of 60.
     assert_eq!(cg.trace_cpu_ns, 20 * MS);
     assert_eq!(cg.trace_cpus, Some(1.0 / 3.0));
+}
+
+#[test]
+fn recorded_membership_maps_tasks_to_sampled_ancestors_instead_of_names() {
+    // As above, but the sampled cgroup's leaf ("C1") names no task: by name
+    // nothing maps (inferred). With recorded membership, task100 is in
+    // /L1/L2/C1/t (below the sampled /L1/L2/C1, so its throttling counts)
+    // and task101 in /L1/L2/C10 (a sibling whose name merely starts alike).
+    let mut b = B::new();
+    b.switch(0, 1, 0, "R", 0);
+    b.switch(0, 0, 0, "R", A);
+    b.wake(10, 0, A, BB, 0);
+    b.switch(20, 0, A, "R", BB);
+    b.switch(60, 0, BB, "S", A);
+    for (ms, thr) in [(0u64, 3u64), (40, 4), (80, 4)] {
+        b.t.cgroup_samples.push(schedscope_trace::CgroupSample {
+            ts: Ts(T0 + ms * MS),
+            path: "/L1/L2/C1".into(),
+            quota_us: 50_000,
+            period_us: 100_000,
+            nr_periods: 10 + ms / 10,
+            nr_throttled: thr,
+            throttled_ns: thr * 7 * MS,
+            usage_ns: Some(ms * MS / 2),
+        });
+    }
+    b.t.finish();
+    let r = run(&b.t).expect("events present");
+    assert_eq!(r.attribution, idle::Attribution::Inferred);
+    assert_eq!(r.cgroup_mapping, idle::CgroupMapping::None);
+    assert_eq!((r.throttled_ns, r.imbalance_ns), (0, 50 * MS));
+    assert_eq!(r.cgroups[0].tasks, 0);
+
+    b.t.tasks.get_or_insert(Tid(A)).cgroup = Some("/L1/L2/C1/t".into());
+    b.t.tasks.get_or_insert(Tid(BB)).cgroup = Some("/L1/L2/C10".into());
+    let r = run(&b.t).expect("events present");
+    assert_eq!(r.attribution, idle::Attribution::Recorded);
+    assert_eq!(r.cgroup_mapping, idle::CgroupMapping::Membership);
+    assert_eq!((r.throttled_ns, r.imbalance_ns), (40 * MS, 10 * MS));
+    assert_eq!(r.cgroups[0].tasks, 1);
+    assert_eq!(r.cgroups[0].trace_cpu_ns, 20 * MS);
+    let json = serde_json::to_value(&r).expect("serializes");
+    assert_eq!(json["cgroup_mapping"], "membership");
+    let mut text = Vec::new();
+    let timeline = Timeline::default();
+    let opts = Options::default();
+    let ctx = Context {
+        trace: &b.t,
+        timeline: &timeline,
+        opts: &opts,
+    };
+    r.render_text(&ctx, &mut text).expect("renders");
+    let text = String::from_utf8_lossy(&text);
+    assert!(
+        text.contains("tasks mapped by their recorded cgroup membership"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -21,8 +21,9 @@
 //!   CPU goes idle without pulling it is taken as throttled again, since
 //!   newidle balancing would otherwise have pulled it) or
 //!   `recorded` when the trace carries cgroup cpu.stat samples and tasks map to
-//!   the sampled cgroups (by comm = last path component, see
-//!   [`IdleReport::attribution`]); recorded throttling marks a task throttled
+//!   the sampled cgroups (by their recorded cgroup membership when the file
+//!   has it, else by comm = last path component; see
+//!   [`IdleReport::attribution`] and [`IdleReport::cgroup_mapping`]); recorded throttling marks a task throttled
 //!   from its R switch-out when its cgroup's nr_throttled grew in that sample
 //!   interval.
 //! * every event names the task current on its CPU; one that disagrees with
@@ -70,6 +71,23 @@ pub enum Attribution {
     /// Inferred from the trace alone: a task switched out runnable (prev_state
     /// R) whose CPU then idled while it stayed queued is throttled.
     Inferred,
+}
+
+/// How tasks were mapped to the sampled cgroups (JSON `cgroup_mapping`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CgroupMapping {
+    /// By each task's recorded cgroup membership
+    /// ([`schedscope_trace::Task::cgroup`]; `schedscope record` stores it):
+    /// a task belongs to its cgroup and every sampled ancestor.
+    Membership,
+    /// By name: a task belongs to the sampled cgroup whose last path
+    /// component equals its comm (files without membership data).
+    Name,
+    /// No mapping: no samples, or no task maps to a sampled cgroup
+    /// (attribution is then inferred).
+    #[default]
+    None,
 }
 
 /// One CPU's idle figures.
@@ -271,7 +289,9 @@ pub struct CgroupUsage {
     pub throttled_ns: u64,
     /// Number of samples.
     pub samples: u64,
-    /// Tasks of the trace mapped to this cgroup (by comm = last path component).
+    /// Tasks of the trace mapped to this cgroup (by recorded membership, at
+    /// or below this path, when the trace has it; else by comm = last path
+    /// component), see [`IdleReport::cgroup_mapping`].
     pub tasks: u64,
 }
 
@@ -290,6 +310,8 @@ pub struct IdleReport {
     pub imbalance_ns: u64,
     /// Where the split comes from.
     pub attribution: Attribution,
+    /// How tasks were mapped to the recorded cgroup samples.
+    pub cgroup_mapping: CgroupMapping,
     /// Idle % per full one-second bucket from the first event.
     pub per_second_idle_pct: PctStats,
     /// Non-idle CPU time per full one-second bucket.

@@ -12,8 +12,8 @@
 
 use super::stats::{dur_stats, gap_bucket, histogram, population_stddev, SecondBuckets, SEC};
 use super::{
-    Attribution, Balance, CgroupUsage, CpuIdle, Gap, GapEndings, Gaps, IdleReport, Kick, PctStats,
-    Waiter, WorkStats,
+    Attribution, Balance, CgroupMapping, CgroupUsage, CpuIdle, Gap, GapEndings, Gaps, IdleReport,
+    Kick, PctStats, Waiter, WorkStats,
 };
 use crate::symbolize::{Location, SymbolTable};
 use schedscope_trace::{EventData, StrId, Sym, Tid, Trace, WakeKind};
@@ -120,63 +120,135 @@ impl Ending {
     }
 }
 
-/// Recorded cgroup throttling: tasks map to cgroups by comm = last path component.
+/// Recorded cgroup throttling. Tasks map to sampled cgroups by their recorded
+/// membership ([`schedscope_trace::Task::cgroup`]: the cgroup itself or any
+/// sampled ancestor, since a throttled parent throttles its children) when
+/// the trace has it, otherwise by comm = last path component (the stopgap
+/// for files without membership).
 struct Recorded {
+    /// How tasks were mapped.
+    mapping: CgroupMapping,
     /// Leaf name -> cgroup index.
     by_leaf: HashMap<String, usize>,
     /// Per cgroup: (ts, nr_throttled), sorted by ts.
     samples: Vec<Vec<(u64, u64)>>,
+    /// tid -> indexes of the sampled cgroups at or above its recorded cgroup.
+    by_tid: IntMap<Tid, Vec<usize>>,
     /// comm string id -> cgroup index (cache).
     by_comm: IntMap<StrId, Option<usize>>,
+}
+
+/// Whether cgroup `cg` is `root` or below it.
+fn within(cg: &str, root: &str) -> bool {
+    let root = root.trim_end_matches('/');
+    root.is_empty()
+        || cg == root
+        || cg
+            .strip_prefix(root)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// Whether the trace records task cgroup membership.
+fn has_membership(trace: &Trace) -> bool {
+    trace.tasks.iter().any(|t| t.cgroup.is_some())
 }
 
 impl Recorded {
     fn new(trace: &Trace) -> Option<Recorded> {
         let mut by_leaf = HashMap::new();
+        let mut paths: Vec<String> = Vec::new();
         let mut samples: Vec<Vec<(u64, u64)>> = Vec::new();
         for s in &trace.cgroup_samples {
             if s.quota_us <= 0 {
                 continue;
             }
-            let Some(leaf) = s.path.rsplit('/').find(|p| !p.is_empty()) else {
-                continue;
+            let i = match paths.iter().position(|p| *p == s.path) {
+                Some(i) => i,
+                None => {
+                    paths.push(s.path.clone());
+                    samples.push(Vec::new());
+                    paths.len() - 1
+                }
             };
-            let i = *by_leaf.entry(leaf.to_string()).or_insert_with(|| {
-                samples.push(Vec::new());
-                samples.len() - 1
-            });
+            if let Some(leaf) = s.path.rsplit('/').find(|p| !p.is_empty()) {
+                by_leaf.entry(leaf.to_string()).or_insert(i);
+            }
             samples[i].push((s.ts.0, s.nr_throttled));
         }
         for v in &mut samples {
             v.sort_unstable();
         }
+        if !samples.iter().any(|v| v.len() >= 2) {
+            return None;
+        }
+        let mut by_tid: IntMap<Tid, Vec<usize>> = IntMap::default();
+        if has_membership(trace) {
+            // Utid order: the latest incarnation of a tid wins.
+            for t in trace.tasks.iter() {
+                let Some(cg) = t.cgroup.as_deref() else {
+                    continue;
+                };
+                let v: Vec<usize> = paths
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| within(cg, p))
+                    .map(|(i, _)| i)
+                    .collect();
+                if v.is_empty() {
+                    by_tid.remove(&t.tid);
+                } else {
+                    by_tid.insert(t.tid, v);
+                }
+            }
+            return (!by_tid.is_empty()).then_some(Recorded {
+                mapping: CgroupMapping::Membership,
+                by_leaf: HashMap::new(),
+                samples,
+                by_tid,
+                by_comm: IntMap::default(),
+            });
+        }
         let mapped = trace
             .tasks
             .iter()
             .any(|t| by_leaf.contains_key(t.comm.as_str()));
-        (mapped && samples.iter().any(|v| v.len() >= 2)).then_some(Recorded {
+        mapped.then_some(Recorded {
+            mapping: CgroupMapping::Name,
             by_leaf,
             samples,
+            by_tid,
             by_comm: IntMap::default(),
         })
     }
 
-    /// Whether the cgroup of a task with comm `comm` was throttled in the
+    /// Whether cgroup `i`'s nr_throttled grew in the sample interval
+    /// containing `ts`.
+    fn grew(&self, i: usize, ts: u64) -> bool {
+        let Some(v) = self.samples.get(i) else {
+            return false;
+        };
+        let k = v.partition_point(|s| s.0 <= ts);
+        match (k.checked_sub(1).and_then(|j| v.get(j)), v.get(k)) {
+            (Some(a), Some(b)) => b.1 > a.1,
+            _ => false,
+        }
+    }
+
+    /// Whether the cgroup of task `tid` (comm `comm`) was throttled in the
     /// sample interval containing `ts`.
-    fn throttled(&mut self, trace: &Trace, comm: StrId, ts: u64) -> bool {
+    fn throttled(&mut self, trace: &Trace, tid: Tid, comm: StrId, ts: u64) -> bool {
+        if self.mapping == CgroupMapping::Membership {
+            return self
+                .by_tid
+                .get(&tid)
+                .is_some_and(|v| v.iter().any(|&i| self.grew(i, ts)));
+        }
         let by_leaf = &self.by_leaf;
         let cg = *self
             .by_comm
             .entry(comm)
             .or_insert_with(|| by_leaf.get(trace.strings.get(comm)).copied());
-        let Some(v) = cg.and_then(|i| self.samples.get(i)) else {
-            return false;
-        };
-        let i = v.partition_point(|s| s.0 <= ts);
-        match (i.checked_sub(1).and_then(|j| v.get(j)), v.get(i)) {
-            (Some(a), Some(b)) => b.1 > a.1,
-            _ => false,
-        }
+        cg.is_some_and(|i| self.grew(i, ts))
     }
 }
 
@@ -719,7 +791,7 @@ impl<'t> Pass<'t> {
             if prev_runnable {
                 let trace = self.trace;
                 let thr = match self.recorded.as_mut() {
-                    Some(r) => r.throttled(trace, prev_comm, ts),
+                    Some(r) => r.throttled(trace, prev, prev_comm, ts),
                     None => false,
                 };
                 self.add_wait(prev, c as u32, ts, true, thr);
@@ -883,6 +955,10 @@ impl<'t> Pass<'t> {
         } else {
             Attribution::Inferred
         };
+        let cgroup_mapping = self
+            .recorded
+            .as_ref()
+            .map_or(CgroupMapping::None, |r| r.mapping);
         IdleReport {
             idle_ns: sum(|c| c.idle_ns),
             wasted_idle_ns: sum(|c| c.wasted_idle_ns),
@@ -890,6 +966,7 @@ impl<'t> Pass<'t> {
             imbalance_ns: sum(|c| c.imbalance_ns),
             cpus,
             attribution,
+            cgroup_mapping,
             per_second_idle_pct,
             work_per_second_ns,
             seconds: nb as u64,
@@ -934,6 +1011,7 @@ fn nohz_funcs(trace: &Trace) -> HashSet<u64> {
 
 /// Per-cgroup CPU time vs quota from the recorded samples.
 fn cgroup_usage(trace: &Trace, run_ns: &IntMap<Tid, u64>, duration: u64) -> Vec<CgroupUsage> {
+    let membership = has_membership(trace);
     let mut by_path: BTreeMap<&str, Vec<&schedscope_trace::CgroupSample>> = BTreeMap::new();
     for s in &trace.cgroup_samples {
         by_path.entry(s.path.as_str()).or_default().push(s);
@@ -948,7 +1026,13 @@ fn cgroup_usage(trace: &Trace, run_ns: &IntMap<Tid, u64>, duration: u64) -> Vec<
             let mut mapped: Vec<Tid> = trace
                 .tasks
                 .iter()
-                .filter(|t| t.comm == leaf)
+                .filter(|t| {
+                    if membership {
+                        t.cgroup.as_deref().is_some_and(|cg| within(cg, path))
+                    } else {
+                        t.comm == leaf
+                    }
+                })
                 .map(|t| t.tid)
                 .collect();
             mapped.sort_unstable();

@@ -1,7 +1,7 @@
 //! Text rendering of the idle section: headline, seed table, per-CPU table,
 //! balancing, gap histogram, longest gaps, cgroups.
 
-use super::{Attribution, IdleReport};
+use super::{Attribution, CgroupMapping, IdleReport};
 use crate::Context;
 use std::io::{self, Write};
 
@@ -78,9 +78,12 @@ pub(super) fn render(r: &IdleReport, ctx: &Context, out: &mut dyn Write) -> io::
         pct(r.wasted_idle_ns, cpu_time),
         ms(r.throttled_ns),
         ms(r.imbalance_ns),
-        match r.attribution {
-            Attribution::Recorded => "recorded cgroup samples",
-            Attribution::Inferred => "inferred from the trace",
+        match (r.attribution, r.cgroup_mapping) {
+            (Attribution::Recorded, CgroupMapping::Membership) =>
+                "recorded cgroup samples, tasks mapped by their recorded cgroup membership",
+            (Attribution::Recorded, _) =>
+                "recorded cgroup samples, tasks mapped by name (comm = cgroup's last path component; the file has no task membership)",
+            (Attribution::Inferred, _) => "inferred from the trace",
         }
     )?;
     writeln!(
