@@ -6,18 +6,29 @@
 //!   a machine other than the one that recorded it. Only when the file holds
 //!   no kallsyms and was recorded on the running kernel (same release) does
 //!   blazesym's kernel source read the live `/proc/kallsyms`.
-//! * User addresses go through blazesym's process source (the process maps
-//!   and ELF files). That only works while the recorded process still lives
-//!   (and is the same process: its comm is checked); otherwise the frame is
-//!   marked [`Resolved::unsymbolized`] with the reason.
+//! * User addresses of a process the trace has mappings for
+//!   ([`Trace::mappings`], from PERF_RECORD_MMAP/MMAP2) are turned into a
+//!   file offset through the latest mapping that contains them
+//!   ([`MappingIndex`]) and symbolized from the ELF file with blazesym, as
+//!   `perf script` does, so processes that exited before the report are
+//!   named too. The file must still exist and, for a trace of this boot,
+//!   must not have been modified after the recording ended (its mtime);
+//!   otherwise the frame is unsymbolized with the reason ("file gone",
+//!   "file changed after the recording", "no symbols", "no mapping").
+//! * User addresses of processes without mappings in the trace go through
+//!   blazesym's process source (the process maps and ELF files). That only
+//!   works while the recorded process still lives (and is the same process:
+//!   its comm is checked); otherwise the frame is marked
+//!   [`Resolved::unsymbolized`] with the reason.
 //! * Text traces already carry names ([`Sym::name_id`]).
 //!
-//! Each distinct (process, address) is symbolized once; kernel addresses are
-//! looked up in parallel (rayon) and each process gets its own blazesym
-//! symbolizer on a rayon task.
+//! Each distinct (process, address) is symbolized once, and each distinct
+//! (file, offset) once; kernel addresses are looked up in parallel (rayon),
+//! each mapped file and each live process gets its own blazesym symbolizer
+//! on a rayon task.
 
 use rayon::prelude::*;
-use schedscope_trace::{Sym, Tid, Trace};
+use schedscope_trace::{Mapping, Sym, Tid, Trace, Ts};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -125,7 +136,8 @@ pub struct Resolved {
     pub offset: u64,
     /// `[kernel.kallsyms]`, the ELF path, or `[unknown]`.
     pub module: String,
-    /// Why it is unsymbolized (empty when symbolized).
+    /// Why it is unsymbolized (for a symbolized frame: empty, or a note
+    /// that its file could not be verified against the recording).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub reason: String,
     /// The raw address (0 for names from text traces).
@@ -216,6 +228,15 @@ impl SymbolTable {
                 Some(a) if !loc.user => kernel.push(a),
                 Some(a) => user.entry(loc.pid).or_default().push(a),
             }
+        }
+        // User addresses of processes with recorded mappings: through the
+        // mapped files; the others through the live process.
+        let index = MappingIndex::new(&trace.mappings);
+        let (mapped, user): (Vec<_>, Vec<_>) = user
+            .into_iter()
+            .partition(|(pid, _)| pid.is_some_and(|p| index.has_pid(p)));
+        for (loc, r) in resolve_mapped(trace, &index, mapped) {
+            map.insert(loc, r);
         }
         let (kernel_source, kres) = resolve_kernel(trace, &kernel);
         for (a, r) in kernel.iter().zip(kres) {
@@ -414,6 +435,349 @@ fn live_kernel(addrs: &[u64]) -> Option<Vec<Resolved>> {
     )
 }
 
+/// Each process's mappings ([`Trace::mappings`]), to find which file backs
+/// a user address at a given time.
+#[derive(Clone, Debug, Default)]
+pub struct MappingIndex<'a> {
+    /// Per process, sorted by time (equal times keep trace order).
+    by_pid: HashMap<Tid, Vec<&'a Mapping>>,
+}
+
+impl<'a> MappingIndex<'a> {
+    /// Index `mappings` (in trace order) by process; mappings of pid <= 0
+    /// (the kernel's) and empty ones are left out.
+    pub fn new(mappings: &'a [Mapping]) -> MappingIndex<'a> {
+        let mut by_pid: HashMap<Tid, Vec<&'a Mapping>> = HashMap::new();
+        for m in mappings.iter().filter(|m| m.pid.0 > 0 && m.len > 0) {
+            by_pid.entry(m.pid).or_default().push(m);
+        }
+        for v in by_pid.values_mut() {
+            v.sort_by_key(|m| m.ts); // stable
+        }
+        MappingIndex { by_pid }
+    }
+
+    /// Whether the trace has any mapping of `pid`.
+    pub fn has_pid(&self, pid: Tid) -> bool {
+        self.by_pid.contains_key(&pid)
+    }
+
+    /// The latest mapping of `pid` made at or before `at` that contains
+    /// `addr` (a later mapping over the same range replaces the earlier
+    /// one, as mmap does).
+    pub fn find(&self, pid: Tid, addr: u64, at: Ts) -> Option<&'a Mapping> {
+        let v = self.by_pid.get(&pid)?;
+        let n = v.partition_point(|m| m.ts <= at);
+        v.get(..n)?
+            .iter()
+            .rev()
+            .find(|m| addr >= m.start && addr - m.start < m.len)
+            .copied()
+    }
+}
+
+/// The file offset of `addr` in mapping `m` (`addr - start + pgoff`).
+pub fn file_offset(m: &Mapping, addr: u64) -> u64 {
+    addr.wrapping_sub(m.start).wrapping_add(m.pgoff)
+}
+
+/// Symbolize the user addresses of processes that have mappings through
+/// the mapped files: one lookup per distinct (file, offset), one blazesym
+/// symbolizer per file, files in parallel.
+///
+/// Locations carry no time, so the latest mapping of the whole trace that
+/// contains the address is used.
+fn resolve_mapped(
+    trace: &Trace,
+    index: &MappingIndex<'_>,
+    procs: Vec<(Option<Tid>, Vec<u64>)>,
+) -> Vec<(Location, Resolved)> {
+    let mut out = Vec::new();
+    let mut by_file: HashMap<&str, Vec<u64>> = HashMap::new();
+    let mut pending: Vec<(Location, &str, u64)> = Vec::new();
+    for (pid, addrs) in procs {
+        for a in addrs {
+            let loc = Location::user(pid, Sym::from_addr(a));
+            match pid.and_then(|p| index.find(p, a, Ts(u64::MAX))) {
+                None => out.push((
+                    loc,
+                    Resolved::unsymbolized(
+                        a,
+                        "[unknown]",
+                        "no mapping: no MMAP record of the process contains the address",
+                    ),
+                )),
+                Some(m) => {
+                    let off = file_offset(m, a);
+                    by_file.entry(m.filename.as_str()).or_default().push(off);
+                    pending.push((loc, m.filename.as_str(), off));
+                }
+            }
+        }
+    }
+    let files: Vec<(&str, Vec<u64>)> = by_file.into_iter().collect();
+    let resolved: HashMap<(&str, u64), Resolved> = files
+        .into_par_iter()
+        .flat_map_iter(|(file, mut offs)| {
+            offs.sort_unstable();
+            offs.dedup();
+            let r = resolve_file(trace, file, &offs);
+            offs.into_iter().zip(r).map(move |(o, r)| ((file, o), r))
+        })
+        .collect();
+    for (loc, file, off) in pending {
+        let a = loc.sym.addr().unwrap_or(0);
+        let r = match resolved.get(&(file, off)) {
+            Some(r) => Resolved {
+                addr: a,
+                ..r.clone()
+            },
+            None => Resolved::unsymbolized(a, file, "not looked up"),
+        };
+        out.push((loc, r));
+    }
+    out
+}
+
+/// When the trace ended, in wall-clock time, for a trace of this boot
+/// (trace clocks count from boot, like /proc/uptime).
+fn trace_end_wall(trace: &Trace) -> Option<std::time::SystemTime> {
+    if trace.end().0 == 0 {
+        return None; // no events to date the recording
+    }
+    let up = read_trimmed("/proc/uptime")?;
+    let up_ns = (up.split_whitespace().next()?.parse::<f64>().ok()? * 1e9) as u64;
+    let ago = std::time::Duration::from_nanos(up_ns.saturating_sub(trace.end().0));
+    std::time::SystemTime::now().checked_sub(ago)
+}
+
+/// Symbolize file offsets of `file` (an ELF file mapped by a recorded process).
+fn resolve_file(trace: &Trace, file: &str, offsets: &[u64]) -> Vec<Resolved> {
+    let fail = |why: &str| {
+        offsets
+            .iter()
+            .map(|&o| Resolved::unsymbolized(o, file, why))
+            .collect::<Vec<_>>()
+    };
+    if !file.starts_with('/') {
+        // [vdso], [heap], //anon, [anon:...]
+        return fail(&format!("no file backs the mapping ({file})"));
+    }
+    let elsewhere = not_this_boot(trace);
+    if let Some(w) = elsewhere
+        .as_deref()
+        .filter(|w| w.starts_with("recorded on host"))
+    {
+        return fail(w);
+    }
+    let md = match std::fs::metadata(file) {
+        Ok(md) => md,
+        Err(e) => return fail(&format!("file gone: {file}: {e}")),
+    };
+    // Same file as recorded: not modified after the recording ended (2 s
+    // of slack for clock granularity).
+    let note = match (&elsewhere, md.modified().ok(), trace_end_wall(trace)) {
+        (None, Some(mtime), Some(end)) => {
+            if mtime > end + std::time::Duration::from_secs(2) {
+                return fail(&format!("file changed after the recording: {file}"));
+            }
+            String::new()
+        }
+        (Some(w), _, _) => format!("file not verified against the recording ({w})"),
+        _ => "file not verified against the recording (no mtime or clock)".to_string(),
+    };
+    let Some(elf) = ElfInfo::read(file) else {
+        return fail(&format!("not an ELF file: {file}"));
+    };
+    // File offsets to virtual addresses through the program headers, then
+    // look them up in the separate debug file (full symbol table, where
+    // perf also looks) and, for what it does not name, in the file itself.
+    let virt: Vec<Option<u64>> = offsets.iter().map(|&o| elf.virt(o)).collect();
+    let known: Vec<u64> = virt.iter().flatten().copied().collect();
+    let mut found: HashMap<u64, Resolved> = HashMap::new();
+    let mut why: HashMap<u64, String> = HashMap::new();
+    let debug = elf.debug_file();
+    for (path, is_debug) in debug
+        .iter()
+        .map(|d| (d.as_str(), true))
+        .chain([(file, false)])
+    {
+        let todo: Vec<u64> = known
+            .iter()
+            .copied()
+            .filter(|v| !found.contains_key(v))
+            .collect();
+        if todo.is_empty() {
+            break;
+        }
+        match symbolize_virt(path, &todo) {
+            Ok(out) => {
+                for (v, r) in todo.into_iter().zip(out) {
+                    match r {
+                        Ok((name, offset)) => {
+                            found.insert(
+                                v,
+                                Resolved {
+                                    name: Some(name),
+                                    offset,
+                                    module: file.to_string(),
+                                    reason: note.clone(),
+                                    addr: v,
+                                },
+                            );
+                        }
+                        Err(w) if !is_debug => {
+                            why.insert(v, w);
+                        }
+                        Err(_) => {}
+                    }
+                }
+            }
+            Err(e) if !is_debug => return fail(&format!("blazesym: {file}: {e}")),
+            Err(_) => {}
+        }
+    }
+    let debug_note = match &debug {
+        Some(d) => format!(" nor in its debug file {d}"),
+        None => " (no debug file under /usr/lib/debug)".to_string(),
+    };
+    offsets
+        .iter()
+        .zip(virt)
+        .map(|(&o, v)| match v {
+            None => Resolved::unsymbolized(
+                o,
+                file,
+                format!("offset outside the loadable segments of {file}"),
+            ),
+            Some(v) => match found.get(&v) {
+                Some(r) => Resolved {
+                    addr: o,
+                    ..r.clone()
+                },
+                None => Resolved::unsymbolized(
+                    o,
+                    file,
+                    format!(
+                        "no symbols: {} in {file}{debug_note}",
+                        why.get(&v)
+                            .map(String::as_str)
+                            .unwrap_or("no symbol covers the address")
+                    ),
+                ),
+            },
+        })
+        .collect()
+}
+
+/// Look up virtual addresses (relative to the ELF's own base) in the ELF
+/// symbols of `path`: per address the name and offset, or why not.
+fn symbolize_virt(path: &str, virt: &[u64]) -> Result<Vec<Result<(String, u64), String>>, String> {
+    use blazesym::symbolize::source::{Elf, Source};
+    use blazesym::symbolize::{Input, Reason, Symbolized, Symbolizer};
+    let mut elf = Elf::new(path);
+    elf.debug_syms = false;
+    let src = Source::Elf(elf);
+    let symbolizer = Symbolizer::new();
+    let out = symbolizer
+        .symbolize(&src, Input::VirtOffset(virt))
+        .map_err(|e| e.to_string())?;
+    Ok(out
+        .into_iter()
+        .map(|s| match s {
+            Symbolized::Sym(s) => Ok((s.name.to_string(), s.offset as u64)),
+            Symbolized::Unknown(Reason::MissingSyms) => {
+                Err("no symbol covers the address (stripped: dynamic symbols only)".to_string())
+            }
+            Symbolized::Unknown(w) => Err(format!("blazesym: {w}")),
+        })
+        .collect())
+}
+
+/// What the symbolizer needs from an ELF file's headers: its loadable
+/// segments (to turn file offsets into virtual addresses) and build id.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ElfInfo {
+    /// PT_LOAD segments: (file offset, virtual address, size in the file).
+    pub loads: Vec<(u64, u64, u64)>,
+    /// NT_GNU_BUILD_ID, if present.
+    pub build_id: Option<Vec<u8>>,
+}
+
+impl ElfInfo {
+    /// Read the program headers and build-id note of a 64-bit
+    /// little-endian ELF file (`None` if it is not one or is truncated).
+    pub fn read(path: &str) -> Option<ElfInfo> {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::File::open(path).ok()?;
+        let at = |off: u64, len: usize| -> Option<Vec<u8>> {
+            let mut b = vec![0u8; len];
+            f.read_exact_at(&mut b, off).ok()?;
+            Some(b)
+        };
+        let h = at(0, 64)?;
+        // ELFCLASS64, ELFDATA2LSB
+        if h.get(..4)? != b"\x7fELF" || h[4] != 2 || h[5] != 1 {
+            return None;
+        }
+        let u16_ = |b: &[u8], o: usize| Some(u16::from_le_bytes(b.get(o..o + 2)?.try_into().ok()?));
+        let u32_ = |b: &[u8], o: usize| Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?));
+        let u64_ = |b: &[u8], o: usize| Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?));
+        let phoff = u64_(&h, 32)?;
+        let phentsize = u16_(&h, 54)? as usize;
+        let phnum = u16_(&h, 56)? as usize;
+        if phentsize < 56 || phnum > 4096 {
+            return None;
+        }
+        let ph = at(phoff, phentsize * phnum)?;
+        let mut info = ElfInfo::default();
+        for i in 0..phnum {
+            let p = &ph[i * phentsize..(i + 1) * phentsize];
+            let (ty, off, vaddr, filesz) = (u32_(p, 0)?, u64_(p, 8)?, u64_(p, 16)?, u64_(p, 32)?);
+            match ty {
+                1 => info.loads.push((off, vaddr, filesz)), // PT_LOAD
+                4 if info.build_id.is_none() && filesz <= 1 << 16 => {
+                    // PT_NOTE: namesz, descsz, type, name (4-aligned), desc (4-aligned)
+                    let n = at(off, filesz as usize)?;
+                    let mut pos = 0usize;
+                    while pos + 12 <= n.len() {
+                        let namesz = u32_(&n, pos)? as usize;
+                        let descsz = u32_(&n, pos + 4)? as usize;
+                        let nty = u32_(&n, pos + 8)?;
+                        let name_at = pos + 12;
+                        let desc_at = name_at + namesz.div_ceil(4) * 4;
+                        let next = desc_at + descsz.div_ceil(4) * 4;
+                        if nty == 3 && n.get(name_at..name_at + namesz) == Some(b"GNU\0") {
+                            info.build_id = n.get(desc_at..desc_at + descsz).map(<[u8]>::to_vec);
+                            break;
+                        }
+                        pos = next;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Some(info)
+    }
+
+    /// The virtual address of file offset `off` (in a PT_LOAD segment).
+    pub fn virt(&self, off: u64) -> Option<u64> {
+        self.loads
+            .iter()
+            .find(|&&(o, _, sz)| off >= o && off - o < sz)
+            .map(|&(o, v, _)| off - o + v)
+    }
+
+    /// The separate debug file for this build id, if installed
+    /// (`/usr/lib/debug/.build-id/xx/rest.debug`, e.g. from libc6-dbg).
+    pub fn debug_file(&self) -> Option<String> {
+        let id = self.build_id.as_ref().filter(|b| b.len() >= 2)?;
+        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        let p = format!("/usr/lib/debug/.build-id/{}/{}.debug", &hex[..2], &hex[2..]);
+        std::path::Path::new(&p).is_file().then_some(p)
+    }
+}
+
 /// The comm a live process has now, if it exists.
 fn live_comm(pid: Tid) -> Option<String> {
     std::fs::read_to_string(format!("/proc/{}/comm", pid.0))
@@ -570,6 +934,159 @@ mod tests {
         let st = SymbolTable::build(&t, [k]);
         assert_eq!(st.kernel_source, "none");
         assert!(!st.get(k).is_symbolized());
+    }
+
+    fn map(ts: u64, start: u64, len: u64, pgoff: u64, file: &str) -> Mapping {
+        Mapping {
+            ts: Ts(ts),
+            pid: Tid(42),
+            start,
+            len,
+            pgoff,
+            filename: file.into(),
+        }
+    }
+
+    #[test]
+    fn mapping_lookup_takes_the_latest_mapping_at_or_before_the_time() {
+        let ms = vec![
+            map(0, 0x1000, 0x1000, 0, "/a"),
+            map(0, 0x4000, 0x2000, 0x3000, "/b"),
+            map(100, 0x1000, 0x1000, 0x7000, "/c"), // remaps /a's range later
+            Mapping {
+                pid: Tid(-1),
+                ..map(0, 0x8000, 0x1000, 0, "[kernel.kallsyms]_text")
+            },
+        ];
+        let ix = MappingIndex::new(&ms);
+        assert!(ix.has_pid(Tid(42)) && !ix.has_pid(Tid(-1)) && !ix.has_pid(Tid(7)));
+        let f = |addr, at| ix.find(Tid(42), addr, Ts(at)).map(|m| m.filename.as_str());
+        assert_eq!(f(0x1800, 50), Some("/a"));
+        assert_eq!(
+            f(0x1800, 100),
+            Some("/c"),
+            "same time: the later record wins"
+        );
+        assert_eq!(f(0x1800, u64::MAX), Some("/c"));
+        assert_eq!(f(0x1fff, 0), Some("/a"));
+        assert_eq!(f(0x2000, 0), None, "end is exclusive");
+        assert_eq!(f(0x0fff, 0), None);
+        assert_eq!(f(0x5abc, 0), Some("/b"));
+        let b = ix.find(Tid(42), 0x5abc, Ts(0)).unwrap();
+        assert_eq!(file_offset(b, 0x5abc), 0x3000 + 0x1abc);
+        assert_eq!(ix.find(Tid(7), 0x1800, Ts(0)), None);
+    }
+
+    /// The mappings of this process from /proc/self/maps, as MMAP records
+    /// would carry them, under another (non-existent) pid.
+    fn own_mappings(pid: Tid) -> Vec<Mapping> {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        maps.lines()
+            .filter_map(|l| {
+                let mut it = l.split_whitespace();
+                let (range, perms, off) = (it.next()?, it.next()?, it.next()?);
+                let file = it.nth(2)?;
+                let (a, b) = range.split_once('-')?;
+                let start = u64::from_str_radix(a, 16).ok()?;
+                let end = u64::from_str_radix(b, 16).ok()?;
+                let pgoff = u64::from_str_radix(off, 16).ok()?;
+                perms.contains('x').then(|| Mapping {
+                    ts: Ts(0),
+                    pid,
+                    start,
+                    len: end - start,
+                    pgoff,
+                    filename: file.to_string(),
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn user_addresses_of_a_gone_process_are_symbolized_through_its_mappings() {
+        // A pid that does not exist: only the mappings can name the address.
+        let gone = Tid(i32::MAX - 7);
+        assert!(live_comm(gone).is_none());
+        let mut t = Trace::new("t", TraceFormat::PerfData);
+        t.mappings = own_mappings(gone);
+        let addr = marker_fn_for_symbolizer as *const () as usize as u64;
+        let loc = Location::user(Some(gone), Sym::from_addr(addr));
+        // an address no mapping covers
+        let hole = Location::user(Some(gone), Sym::from_addr(0x10));
+        // No events: the file cannot be dated against the recording.
+        let r = SymbolTable::build(&t, [loc]).get(loc);
+        assert_eq!(r.function(), "marker_fn_for_symbolizer", "{r:?}");
+        assert!(r.reason.contains("not verified"), "{r:?}");
+        // A recording that ended 1 ns after boot predates this executable.
+        let ev = |ts: u64| schedscope_trace::Event {
+            ts: Ts(ts),
+            cpu: schedscope_trace::Cpu(0),
+            tid: gone,
+            name: schedscope_trace::NameId(0),
+            stack: schedscope_trace::StackId::NONE,
+            data: schedscope_trace::EventData::Other(None),
+        };
+        t.events.push(ev(1));
+        let r = SymbolTable::build(&t, [loc]).get(loc);
+        assert!(
+            r.reason.starts_with("file changed after the recording"),
+            "{r:?}"
+        );
+        // A recording that ends now (trace clocks count from boot).
+        let up = read_trimmed("/proc/uptime").unwrap();
+        let up: f64 = up.split_whitespace().next().unwrap().parse().unwrap();
+        t.events.push(ev((up * 1e9) as u64));
+        let st = SymbolTable::build(&t, [loc, hole]);
+        let r = st.get(loc);
+        assert_eq!(r.function(), "marker_fn_for_symbolizer", "{r:?}");
+        assert_eq!(r.reason, "", "verified: {r:?}");
+        assert_eq!(r.addr, addr);
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        assert_eq!(r.module, exe.to_string_lossy(), "{r:?}");
+        let h = st.get(hole);
+        assert!(
+            !h.is_symbolized() && h.reason.starts_with("no mapping"),
+            "{h:?}"
+        );
+        // The same mappings under a file name that does not exist.
+        for m in &mut t.mappings {
+            m.filename = "/nonexistent/schedscope-test.so".into();
+        }
+        let r = SymbolTable::build(&t, [loc]).get(loc);
+        assert!(
+            !r.is_symbolized() && r.reason.starts_with("file gone"),
+            "{r:?}"
+        );
+        // [vdso] and other pseudo files
+        for m in &mut t.mappings {
+            m.filename = "[vdso]".into();
+        }
+        let r = SymbolTable::build(&t, [loc]).get(loc);
+        assert!(r.reason.starts_with("no file backs"), "{r:?}");
+    }
+
+    #[test]
+    fn elf_headers_turn_file_offsets_into_addresses() {
+        // Oracle: readelf's view is what the kernel loads; the executable's
+        // own text segment covers the offset of one of its functions.
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        let info = ElfInfo::read(&exe.to_string_lossy()).unwrap();
+        assert!(!info.loads.is_empty());
+        let ms = own_mappings(Tid(1));
+        let addr = marker_fn_for_symbolizer as *const () as usize as u64;
+        let m = ms
+            .iter()
+            .find(|m| addr >= m.start && addr - m.start < m.len)
+            .unwrap();
+        let off = file_offset(m, addr);
+        let v = info.virt(off).unwrap();
+        // load bias = runtime address - link-time address, page aligned
+        assert_eq!((addr - v) % 4096, 0);
+        assert!(info.virt(u64::MAX - 1).is_none());
+        assert!(
+            ElfInfo::read("/proc/self/maps").is_none(),
+            "not an ELF file"
+        );
     }
 
     #[test]

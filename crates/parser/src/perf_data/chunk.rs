@@ -437,6 +437,8 @@ pub(crate) struct ChunkOut<'a> {
     pub short_payload: Anomaly,
     pub unknown_record: Anomaly,
     pub short_record: Anomaly,
+    /// MMAP/MMAP2 records, in file order.
+    pub mappings: Vec<schedscope_trace::Mapping>,
 }
 
 /// Decode the records in `stream[range]`. Record headers were validated by
@@ -528,6 +530,13 @@ pub(crate) fn decode_chunk<'a>(
                 Some(n) => out.lost = out.lost.saturating_add(n),
                 None => out.short_record.hit(off, ty as u64),
             },
+            RecordType::MMAP | RecordType::MMAP2 => {
+                let ts = ctx.attrs[ctx.attr_of_other(body)].layout.trailer_time(body);
+                match super::mmap::parse(ty == RecordType::MMAP2.0, body, ts.unwrap_or(0)) {
+                    Some(m) => out.mappings.push(m),
+                    None => out.short_record.hit(off, ty as u64),
+                }
+            }
             RecordType::LOST_SAMPLES => match u64_at(body, 0) {
                 Some(n) => out.lost_samples = out.lost_samples.saturating_add(n),
                 None => out.short_record.hit(off, ty as u64),

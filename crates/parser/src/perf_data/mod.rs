@@ -24,6 +24,7 @@
 pub mod abi;
 mod bytes;
 mod chunk;
+mod mmap;
 pub mod header;
 mod task_cgroups;
 mod tracepoint;
@@ -589,6 +590,7 @@ fn merge(
             }
         }
         tgid_by_tid.extend(out.local.tgid_by_tid);
+        trace.mappings.extend(out.mappings);
         saw_fork |= out.saw_fork_records;
         saw_exit |= out.saw_exit_records;
         lost_records = lost_records.saturating_add(out.lost);
