@@ -9,7 +9,8 @@
 //! [`schedscope_parser::perf_data::writer::PerfDataWriter`] (`drain`),
 //! counting samples and losses on the way. At the start it synthesizes FORK/COMM
 //! records for every thread alive ([`procfs`]); throughout it samples the
-//! CFS bandwidth counters of cgroups ([`cgroup`]); at the end it stores the
+//! CFS bandwidth counters of cgroups and, at start and end, reads every
+//! thread's cgroup ([`cgroup`]); at the end it stores the
 //! tracefs format files, kallsyms and host metadata in feature sections.
 
 pub mod cgroup;
