@@ -33,9 +33,29 @@ impl Sections {
     }
 
     /// Whether a section that reads the [`Timeline`] is selected (latency
-    /// does its own pass and never needs it).
+    /// and idle do their own passes over the events and never need it).
     pub fn need_timeline(&self) -> bool {
-        self.gang || self.lhp || self.idle || self.tlb
+        self.gang || self.lhp || self.tlb
+    }
+
+    /// The event names the selected sections read, when they read only some
+    /// (for `schedscope_parser::LoadOptions::keep`); `None` when every event
+    /// must be kept. Only latency alone is narrowed today: it reads
+    /// `sched_switch` and the wakeups (`sched_waking` when the file has no
+    /// `sched_wakeup`); the task table and counts come from the whole file
+    /// either way.
+    pub fn needed_events(&self) -> Option<&'static [&'static str]> {
+        const LATENCY: [&str; 4] = [
+            "sched:sched_switch",
+            "sched:sched_wakeup",
+            "sched:sched_wakeup_new",
+            "sched:sched_waking",
+        ];
+        let latency_only = Sections {
+            latency: true,
+            ..Sections::default()
+        };
+        (*self == latency_only).then_some(&LATENCY[..])
     }
 
     /// Every section.
@@ -57,7 +77,8 @@ pub struct TraceSummary {
     pub path: String,
     /// Input format (`perf_data`, `ftrace_text`, `trace_cmd_text`, `perf_script_text`).
     pub format: schedscope_trace::TraceFormat,
-    /// Number of events decoded.
+    /// Number of events decoded from the file (all of them, also those a
+    /// filtered load did not keep).
     pub events: u64,
     /// Events reported lost by the kernel.
     pub lost: u64,
@@ -79,7 +100,7 @@ impl TraceSummary {
         TraceSummary {
             path: trace.path.clone(),
             format: trace.format,
-            events: trace.events.len() as u64,
+            events: trace.event_count(),
             lost: trace.lost,
             cpus: trace.nr_cpus,
             start_ns: trace.start().0,

@@ -36,8 +36,30 @@ pub fn detect(data: &[u8]) -> Option<TraceFormat> {
     ftrace_text::detect(data)
 }
 
+/// What to decode.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Keep only the events with these `system:event` names in
+    /// [`Trace::events`] (`None`: keep every event). Events left out are
+    /// still counted in `events_by_name`, and [`Trace::dropped`] records how
+    /// many events the file had and their time span, so counts and the time
+    /// span describe the whole file. Process fork/exit/exec events are always
+    /// kept (the task table may need them). Only the perf.data decoder
+    /// filters; text traces are decoded whole.
+    pub keep: Option<Vec<String>>,
+}
+
 /// Read and decode the trace file at `path`.
 pub fn load(path: &Path) -> Result<Trace, ParseError> {
+    load_with(path, &LoadOptions::default())
+}
+
+/// Read and decode the trace file at `path`, as `opts` says.
+///
+/// A perf.data file is mapped and its pages are dropped from memory as soon
+/// as they are decoded, so that the peak memory is the decoded events, not
+/// the file.
+pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Trace, ParseError> {
     let name = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|e| ParseError::io(&name, e))?;
     let len = file.metadata().map_err(|e| ParseError::io(&name, e))?.len();
@@ -48,18 +70,41 @@ pub fn load(path: &Path) -> Result<Trace, ParseError> {
     // process could fault, which is the same contract perf itself accepts.
     // Decoders treat the bytes as untrusted input.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| ParseError::io(&name, e))?;
-    load_bytes(&name, &map)
+    if detect(&map) != Some(TraceFormat::PerfData) {
+        return load_bytes(&name, &map);
+    }
+    let release = |r: std::ops::Range<usize>| {
+        if r.end > r.start && r.end <= map.len() {
+            // SAFETY: the mapping is private and read-only, never written:
+            // MADV_DONTNEED drops its pages (memmap2 widens the range to
+            // whole pages), and a later read faults the same file content
+            // back in. Failure only costs memory.
+            let _ = unsafe {
+                map.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    r.start,
+                    r.end - r.start,
+                )
+            };
+        }
+    };
+    perf_data::decode_with(&name, &map, opts, &release)
 }
 
 /// Decode a trace held in memory; `name` is used in messages.
 pub fn load_bytes(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
+    load_bytes_with(name, data, &LoadOptions::default())
+}
+
+/// [`load_bytes`] with options (see [`LoadOptions`]).
+pub fn load_bytes_with(name: &str, data: &[u8], opts: &LoadOptions) -> Result<Trace, ParseError> {
     if data.is_empty() {
         return Err(ParseError::Empty {
             path: name.to_string(),
         });
     }
     match detect(data) {
-        Some(TraceFormat::PerfData) => perf_data::decode(name, data),
+        Some(TraceFormat::PerfData) => perf_data::decode_with(name, data, opts, &|_| {}),
         Some(_) => ftrace_text::decode(name, data),
         None => Err(ParseError::UnknownFormat {
             path: name.to_string(),
@@ -80,5 +125,122 @@ fn describe_unknown(data: &[u8]) -> String {
         )
     } else {
         "text that is not a trace: no ftrace, trace-cmd or perf script event line in the first 1000 lines".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedscope_trace::{Event, EventData};
+    use std::path::PathBuf;
+
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/perf")
+            .join(name)
+    }
+
+    /// An event with its interned strings resolved, comparable across traces.
+    fn norm(t: &Trace, e: &Event) -> String {
+        let s = |id| t.strings.get(id).to_string();
+        let strings = match e.data {
+            EventData::Switch {
+                prev_comm,
+                next_comm,
+                ..
+            } => vec![s(prev_comm), s(next_comm)],
+            EventData::Wakeup { comm, .. }
+            | EventData::Migrate { comm, .. }
+            | EventData::Exit { comm, .. } => vec![s(comm)],
+            EventData::Fork { child_comm, .. } => vec![s(child_comm)],
+            EventData::Exec { filename, .. } => vec![s(filename)],
+            _ => vec![],
+        };
+        format!(
+            "{} {} {} {} {:?} {strings:?}",
+            e.ts.0,
+            e.cpu.0,
+            e.tid.0,
+            t.event_name(e.name),
+            e.data
+        )
+    }
+
+    fn tasks(t: &Trace) -> Vec<String> {
+        let mut v: Vec<String> = t
+            .tasks
+            .iter()
+            .map(|k| format!("{:?} {:?} {}", k.tid, k.tgid, k.comm))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// A filtered load keeps exactly the named events (plus fork/exit/exec)
+    /// of the full decode, in the same order, while the counts, the number
+    /// of events, the time span, the CPUs and the task table still describe
+    /// the whole file. The small unit-test chunks make the fixtures span
+    /// several chunks, so dropped samples leave gaps between chunks.
+    #[test]
+    fn filtered_load_keeps_the_named_events_and_whole_file_counts() {
+        let keep = ["sched:sched_switch", "sched:sched_wakeup"];
+        for f in ["sched_small.data", "sched_small_zstd.data"] {
+            let path = fixture(f);
+            let full = load(&path).unwrap();
+            let opts = LoadOptions {
+                keep: Some(keep.iter().map(|s| s.to_string()).collect()),
+            };
+            let part = load_with(&path, &opts).unwrap();
+            let want: Vec<String> = full
+                .events
+                .iter()
+                .filter(|e| {
+                    let n = full.event_name(e.name);
+                    keep.contains(&n) || perf_data::ALWAYS_KEEP.contains(&n)
+                })
+                .map(|e| norm(&full, e))
+                .collect();
+            let got: Vec<String> = part.events.iter().map(|e| norm(&part, e)).collect();
+            assert!(full.count("sched:sched_switch") > 0, "{f}");
+            assert!(
+                part.events.len() < full.events.len(),
+                "{f}: nothing dropped"
+            );
+            assert_eq!(got, want, "{f}");
+            assert_eq!(part.events_by_name, full.events_by_name, "{f}");
+            assert_eq!(part.event_count(), full.events.len() as u64, "{f}");
+            assert_eq!(part.event_count(), full.event_count(), "{f}");
+            assert_eq!(
+                (part.start(), part.end()),
+                (full.start(), full.end()),
+                "{f}"
+            );
+            assert_eq!(part.nr_cpus, full.nr_cpus, "{f}");
+            assert_eq!(tasks(&part), tasks(&full), "{f}");
+            assert_eq!(full.dropped, None, "{f}");
+        }
+    }
+
+    /// Loading a file through the mapping, whose pages are dropped as they
+    /// are decoded (and faulted back in where strings are read again), gives
+    /// the same trace as decoding a copy held in memory.
+    #[test]
+    fn mapped_load_with_released_pages_equals_in_memory_decode() {
+        for f in [
+            "sched_small.data",
+            "sched_small_zstd.data",
+            "callchain.data",
+        ] {
+            let path = fixture(f);
+            let mapped = load(&path).unwrap();
+            let bytes = std::fs::read(&path).unwrap();
+            let mem = load_bytes(f, &bytes).unwrap();
+            assert!(!mem.events.is_empty(), "{f}");
+            assert_eq!(mapped.events, mem.events, "{f}");
+            let strs = |t: &Trace| -> Vec<String> { t.events.iter().map(|e| norm(t, e)).collect() };
+            assert_eq!(strs(&mapped), strs(&mem), "{f}");
+            assert_eq!(tasks(&mapped), tasks(&mem), "{f}");
+            assert_eq!(mapped.stacks, mem.stacks, "{f}");
+        }
     }
 }

@@ -162,6 +162,23 @@ pub struct Trace {
     pub mappings: Vec<Mapping>,
     /// Recording metadata.
     pub meta: TraceMeta,
+    /// Set when the decoder was asked to keep only some events (see
+    /// `schedscope_parser::LoadOptions`): the number of events decoded from
+    /// the file and the times of the first and last of them, so that counts
+    /// and the time span still describe the whole file. `None`: `events`
+    /// holds every event.
+    pub dropped: Option<Dropped>,
+}
+
+/// What a filtered load left out of [`Trace::events`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Dropped {
+    /// Events decoded from the file, kept or not.
+    pub total: u64,
+    /// Time of the first event decoded (kept or not).
+    pub first: Ts,
+    /// Time of the last event decoded (kept or not).
+    pub last: Ts,
 }
 
 impl Trace {
@@ -185,17 +202,39 @@ impl Trace {
             cgroup_samples: Vec::new(),
             mappings: Vec::new(),
             meta: TraceMeta::default(),
+            dropped: None,
         }
     }
 
-    /// First event's time (0 for an empty trace).
+    /// First event's time (0 for an empty trace), counting events a
+    /// filtered load did not keep.
     pub fn start(&self) -> Ts {
-        self.events.first().map(|e| e.ts).unwrap_or_default()
+        let kept = self.events.first().map(|e| e.ts);
+        match (self.dropped, kept) {
+            (Some(d), Some(k)) => d.first.min(k),
+            (Some(d), None) if d.total > 0 => d.first,
+            _ => kept.unwrap_or_default(),
+        }
     }
 
-    /// Last event's time (0 for an empty trace).
+    /// Last event's time (0 for an empty trace), counting events a filtered
+    /// load did not keep.
     pub fn end(&self) -> Ts {
-        self.events.last().map(|e| e.ts).unwrap_or_default()
+        let kept = self.events.last().map(|e| e.ts);
+        match (self.dropped, kept) {
+            (Some(d), Some(k)) => d.last.max(k),
+            (Some(d), None) if d.total > 0 => d.last,
+            _ => kept.unwrap_or_default(),
+        }
+    }
+
+    /// Number of events in the trace: `events.len()`, or after a filtered
+    /// load the number decoded from the file (kept or not).
+    pub fn event_count(&self) -> u64 {
+        match self.dropped {
+            Some(d) => d.total.max(self.events.len() as u64),
+            None => self.events.len() as u64,
+        }
     }
 
     /// Time covered by the events.

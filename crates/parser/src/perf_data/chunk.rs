@@ -11,6 +11,7 @@ use schedscope_trace::{Cpu, Event, EventData, MaskId, NameId, StackId, StrId, Ti
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::mem::MaybeUninit;
 
 /// FxHash (rustc's hasher): a fast non-cryptographic hash for small keys.
 #[derive(Default, Clone, Copy)]
@@ -233,6 +234,9 @@ pub(crate) struct Ctx<'a> {
     /// Accessor for `common_type`.
     pub common_type: Option<FieldRef>,
     pub printk: &'a HashMap<u64, String>,
+    /// Per NameId: keep the event in the trace (empty: keep all). Events
+    /// not kept are counted, their payloads are not decoded.
+    pub keep: Vec<bool>,
 }
 
 impl Ctx<'_> {
@@ -437,6 +441,14 @@ pub(crate) struct ChunkOut<'a> {
     pub short_payload: Anomaly,
     pub unknown_record: Anomaly,
     pub short_record: Anomaly,
+    /// Samples decoded but not kept (see [`Ctx::keep`]).
+    pub dropped: u64,
+    /// Smallest and largest time of the samples decoded, kept or not
+    /// (u64::MAX / 0 when none).
+    pub first_ts: u64,
+    pub last_ts: u64,
+    /// Largest CPU of the samples decoded, kept or not, plus one.
+    pub cpus: u32,
     /// MMAP/MMAP2 records, in file order.
     pub mappings: Vec<schedscope_trace::Mapping>,
 }
@@ -444,18 +456,20 @@ pub(crate) struct ChunkOut<'a> {
 /// Decode the records in `stream[range]`. Record headers were validated by
 /// the walk, so every record lies inside the range. `base` is the file
 /// offset of `stream[0]` (for messages).
-/// Events go to `slots`, which has room for one event per SAMPLE record of
-/// the range; on return `slots[..out.n]` holds them, sorted by time (stable).
+/// Events go to `slots` (uninitialised memory, never read here), which has
+/// room for one event per SAMPLE record of the range; on return
+/// `slots[..out.n]` holds them, initialised and sorted by time (stable).
 pub(crate) fn decode_chunk<'a>(
     ctx: &Ctx<'a>,
     stream: &'a [u8],
     range: std::ops::Range<usize>,
     base: u64,
     n_names: usize,
-    slots: &mut [Event],
+    slots: &mut [MaybeUninit<Event>],
 ) -> ChunkOut<'a> {
     let mut out = ChunkOut {
         counts: vec![0; n_names],
+        first_ts: u64::MAX,
         ..ChunkOut::default()
     };
     out.local.printk = Some(ctx.printk);
@@ -474,7 +488,7 @@ pub(crate) fn decode_chunk<'a>(
                 if let Some(ev) = decode_sample(ctx, body, off, &mut out) {
                     match slots.get_mut(out.n) {
                         Some(slot) => {
-                            *slot = ev;
+                            slot.write(ev);
                             out.n += 1;
                         }
                         None => out.short_record.hit(off, ty as u64), // cannot happen: one slot per sample
@@ -548,6 +562,9 @@ pub(crate) fn decode_chunk<'a>(
     }
     // stable, so equal timestamps keep file order; small per-chunk buffers
     if let Some(evs) = slots.get_mut(..out.n) {
+        // SAFETY: slots[..out.n] were each written above (out.n counts the
+        // writes, in order from 0); MaybeUninit<Event> has Event's layout.
+        let evs = unsafe { &mut *(evs as *mut [MaybeUninit<Event>] as *mut [Event]) };
         evs.sort_by_key(|e| e.ts);
     }
     out
@@ -626,6 +643,10 @@ fn decode_sample<'a>(
             }
         }
         ev.name = tp.name;
+        if !keep(ctx, ev.name) {
+            out.drop_sample(&ev);
+            return None;
+        }
         match tp.decode(raw, s.time, &mut out.local) {
             Some(d) => ev.data = d,
             None => {
@@ -634,10 +655,35 @@ fn decode_sample<'a>(
             }
         }
     }
+    if !keep(ctx, ev.name) {
+        out.drop_sample(&ev);
+        return None;
+    }
     if let Some(c) = out.counts.get_mut(ev.name.0 as usize) {
         *c += 1;
     }
+    out.first_ts = out.first_ts.min(ev.ts.0);
+    out.last_ts = out.last_ts.max(ev.ts.0);
+    out.cpus = out.cpus.max(ev.cpu.0.saturating_add(1));
     Some(ev)
+}
+
+#[inline]
+fn keep(ctx: &Ctx<'_>, name: NameId) -> bool {
+    ctx.keep.is_empty() || ctx.keep.get(name.0 as usize).copied().unwrap_or(false)
+}
+
+impl ChunkOut<'_> {
+    /// Count a sample that is decoded but not kept.
+    fn drop_sample(&mut self, ev: &Event) {
+        if let Some(c) = self.counts.get_mut(ev.name.0 as usize) {
+            *c += 1;
+        }
+        self.dropped += 1;
+        self.first_ts = self.first_ts.min(ev.ts.0);
+        self.last_ts = self.last_ts.max(ev.ts.0);
+        self.cpus = self.cpus.max(ev.cpu.0.saturating_add(1));
+    }
 }
 
 #[cfg(test)]

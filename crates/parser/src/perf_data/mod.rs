@@ -24,8 +24,8 @@
 pub mod abi;
 mod bytes;
 mod chunk;
-mod mmap;
 pub mod header;
+mod mmap;
 mod task_cgroups;
 mod tracepoint;
 pub mod tracing_data;
@@ -38,18 +38,40 @@ use chunk::{Anomaly, AttrCtx, ChunkOut, Ctx, FxMap, Layout, TaskOp};
 use header::FileHeader;
 use rayon::prelude::*;
 use schedscope_trace::{
-    CgroupSample, Cpu, CpuMask, Event, EventData, MaskId, NameId, Severity, StackId, StrId, Tid,
-    Trace, TraceFormat, Ts,
+    CgroupSample, CpuMask, Event, EventData, MaskId, Severity, StackId, StrId, Tid, Trace,
+    TraceFormat, Ts,
 };
 use std::io::Read;
 use std::ops::Range;
 use tracepoint::TpDecoder;
 
 /// Target size of one parallel decoding chunk.
-const CHUNK_BYTES: usize = 1 << 20;
+/// (Small in unit tests, so that the small fixtures span several chunks.)
+const CHUNK_BYTES: usize = if cfg!(test) { 64 << 10 } else { 1 << 20 };
 
 /// Decode a perf.data file held in memory; `name` is used in messages.
 pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
+    decode_with(name, data, &crate::LoadOptions::default(), &|_| {})
+}
+
+/// Event names every filtered load keeps: the task table falls back on them
+/// when the file has no FORK/EXIT records.
+pub(crate) const ALWAYS_KEEP: [&str; 3] = [
+    "sched:sched_process_fork",
+    "sched:sched_process_exit",
+    "sched:sched_process_exec",
+];
+
+/// [`decode`] with options. `release(range)` is called with byte ranges of
+/// `data` that the decoder has finished reading (it may read them again,
+/// rarely: strings are borrowed until the merge), so that the caller can
+/// drop the pages of a mapped file.
+pub fn decode_with(
+    name: &str,
+    data: &[u8],
+    opts: &crate::LoadOptions,
+    release: &(dyn Fn(Range<usize>) + Sync),
+) -> Result<Trace, ParseError> {
     let hdr = FileHeader::parse(name, data)?;
     let mut attrs = header::read_attrs(name, data, &hdr)?;
     let feats = header::read_features(data, &hdr);
@@ -160,6 +182,14 @@ pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
         tps,
         common_type,
         printk: &td.printk,
+        keep: match &opts.keep {
+            None => Vec::new(),
+            Some(k) => trace
+                .event_names
+                .iter()
+                .map(|n| k.iter().any(|x| x == n) || ALWAYS_KEEP.contains(&n.as_str()))
+                .collect(),
+        },
     };
     let n_names = trace.event_names.len();
 
@@ -242,28 +272,57 @@ pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
     // One slot per SAMPLE record, filled in parallel: each chunk decodes
     // straight into its own slice of the final vector (no per-chunk vectors
     // to allocate, zero and copy).
+    // The slots are uninitialised capacity: pages that no kept event is
+    // written to are never touched (a filtered load keeps a fraction).
     let total: usize = jobs.iter().map(|j| j.samples).sum();
-    let placeholder = Event {
-        ts: Ts(0),
-        cpu: Cpu(0),
-        tid: Tid(0),
-        name: NameId(0),
-        stack: StackId::NONE,
-        data: EventData::Other(None),
-    };
     let mut events: Vec<Event> = Vec::with_capacity(total);
-    events.par_extend(rayon::iter::repeat_n(placeholder, total));
-    let outs: Vec<(ChunkOut<'_>, bool)> = split_slots(&mut events, jobs.iter().map(|j| j.samples))
-        .into_par_iter()
-        .zip(jobs.par_iter())
-        .map(|(slots, j)| {
-            (
-                chunk::decode_chunk(&ctx, j.stream, j.range.clone(), j.base, n_names, slots),
-                j.decompressed,
-            )
-        })
-        .collect();
-    let sizes: Vec<usize> = jobs.iter().map(|j| j.samples).collect();
+    let outs: Vec<(ChunkOut<'_>, bool)> = split_slots(
+        &mut events.spare_capacity_mut()[..total],
+        jobs.iter().map(|j| j.samples),
+    )
+    .into_par_iter()
+    .zip(jobs.par_iter())
+    .map(|(slots, j)| {
+        let out = chunk::decode_chunk(&ctx, j.stream, j.range.clone(), j.base, n_names, slots);
+        if !j.decompressed {
+            release(ds_start + j.range.start..ds_start + j.range.end);
+        }
+        (out, j.decompressed)
+    })
+    .collect();
+    // Close the gaps: chunk i's events move to right after chunk i-1's.
+    let mut write = 0usize;
+    let mut start = 0usize;
+    let spare = &mut events.spare_capacity_mut()[..total];
+    for ((out, _), j) in outs.iter().zip(&jobs) {
+        let n = out.n.min(j.samples);
+        if write != start {
+            spare.copy_within(start..start + n, write);
+        }
+        write += n;
+        start += j.samples;
+    }
+    // SAFETY: each chunk initialised the first `out.n` of its slots and the
+    // loop above moved those (only those) to `events[..write]`, in order.
+    unsafe { events.set_len(write) };
+    let sizes: Vec<usize> = outs.iter().map(|(o, _)| o.n).collect();
+    if opts.keep.is_some() {
+        let mut d = schedscope_trace::trace::Dropped {
+            total: 0,
+            first: Ts(u64::MAX),
+            last: Ts(0),
+        };
+        for (o, _) in &outs {
+            d.total += o.n as u64 + o.dropped;
+            d.first = d.first.min(Ts(o.first_ts));
+            d.last = d.last.max(Ts(o.last_ts));
+            trace.nr_cpus = trace.nr_cpus.max(o.cpus);
+        }
+        if d.total == 0 {
+            d.first = Ts(0);
+        }
+        trace.dropped = Some(d);
+    }
 
     merge(&mut trace, outs, events, &sizes, &td, &mut damage);
 
@@ -729,7 +788,7 @@ fn merge(
 }
 
 /// Split `events` into consecutive mutable slices of the given sizes.
-fn split_slots(events: &mut [Event], sizes: impl Iterator<Item = usize>) -> Vec<&mut [Event]> {
+fn split_slots<T>(events: &mut [T], sizes: impl Iterator<Item = usize>) -> Vec<&mut [T]> {
     let mut out = Vec::new();
     let mut rest = events;
     for n in sizes {
@@ -842,6 +901,7 @@ fn parse_cgroup_samples(b: &[u8], base: u64) -> Result<Vec<CgroupSample>, String
 #[cfg(test)]
 mod tests {
     use super::*;
+    use schedscope_trace::{Cpu, NameId};
 
     fn ev(ts: u64, tag: i32) -> Event {
         Event {
