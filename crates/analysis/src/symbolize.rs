@@ -672,7 +672,10 @@ fn resolve_file(trace: &Trace, file: &str, offsets: &[u64]) -> Vec<Resolved> {
 
 /// Look up virtual addresses (relative to the ELF's own base) in the ELF
 /// symbols of `path`: per address the name and offset, or why not.
-fn symbolize_virt(path: &str, virt: &[u64]) -> Result<Vec<Result<(String, u64), String>>, String> {
+/// Per address: (name, offset into the symbol), or why there is none.
+type VirtSyms = Vec<Result<(String, u64), String>>;
+
+fn symbolize_virt(path: &str, virt: &[u64]) -> Result<VirtSyms, String> {
     use blazesym::symbolize::source::{Elf, Source};
     use blazesym::symbolize::{Input, Reason, Symbolized, Symbolizer};
     let mut elf = Elf::new(path);
