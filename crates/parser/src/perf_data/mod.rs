@@ -698,7 +698,7 @@ fn merge(
             )
         });
         anomaly_warn(trace, &a[6], Severity::DataLoss, damage, |a| {
-            format!("{} COMM/FORK/EXIT/LOST records are too short (first at byte offset {}{w}); skipped", a.count, a.first_offset)
+            format!("{} COMM/FORK/EXIT/LOST/MMAP records are too short (first at byte offset {}{w}); skipped", a.count, a.first_offset)
         });
     }
     // perf 6.x writes the kernel's PERF_RECORD_LOST records and, at the end,
