@@ -15,6 +15,10 @@
 //!   must not have been modified after the recording ended (its mtime);
 //!   otherwise the frame is unsymbolized with the reason ("file gone",
 //!   "file changed after the recording", "no symbols", "no mapping").
+//!   Locations carry no time, so the latest mapping of the trace that
+//!   contains the address is used (an exec or a remap over the same range
+//!   later in the trace wins). Where a function has several names (weak
+//!   `munmap`, global `__munmap`), blazesym's choice may differ from perf's.
 //! * User addresses of processes without mappings in the trace go through
 //!   blazesym's process source (the process maps and ELF files). That only
 //!   works while the recorded process still lives (and is the same process:

@@ -1,6 +1,6 @@
 //! TLB-shootdown and IPI hotspots (DESIGN.md "TLB shootdown / IPI hotspots").
 //!
-//! Data flow: one time-ordered pass ([`requests`]) turns the IPI-related
+//! Data flow: one time-ordered pass (the `requests` module) turns the IPI-related
 //! events into logical *requests*: "CPU c asked CPUs T to run function f".
 //! The unit depends on what the trace has:
 //!
