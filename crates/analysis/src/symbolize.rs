@@ -17,8 +17,9 @@
 //!   "file changed after the recording", "no symbols", "no mapping").
 //!   Locations carry no time, so the latest mapping of the trace that
 //!   contains the address is used (an exec or a remap over the same range
-//!   later in the trace wins). Where a function has several names (weak
-//!   `munmap`, global `__munmap`), blazesym's choice may differ from perf's.
+//!   later in the trace wins). Where a function has several plain C names
+//!   (weak `munmap`, global `__munmap`, local `__GI___munmap`), the one
+//!   perf chooses is reported, so names agree with `perf script`.
 //! * User addresses of processes without mappings in the trace go through
 //!   blazesym's process source (the process maps and ELF files). That only
 //!   works while the recorded process still lives (and is the same process:
@@ -641,6 +642,37 @@ fn resolve_file(trace: &Trace, file: &str, offsets: &[u64]) -> Vec<Resolved> {
             Err(_) => {}
         }
     }
+    // Several names for one function (weak `munmap`, global `__munmap`,
+    // local `__GI___munmap`): name it the way perf does.
+    let starts: HashSet<u64> = found
+        .iter()
+        .map(|(v, r)| v.wrapping_sub(r.offset))
+        .collect();
+    let mut aliases: HashMap<u64, Vec<ElfSym>> = HashMap::new();
+    for path in debug.iter().map(String::as_str).chain([file]) {
+        for (a, syms) in elf_symbols_at(path, &starts) {
+            let list = aliases.entry(a).or_default();
+            for sym in syms {
+                if !list.iter().any(|s| s.name == sym.name) {
+                    list.push(sym);
+                }
+            }
+        }
+    }
+    for (v, r) in found.iter_mut() {
+        let Some(list) = aliases.get(&v.wrapping_sub(r.offset)) else {
+            continue;
+        };
+        let Some(name) = &r.name else { continue };
+        // Only plain (unmangled) names: blazesym's pick is demangled.
+        if list.len() > 1 && list.iter().any(|s| &s.name == name) {
+            if let Some(best) = list.iter().reduce(|a, b| perf_best_symbol(a, b)) {
+                if !best.name.starts_with("_Z") && !best.name.starts_with("_R") {
+                    r.name = Some(best.name.clone());
+                }
+            }
+        }
+    }
     let debug_note = match &debug {
         Some(d) => format!(" nor in its debug file {d}"),
         None => " (no debug file under /usr/lib/debug)".to_string(),
@@ -699,6 +731,125 @@ fn symbolize_virt(path: &str, virt: &[u64]) -> Result<VirtSyms, String> {
             Symbolized::Unknown(w) => Err(format!("blazesym: {w}")),
         })
         .collect())
+}
+
+/// A function symbol of an ELF symbol table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ElfSym {
+    name: String,
+    /// STB_LOCAL 0, STB_GLOBAL 1, STB_WEAK 2.
+    bind: u8,
+    size: u64,
+}
+
+/// perf's `choose_best_symbol` among symbols at one address: a sized one,
+/// then not weak, then global, then fewer leading underscores, then the
+/// longer name, then the first.
+fn perf_best_symbol<'s>(a: &'s ElfSym, b: &'s ElfSym) -> &'s ElfSym {
+    let key = |s: &ElfSym| {
+        (
+            s.size > 0,
+            s.bind != 2,
+            s.bind == 1,
+            std::cmp::Reverse(s.name.bytes().take_while(|&c| c == b'_').count()),
+            s.name.len(),
+        )
+    };
+    if key(b) > key(a) {
+        b
+    } else {
+        a
+    }
+}
+
+/// The function symbols (STT_FUNC, STT_GNU_IFUNC) of the `.symtab` and
+/// `.dynsym` of `path` whose value is one of `addrs`. Empty when the file
+/// cannot be read or is not a 64-bit little-endian ELF file.
+fn elf_symbols_at(path: &str, addrs: &HashSet<u64>) -> HashMap<u64, Vec<ElfSym>> {
+    use std::os::unix::fs::FileExt;
+    let mut out: HashMap<u64, Vec<ElfSym>> = HashMap::new();
+    if addrs.is_empty() {
+        return out;
+    }
+    let Ok(f) = std::fs::File::open(path) else {
+        return out;
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let at = |off: u64, n: u64| -> Option<Vec<u8>> {
+        if off.checked_add(n)? > len || n > 1 << 30 {
+            return None;
+        }
+        let mut b = vec![0u8; usize::try_from(n).ok()?];
+        f.read_exact_at(&mut b, off).ok()?;
+        Some(b)
+    };
+    let u16_ = |b: &[u8], o: usize| -> Option<u16> {
+        Some(u16::from_le_bytes(b.get(o..o + 2)?.try_into().ok()?))
+    };
+    let u32_ = |b: &[u8], o: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?))
+    };
+    let u64_ = |b: &[u8], o: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?))
+    };
+    let scan = |out: &mut HashMap<u64, Vec<ElfSym>>| -> Option<()> {
+        let h = at(0, 64)?;
+        if h.get(..4)? != b"\x7fELF" || h[4] != 2 || h[5] != 1 {
+            return None;
+        }
+        let shoff = u64_(&h, 0x28)?;
+        let shentsize = u16_(&h, 0x3a)? as u64;
+        let shnum = u16_(&h, 0x3c)? as u64;
+        if shentsize < 64 {
+            return None;
+        }
+        let sh = at(shoff, shentsize * shnum)?;
+        let sec = |i: u64| -> Option<(u32, u64, u64, u32)> {
+            let o = usize::try_from(i * shentsize).ok()?;
+            Some((
+                u32_(&sh, o + 4)?,
+                u64_(&sh, o + 24)?,
+                u64_(&sh, o + 32)?,
+                u32_(&sh, o + 40)?,
+            ))
+        };
+        for i in 0..shnum {
+            let (ty, off, size, link) = sec(i)?;
+            if ty != 2 && ty != 11 {
+                continue; // SHT_SYMTAB, SHT_DYNSYM
+            }
+            let (sty, soff, ssize, _) = sec(link as u64)?;
+            if sty != 3 {
+                continue; // SHT_STRTAB (NOBITS in a stripped file)
+            }
+            let (Some(syms), Some(strs)) = (at(off, size), at(soff, ssize)) else {
+                continue;
+            };
+            for e in syms.chunks_exact(24) {
+                let value = u64_(e, 8)?;
+                let info = e[4];
+                if !addrs.contains(&value) || !matches!(info & 0xf, 2 | 10) {
+                    continue;
+                }
+                let name_at = u32_(e, 0)? as usize;
+                let Some(rest) = strs.get(name_at..) else {
+                    continue;
+                };
+                let name = &rest[..rest.iter().position(|&c| c == 0).unwrap_or(rest.len())];
+                if name.is_empty() {
+                    continue;
+                }
+                out.entry(value).or_default().push(ElfSym {
+                    name: String::from_utf8_lossy(name).into_owned(),
+                    bind: info >> 4,
+                    size: u64_(e, 16)?,
+                });
+            }
+        }
+        Some(())
+    };
+    let _ = scan(&mut out);
+    out
 }
 
 /// What the symbolizer needs from an ELF file's headers: its loadable
@@ -1094,6 +1245,48 @@ mod tests {
             ElfInfo::read("/proc/self/maps").is_none(),
             "not an ELF file"
         );
+    }
+
+    #[test]
+    fn aliases_are_named_the_way_perf_chooses() {
+        let sym = |name: &str, bind: u8, size: u64| ElfSym {
+            name: name.into(),
+            bind,
+            size,
+        };
+        let list = [
+            sym("munmap", 2, 33),
+            sym("__GI___munmap", 0, 33),
+            sym("__munmap", 1, 33),
+        ];
+        let best = list.iter().reduce(|a, b| perf_best_symbol(a, b)).unwrap();
+        assert_eq!(best.name, "__munmap", "global beats weak and local");
+        let best = perf_best_symbol(&list[0], &list[1]);
+        assert_eq!(best.name, "__GI___munmap", "not weak before weak");
+        let (a, b) = (sym("_a", 1, 0), sym("__b", 1, 4));
+        assert_eq!(perf_best_symbol(&a, &b).name, "__b", "a sized symbol first");
+        let (a, b) = (sym("__x", 1, 4), sym("_yy", 1, 4));
+        assert_eq!(
+            perf_best_symbol(&a, &b).name,
+            "_yy",
+            "fewer leading underscores"
+        );
+        let (a, b) = (sym("_x", 1, 4), sym("_xy", 1, 4));
+        assert_eq!(perf_best_symbol(&a, &b).name, "_xy", "the longer name");
+        // This executable's own symbol table: the marker function is there.
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        let exe = exe.to_string_lossy();
+        let info = ElfInfo::read(&exe).unwrap();
+        let ms = own_mappings(Tid(1));
+        let addr = marker_fn_for_symbolizer as *const () as usize as u64;
+        let m = ms
+            .iter()
+            .find(|m| addr >= m.start && addr - m.start < m.len)
+            .unwrap();
+        let v = info.virt(file_offset(m, addr)).unwrap();
+        let found = elf_symbols_at(&exe, &HashSet::from([v]));
+        let names: Vec<&str> = found[&v].iter().map(|s| s.name.as_str()).collect();
+        assert!(names.contains(&"marker_fn_for_symbolizer"), "{names:?}");
     }
 
     #[test]
