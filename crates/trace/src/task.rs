@@ -112,6 +112,11 @@ impl TaskTable {
         self.tasks.get(utid.0 as usize)
     }
 
+    /// A task by utid, for updating an earlier incarnation of a reused tid.
+    pub fn get_mut(&mut self, utid: Utid) -> Option<&mut Task> {
+        self.tasks.get_mut(utid.0 as usize)
+    }
+
     /// Thread-group id of `tid` (latest incarnation), if known.
     pub fn tgid(&self, tid: Tid) -> Option<Tid> {
         self.by_tid(tid).and_then(|t| t.tgid)
