@@ -289,6 +289,8 @@ pub(crate) struct Local<'a> {
     pub comm_by_tid: FxMap<i32, (u64, StrId)>,
     /// tid -> pid (tgid) from sample TID fields.
     pub tgid_by_tid: FxMap<i32, i32>,
+    /// The last (tid, pid) inserted into `tgid_by_tid`.
+    last_tgid: Option<(i32, i32)>,
     pub printk: Option<&'a HashMap<u64, String>>,
 }
 
@@ -604,8 +606,10 @@ fn decode_sample<'a>(
         return None;
     }
     if let (Some(pid), Some(tid)) = (s.pid, s.tid) {
-        if tid >= 0 && (pid > 0 || tid == 0) {
+        // consecutive samples are mostly of one thread: skip the hash then
+        if tid >= 0 && (pid > 0 || tid == 0) && out.local.last_tgid != Some((tid, pid)) {
             out.local.tgid_by_tid.insert(tid, pid);
+            out.local.last_tgid = Some((tid, pid));
         }
     }
     let stack = match s.callchain {

@@ -283,8 +283,15 @@ pub fn decode_with(
     .into_par_iter()
     .zip(jobs.par_iter())
     .map(|(slots, j)| {
-        let out = chunk::decode_chunk(&ctx, j.stream, j.range.clone(), j.base, n_names, slots);
+        let mut out = chunk::decode_chunk(&ctx, j.stream, j.range.clone(), j.base, n_names, slots);
         if !j.decompressed {
+            // Copy the few distinct strings out before the pages go:
+            // reading them later would fault 64 KiB back in per string.
+            for st in &mut out.local.strings {
+                if let std::borrow::Cow::Borrowed(b) = st {
+                    *st = std::borrow::Cow::Owned(b.to_vec());
+                }
+            }
             release(ds_start + j.range.start..ds_start + j.range.end);
         }
         (out, j.decompressed)
