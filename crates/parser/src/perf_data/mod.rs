@@ -45,6 +45,9 @@ use std::io::Read;
 use std::ops::Range;
 use tracepoint::TpDecoder;
 
+/// The header walk runs this far ahead of the chunk decoders.
+const WINDOW_BYTES: usize = if cfg!(test) { 256 << 10 } else { 16 << 20 };
+
 /// Target size of one parallel decoding chunk.
 /// (Small in unit tests, so that the small fixtures span several chunks.)
 const CHUNK_BYTES: usize = if cfg!(test) { 64 << 10 } else { 1 << 20 };
@@ -216,12 +219,42 @@ pub fn decode_with(
         damage = Some((data.len() as u64, msg));
     }
     let stream = &data[ds_start..ds_end.max(ds_start)];
-    // The walk is sequential; fault the second half of the data in on
-    // another core meanwhile so that the walk does not wait on page faults.
-    let (walk, _) = rayon::join(
-        || walk(stream, ds_start as u64, ""),
-        || prefault(stream.get(stream.len() / 2..).unwrap_or_default()),
-    );
+    // The walk over the record headers is sequential: walk the next window
+    // while the chunks of the current one are decoded on the other cores;
+    // each chunk's pages are released once decoded, so only about two
+    // windows of the file are resident at a time.
+    let mut walker = Walker::new(stream, ds_start as u64, "");
+    walker.advance(WINDOW_BYTES);
+    let mut events: Vec<Event> = Vec::new();
+    let mut outs: Vec<(ChunkOut<'_>, bool)> = Vec::new();
+    let mut next_chunk = 0usize;
+    loop {
+        let jobs: Vec<Job<'_>> = walker.w.chunks[next_chunk..]
+            .iter()
+            .map(|(r, n)| Job {
+                stream,
+                range: r.clone(),
+                samples: *n,
+                base: ds_start as u64,
+                decompressed: false,
+            })
+            .collect();
+        next_chunk = walker.w.chunks.len();
+        if jobs.is_empty() && walker.done() {
+            break;
+        }
+        let until = walker.pos.saturating_add(WINDOW_BYTES);
+        let (o, _) = rayon::join(
+            || decode_jobs(&ctx, &jobs, n_names, &mut events, release),
+            || {
+                if !walker.done() {
+                    walker.advance(until)
+                }
+            },
+        );
+        outs.extend(o);
+    }
+    let walk = walker.w;
     if let Some((off, msg, skipped)) = &walk.damage {
         trace.warn(Severity::Error, msg.clone(), *skipped);
         damage.get_or_insert((*off, msg.clone()));
@@ -250,68 +283,18 @@ pub fn decode_with(
         trace.warn(Severity::Error, msg.clone(), *skipped);
         damage.get_or_insert((*off, msg.clone()));
     }
-
-    let jobs: Vec<Job<'_>> = walk
+    let djobs: Vec<Job<'_>> = dwalk
         .chunks
         .iter()
         .map(|(r, n)| Job {
-            stream,
-            range: r.clone(),
-            samples: *n,
-            base: ds_start as u64,
-            decompressed: false,
-        })
-        .chain(dwalk.chunks.iter().map(|(r, n)| Job {
             stream: &decompressed,
             range: r.clone(),
             samples: *n,
             base: 0,
             decompressed: true,
-        }))
+        })
         .collect();
-    // One slot per SAMPLE record, filled in parallel: each chunk decodes
-    // straight into its own slice of the final vector (no per-chunk vectors
-    // to allocate, zero and copy).
-    // The slots are uninitialised capacity: pages that no kept event is
-    // written to are never touched (a filtered load keeps a fraction).
-    let total: usize = jobs.iter().map(|j| j.samples).sum();
-    let mut events: Vec<Event> = Vec::with_capacity(total);
-    let outs: Vec<(ChunkOut<'_>, bool)> = split_slots(
-        &mut events.spare_capacity_mut()[..total],
-        jobs.iter().map(|j| j.samples),
-    )
-    .into_par_iter()
-    .zip(jobs.par_iter())
-    .map(|(slots, j)| {
-        let mut out = chunk::decode_chunk(&ctx, j.stream, j.range.clone(), j.base, n_names, slots);
-        if !j.decompressed {
-            // Copy the few distinct strings out before the pages go:
-            // reading them later would fault 64 KiB back in per string.
-            for st in &mut out.local.strings {
-                if let std::borrow::Cow::Borrowed(b) = st {
-                    *st = std::borrow::Cow::Owned(b.to_vec());
-                }
-            }
-            release(ds_start + j.range.start..ds_start + j.range.end);
-        }
-        (out, j.decompressed)
-    })
-    .collect();
-    // Close the gaps: chunk i's events move to right after chunk i-1's.
-    let mut write = 0usize;
-    let mut start = 0usize;
-    let spare = &mut events.spare_capacity_mut()[..total];
-    for ((out, _), j) in outs.iter().zip(&jobs) {
-        let n = out.n.min(j.samples);
-        if write != start {
-            spare.copy_within(start..start + n, write);
-        }
-        write += n;
-        start += j.samples;
-    }
-    // SAFETY: each chunk initialised the first `out.n` of its slots and the
-    // loop above moved those (only those) to `events[..write]`, in order.
-    unsafe { events.set_len(write) };
+    outs.extend(decode_jobs(&ctx, &djobs, n_names, &mut events, release));
     let sizes: Vec<usize> = outs.iter().map(|(o, _)| o.n).collect();
     if opts.keep.is_some() {
         let mut d = schedscope_trace::trace::Dropped {
@@ -355,12 +338,61 @@ pub fn decode_with(
     Ok(trace)
 }
 
-/// Read one byte per 4 KiB page so that the pages of a mapped file are
-/// faulted in (returns a checksum so the reads are not optimised away).
-fn prefault(b: &[u8]) -> u8 {
-    b.iter()
-        .step_by(4096)
-        .fold(0u8, |a, &x| a.wrapping_add(std::hint::black_box(x)))
+/// Decode `jobs` in parallel and append their events to `events`, in job
+/// order, each job's sorted by time. One slot per SAMPLE record: each chunk
+/// decodes straight into its own slice of the vector's spare capacity (no
+/// per-chunk vectors; slots of samples that are skipped or not kept are
+/// never written, so their pages are never touched), then the gaps are
+/// closed. File chunks copy their strings out and `release` their pages.
+fn decode_jobs<'a>(
+    ctx: &Ctx<'a>,
+    jobs: &[Job<'a>],
+    n_names: usize,
+    events: &mut Vec<Event>,
+    release: &(dyn Fn(Range<usize>) + Sync),
+) -> Vec<(ChunkOut<'a>, bool)> {
+    let total: usize = jobs.iter().map(|j| j.samples).sum();
+    events.reserve(total);
+    let len = events.len();
+    let outs: Vec<(ChunkOut<'a>, bool)> = split_slots(
+        &mut events.spare_capacity_mut()[..total],
+        jobs.iter().map(|j| j.samples),
+    )
+    .into_par_iter()
+    .zip(jobs.par_iter())
+    .map(|(slots, j)| {
+        let mut out = chunk::decode_chunk(ctx, j.stream, j.range.clone(), j.base, n_names, slots);
+        if !j.decompressed {
+            // Copy the few distinct strings out before the pages go:
+            // reading them later would fault 64 KiB back in per string.
+            for st in &mut out.local.strings {
+                if let std::borrow::Cow::Borrowed(b) = st {
+                    *st = std::borrow::Cow::Owned(b.to_vec());
+                }
+            }
+            let base = j.base as usize;
+            release(base + j.range.start..base + j.range.end);
+        }
+        (out, j.decompressed)
+    })
+    .collect();
+    // Close the gaps: chunk i's events move to right after chunk i-1's.
+    let mut write = 0usize;
+    let mut start = 0usize;
+    let spare = &mut events.spare_capacity_mut()[..total];
+    for ((out, _), j) in outs.iter().zip(jobs) {
+        let n = out.n.min(j.samples);
+        if write != start {
+            spare.copy_within(start..start + n, write);
+        }
+        write += n;
+        start += j.samples;
+    }
+    // SAFETY: each chunk initialised the first `out.n` of its slots and the
+    // loop above moved those (only those) to `events[len..len + write]`,
+    // in order, right after the `len` initialised events.
+    unsafe { events.set_len(len + write) };
+    outs
 }
 
 /// One chunk to decode.
@@ -389,76 +421,107 @@ struct Walk<'a> {
 /// Walk record headers: validate sizes, cut chunks, collect compressed payloads.
 /// `what` is "" for the file or a description of a decompressed stream.
 fn walk<'a>(stream: &'a [u8], base: u64, what: &str) -> Walk<'a> {
-    let mut w = Walk {
-        chunks: Vec::new(),
-        compressed: Vec::new(),
-        damage: None,
-    };
-    let mut pos = 0usize;
-    let mut chunk_start = 0usize;
-    let mut samples = 0usize;
-    while pos < stream.len() {
-        let off = base + pos as u64;
-        let (Some(ty), Some(size)) = (u32_at(stream, pos), u16_at(stream, pos + 6)) else {
-            w.damage = Some((
-                off,
-                format!(
-                    "record header at byte offset {off}{what} is cut off by the end of the data ({} bytes left, 8 needed); skipped",
-                    stream.len() - pos
-                ),
-                (stream.len() - pos) as u64,
-            ));
-            break;
-        };
-        let size = size as usize;
-        if size < 8 || pos + size > stream.len() {
-            let why = if size < 8 {
-                format!("has size {size} (< 8)")
-            } else {
-                format!(
-                    "of size {size} runs past the end of the data (at byte offset {}{what})",
-                    base + stream.len() as u64
-                )
-            };
-            w.damage = Some((
-                off,
-                format!(
-                    "record at byte offset {off}{what} {why}: the remaining {} bytes were skipped",
-                    stream.len() - pos
-                ),
-                (stream.len() - pos) as u64,
-            ));
-            break;
+    let mut k = Walker::new(stream, base, what);
+    k.advance(stream.len());
+    k.w
+}
+
+/// A header walk that can stop at a byte position and resume, so that the
+/// chunks walked so far are decoded while the walk goes on.
+struct Walker<'a, 'w> {
+    stream: &'a [u8],
+    base: u64,
+    what: &'w str,
+    pos: usize,
+    w: Walk<'a>,
+}
+
+impl<'a, 'w> Walker<'a, 'w> {
+    fn new(stream: &'a [u8], base: u64, what: &'w str) -> Self {
+        Walker {
+            stream,
+            base,
+            what,
+            pos: 0,
+            w: Walk {
+                chunks: Vec::new(),
+                compressed: Vec::new(),
+                damage: None,
+            },
         }
-        if ty == RecordType::SAMPLE.0 {
-            samples += 1;
-        } else if ty == RecordType::COMPRESSED.0 {
-            w.compressed.push(&stream[pos + 8..pos + size]);
-        } else if ty == RecordType::COMPRESSED2.0 {
-            let n = u64_at(stream, pos + 8).unwrap_or(0);
-            let end = (pos as u64 + 16).saturating_add(n);
-            if end <= (pos + size) as u64 {
-                w.compressed.push(&stream[pos + 16..end as usize]);
+    }
+
+    /// Whether the whole stream was walked (or damage stopped the walk).
+    fn done(&self) -> bool {
+        self.pos >= self.stream.len() || self.w.damage.is_some()
+    }
+
+    /// Walk the records that start before `until`; the records walked
+    /// become chunks (the last one may be short).
+    fn advance(&mut self, until: usize) {
+        let (stream, base, what) = (self.stream, self.base, self.what);
+        let w = &mut self.w;
+        let mut pos = self.pos;
+        let mut chunk_start = pos;
+        let mut samples = 0usize;
+        let until = until.min(stream.len());
+        while pos < until && w.damage.is_none() {
+            let off = base + pos as u64;
+            let (Some(ty), Some(size)) = (u32_at(stream, pos), u16_at(stream, pos + 6)) else {
+                w.damage = Some((
+                    off,
+                    format!(
+                        "record header at byte offset {off}{what} is cut off by the end of the data ({} bytes left, 8 needed); skipped",
+                        stream.len() - pos
+                    ),
+                    (stream.len() - pos) as u64,
+                ));
+                break;
+            };
+            let size = size as usize;
+            if size < 8 || pos + size > stream.len() {
+                let why = if size < 8 {
+                    format!("has size {size} (< 8)")
+                } else {
+                    format!(
+                        "of size {size} runs past the end of the data (at byte offset {}{what})",
+                        base + stream.len() as u64
+                    )
+                };
+                w.damage = Some((
+                    off,
+                    format!(
+                        "record at byte offset {off}{what} {why}: the remaining {} bytes were skipped",
+                        stream.len() - pos
+                    ),
+                    (stream.len() - pos) as u64,
+                ));
+                break;
+            }
+            if ty == RecordType::SAMPLE.0 {
+                samples += 1;
+            } else if ty == RecordType::COMPRESSED.0 {
+                w.compressed.push(&stream[pos + 8..pos + size]);
+            } else if ty == RecordType::COMPRESSED2.0 {
+                let n = u64_at(stream, pos + 8).unwrap_or(0);
+                let end = (pos as u64 + 16).saturating_add(n);
+                if end <= (pos + size) as u64 {
+                    w.compressed.push(&stream[pos + 16..end as usize]);
+                }
+            }
+            pos += size;
+            if pos - chunk_start >= CHUNK_BYTES {
+                w.chunks.push((chunk_start..pos, samples));
+                chunk_start = pos;
+                samples = 0;
             }
         }
-        pos += size;
-        if pos - chunk_start >= CHUNK_BYTES {
-            w.chunks.push((chunk_start..pos, samples));
-            chunk_start = pos;
-            samples = 0;
+        // (on damage, pos is the damaged record: the chunk ends before it)
+        if pos > chunk_start {
+            w.chunks.push((chunk_start..pos.min(stream.len()), samples));
         }
+        self.pos = pos;
     }
-    if pos > chunk_start {
-        w.chunks.push((chunk_start..pos.min(stream.len()), samples));
-    }
-    // the damaged tail is not part of the last chunk
-    if let Some((off, _, _)) = &w.damage {
-        let end = (*off - base) as usize;
-        if let Some((last, _)) = w.chunks.last_mut() {
-            last.end = last.end.min(end);
-        }
-    }
-    w
 }
 
 fn walk_owned(d: &[u8]) -> Walk<'_> {
