@@ -8,14 +8,16 @@
 # Without FILE it records ~1.4M events (needs root and perf):
 #   perf record -a -m 1024 -e 'sched:*,ipi:*,tlb:tlb_flush' -o FILE \
 #       -- perf bench sched messaging -g 20 -l 1500
-# Environment: REPS (default 5) repetitions of each tool, the best wall time
-# and the largest peak RSS are reported; SCHEDSCOPE (default: a release build
-# of this workspace). Target: schedscope <= 1/3 of perf's wall time and no
-# more peak RSS than perf.
+# Environment: REPS (default 7) repetitions of each tool, alternating the two
+# tools so that load changes hit both alike; the best and median wall times
+# (nanosecond clock around each run) and the largest peak RSS (GNU time's
+# maxrss) are reported; SCHEDSCOPE (default: a release build of this
+# workspace). Target: schedscope <= 1/3 of perf's wall time and no more peak
+# RSS than perf. The load average is printed: measure on a quiet machine.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-reps=${REPS:-5}
+reps=${REPS:-7}
 file=${1:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -40,32 +42,41 @@ fi
 events=$(perf report -i "$file" --stats 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}')
 size=$(stat -c %s "$file")
 
-# measure NAME CMD...: runs CMD $reps times; sets best_wall (s) and peak_rss (KiB).
-measure() {
+# run1 NAME CMD...: one run; appends its wall time (s) to $tmp/NAME.wall and
+# its peak RSS (KiB) to $tmp/NAME.rss.
+run1() {
     local name=$1; shift
-    best_wall=""; peak_rss=0
-    for _ in $(seq "$reps"); do
-        /usr/bin/time -f '%e %M' -o "$tmp/t" "$@" >/dev/null 2>"$tmp/err" || {
-            echo "bench-vs-perf: $name failed:" >&2; cat "$tmp/err" >&2; exit 1; }
-        read -r wall rss < "$tmp/t"
-        if [ -z "$best_wall" ] || awk "BEGIN{exit !($wall < $best_wall)}"; then best_wall=$wall; fi
-        if [ "$rss" -gt "$peak_rss" ]; then peak_rss=$rss; fi
-    done
+    local t0 t1
+    t0=$(date +%s%N)
+    /usr/bin/time -f '%M' -o "$tmp/t" "$@" >/dev/null 2>"$tmp/err" || {
+        echo "bench-vs-perf: $name failed:" >&2; cat "$tmp/err" >&2; exit 1; }
+    t1=$(date +%s%N)
+    awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.4f\n", (b - a) / 1e9}' >> "$tmp/$name.wall"
+    cat "$tmp/t" >> "$tmp/$name.rss"
+}
+# stats NAME: sets best_wall, med_wall (s) and peak_rss (KiB).
+stats() {
+    best_wall=$(sort -n "$tmp/$1.wall" | head -1)
+    med_wall=$(sort -n "$tmp/$1.wall" | awk '{w[NR]=$1} END{print w[int((NR+1)/2)]}')
+    peak_rss=$(sort -n "$tmp/$1.rss" | tail -1)
 }
 
 # Warm the page cache for both.
 cat "$file" >/dev/null
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)"
 
-measure schedscope "$bin" report --latency "$file"
-s_wall=$best_wall; s_rss=$peak_rss
-measure perf perf sched latency -i "$file"
-p_wall=$best_wall; p_rss=$peak_rss
+for _ in $(seq "$reps"); do
+    run1 schedscope "$bin" report --latency "$file"
+    run1 perf perf sched latency -i "$file"
+done
+stats schedscope; s_wall=$best_wall; s_med=$med_wall; s_rss=$peak_rss
+stats perf; p_wall=$best_wall; p_med=$med_wall; p_rss=$peak_rss
 
 printf 'file: %s (%.1f MB, %s samples)\n' "$file" "$(awk "BEGIN{print $size/1e6}")" "${events:-?}"
-printf '%-32s %10s %14s\n' "command ($reps runs)" "best wall s" "peak RSS MiB"
-printf '%-32s %10.3f %14.1f\n' "schedscope report --latency" "$s_wall" "$(awk "BEGIN{print $s_rss/1024}")"
-printf '%-32s %10.3f %14.1f\n' "perf sched latency" "$p_wall" "$(awk "BEGIN{print $p_rss/1024}")"
-awk -v s="$s_wall" -v p="$p_wall" -v sr="$s_rss" -v pr="$p_rss" 'BEGIN {
-    printf "wall ratio schedscope/perf: %.3f (target <= 0.333)\n", (p > 0 ? s / p : 0)
+printf '%-32s %11s %12s %14s\n' "command ($reps runs)" "best wall s" "median s" "peak RSS MiB"
+printf '%-32s %11.4f %12.4f %14.1f\n' "schedscope report --latency" "$s_wall" "$s_med" "$(awk "BEGIN{print $s_rss/1024}")"
+printf '%-32s %11.4f %12.4f %14.1f\n' "perf sched latency" "$p_wall" "$p_med" "$(awk "BEGIN{print $p_rss/1024}")"
+awk -v s="$s_wall" -v p="$p_wall" -v sm="$s_med" -v pm="$p_med" -v sr="$s_rss" -v pr="$p_rss" 'BEGIN {
+    printf "wall ratio schedscope/perf: %.3f best, %.3f median (target <= 0.333)\n", (p > 0 ? s / p : 0), (pm > 0 ? sm / pm : 0)
     printf "RSS ratio  schedscope/perf: %.3f (target <= 1.0)\n", (pr > 0 ? sr / pr : 0)
 }'

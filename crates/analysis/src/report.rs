@@ -374,6 +374,38 @@ mod tests {
         pool.install(|| serde_json::to_string(&Report::compute(trace, sections, &opts)).unwrap())
     }
 
+    /// Latency alone computed from a load that keeps only
+    /// `needed_events()` gives the same JSON (counts, span, CPUs, tasks,
+    /// every latency figure) as from the whole trace, on real perf.data
+    /// recordings (plain and zstd).
+    #[test]
+    fn latency_from_the_needed_events_only_equals_the_full_trace() {
+        let latency = Sections {
+            latency: true,
+            ..Sections::default()
+        };
+        let keep = latency
+            .needed_events()
+            .map(|n| n.iter().map(|s| s.to_string()).collect());
+        assert!(keep.is_some());
+        assert_eq!(Sections::all().needed_events(), None);
+        for f in ["sched_small.data", "sched_small_zstd.data"] {
+            let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../fixtures/perf")
+                .join(f);
+            let full = schedscope_parser::load(&p).unwrap();
+            let opts = schedscope_parser::LoadOptions { keep: keep.clone() };
+            let part = schedscope_parser::load_with(&p, &opts).unwrap();
+            assert!(
+                part.events.len() < full.events.len(),
+                "{f}: nothing dropped"
+            );
+            let a = json_with_threads(&full, 2, latency);
+            assert!(a.contains("\"latency\":{"), "{f}: {a}");
+            assert_eq!(json_with_threads(&part, 2, latency), a, "{f}");
+        }
+    }
+
     #[test]
     fn serial_and_parallel_runs_are_identical() {
         let trace = fixture("mixed-s1.data");
