@@ -38,6 +38,31 @@ fn decode_big_file(bencher: divan::Bencher) {
     bencher.bench(|| schedscope_parser::load(&path).map(|t| t.events.len()));
 }
 
+/// What `schedscope report --latency` loads: only the switch and wakeup
+/// events are kept (the others are counted).
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn decode_big_file_latency_events(bencher: divan::Bencher) {
+    let Some(path) = std::env::var_os("SCHEDSCOPE_BENCH_FILE") else {
+        eprintln!("decode_big_file_latency_events: set SCHEDSCOPE_BENCH_FILE to a perf.data file to run it");
+        return;
+    };
+    let path = PathBuf::from(path);
+    let opts = schedscope_parser::LoadOptions {
+        keep: Some(
+            [
+                "sched:sched_switch",
+                "sched:sched_wakeup",
+                "sched:sched_wakeup_new",
+                "sched:sched_waking",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        ),
+    };
+    bencher.bench(|| schedscope_parser::load_with(&path, &opts).map(|t| t.events.len()));
+}
+
 #[divan::bench]
 fn parse_sched_switch_format(bencher: divan::Bencher) {
     let text = std::fs::read_to_string(
