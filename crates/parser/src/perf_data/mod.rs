@@ -46,7 +46,7 @@ use std::ops::Range;
 use tracepoint::TpDecoder;
 
 /// The header walk runs this far ahead of the chunk decoders.
-const WINDOW_BYTES: usize = if cfg!(test) { 256 << 10 } else { 16 << 20 };
+const WINDOW_BYTES: usize = if cfg!(test) { 256 << 10 } else { 8 << 20 };
 
 /// Target size of one parallel decoding chunk.
 /// (Small in unit tests, so that the small fixtures span several chunks.)
