@@ -6,9 +6,14 @@
 //! walk over the record headers of the data section validates sizes, finds
 //! the damage point if any, collects `PERF_RECORD_COMPRESSED` payloads (one
 //! zstd stream across all of them, as perf writes it) and cuts the stream
-//! into chunks at record boundaries. The chunks (of the file and of the
-//! decompressed stream) are decoded in parallel with rayon into events with
-//! chunk-local string/mask/stack ids, then merged, renumbered, sorted by
+//! into chunks at record boundaries; it runs one window (8 MiB) ahead of
+//! the decoders, so walking and decoding overlap. The chunks (of the file
+//! and of the decompressed stream) are decoded in parallel with rayon
+//! straight into one event vector, with chunk-local string/mask/stack ids;
+//! a file chunk's pages are released (through the `release` callback of
+//! [`decode_with`]) once decoded, so a mapped file is never resident whole.
+//! Events the caller did not ask to keep ([`crate::LoadOptions`]) are
+//! counted, not decoded. The events are then merged, renumbered, sorted by
 //! time (stable) and the task table is built from COMM/FORK/EXIT records,
 //! sample tids and event comms.
 //!
