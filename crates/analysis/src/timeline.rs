@@ -24,6 +24,12 @@
 //! * Unknown is implicit before a thread's first interval; it is explicit
 //!   after a lost switch-out: when a CPU switches out a task other than the
 //!   one it switched in, that one becomes Unknown there.
+//! * A switch-in out of idle that was never traced (some kernels, this
+//!   project's VM among them, do not trace every switch out of idle on some
+//!   CPUs; loss does the same) is inferred when an idle CPU switches out a
+//!   task that was Runnable: the task ran from the later of "the CPU went
+//!   idle" and "the task became Runnable" (an idle CPU picks up a woken task
+//!   at once), counted in [`Timeline::inferred_switch_ins`].
 //! * After sched_process_exit the next switch-out makes the task Dead,
 //!   whatever its prev_state; so does a switch-out with prev_state X or Z.
 
@@ -115,6 +121,10 @@ pub struct Timeline {
     /// Events that contradicted the tracked state (e.g. a switch-out of a
     /// task not known to run there); counted, tolerated.
     pub anomalies: u64,
+    /// Switch-ins that no sched_switch recorded but that the trace implies:
+    /// an idle CPU switched out a task that was Runnable (see the module
+    /// docs). Also counted in `anomalies`.
+    pub inferred_switch_ins: u64,
     index: TidMap,
 }
 
@@ -252,6 +262,7 @@ impl Builder {
         next_comm: StrId,
     ) {
         let c = self.cpu_slot(cpu);
+        self.infer_switch_in_from_idle(ts, c, cpu, prev);
         let last = self.cpus[c];
         // Per-CPU run intervals.
         if let Some(run) = self.tl.cpus[c].last_mut() {
@@ -354,6 +365,61 @@ impl Builder {
                 },
             );
         }
+    }
+
+    /// An idle CPU switches out `prev`, which it was never seen switching
+    /// in: if `prev` was Runnable, it was switched in (untraced) when both the
+    /// CPU was idle and `prev` runnable. Split the idle run there and make
+    /// `prev` Running from then on, so that the switch-out below is consistent.
+    fn infer_switch_in_from_idle(&mut self, ts: Ts, c: usize, cpu: Cpu, prev: Tid) {
+        let tracker = self.cpus[c];
+        if prev.is_idle() || tracker.current != Some(Tid::IDLE) {
+            return;
+        }
+        let Some(idle_since) = tracker.last_switch else {
+            return;
+        };
+        let Some(&i) = self.tl.index.get(&prev) else {
+            return;
+        };
+        let Some(iv) = self.open(i).copied() else {
+            return;
+        };
+        if iv.state != ThreadState::Runnable {
+            return;
+        }
+        let t_in = iv.ts.max(idle_since);
+        if t_in > ts {
+            return;
+        }
+        if let Some(run) = self.tl.cpus[c].last_mut() {
+            if run.tid.is_idle() && run.end.is_none() {
+                if run.ts == t_in {
+                    run.tid = prev;
+                } else {
+                    run.end = Some(t_in);
+                    self.tl.cpus[c].push(CpuRun {
+                        ts: t_in,
+                        end: None,
+                        tid: prev,
+                    });
+                }
+            }
+        }
+        self.transition(
+            i,
+            StateInterval {
+                ts: t_in,
+                end: None,
+                state: ThreadState::Running,
+                cpu: Some(cpu),
+                preempted: false,
+                waker: None,
+            },
+        );
+        self.cpus[c].current = Some(prev);
+        self.tl.inferred_switch_ins += 1;
+        self.tl.anomalies += 1;
     }
 
     fn wakeup(&mut self, ts: Ts, waker: Tid, tid: Tid, comm: StrId, target: Cpu) {
@@ -749,6 +815,54 @@ mod tests {
         assert_eq!(tl.cpus[0][0].end, Some(Ts(50)));
         assert_eq!(tl.cpus[1].len(), 1);
         assert!(tl.thread(Tid(0)).is_none(), "idle is not a thread");
+    }
+
+    #[test]
+    fn untraced_switch_in_from_idle_is_inferred_at_the_wakeup() {
+        // cpu 1 goes idle at 200; 5 is woken onto it at 300; the switch
+        // idle -> 5 is not in the trace; at 500 cpu 1 switches 5 out.
+        let tl = T::new()
+            .switch(100, 1, 0, "R", 5)
+            .switch(200, 1, 5, "S", 0)
+            .wake(300, 0, 7, WakeKind::Wakeup, 5, 1)
+            .switch(500, 1, 5, "S", 0)
+            .build();
+        assert_eq!(
+            spans(&tl, 5),
+            vec![
+                (100, Some(200), Running, Some(1)),
+                (200, Some(300), Sleeping, None),
+                (300, Some(500), Running, Some(1)),
+                (500, None, Sleeping, None),
+            ]
+        );
+        assert_eq!(
+            tl.cpus[1]
+                .iter()
+                .map(|r| (r.ts.0, r.end.map(|e| e.0), r.tid.0))
+                .collect::<Vec<_>>(),
+            vec![
+                (100, Some(200), 5),
+                (200, Some(300), 0),
+                (300, Some(500), 5),
+                (500, None, 0)
+            ]
+        );
+        assert_eq!((tl.inferred_switch_ins, tl.anomalies), (1, 1));
+        assert_contiguous(&tl);
+    }
+
+    #[test]
+    fn switch_out_of_a_sleeping_task_from_idle_is_not_inferred() {
+        // 5 was never woken: nothing says when it ran, so nothing is invented.
+        let tl = T::new()
+            .switch(100, 1, 0, "R", 5)
+            .switch(200, 1, 5, "S", 0)
+            .switch(500, 1, 5, "S", 0)
+            .build();
+        assert_eq!(tl.inferred_switch_ins, 0);
+        assert_eq!(tl.anomalies, 2);
+        assert_eq!(tl.state_at(Tid(5), Ts(400)), Sleeping);
     }
 
     #[test]
