@@ -201,6 +201,12 @@ fn check_against_perf_script(path: &Path) {
                 trace.tasks.tgid(t)
             ));
         }
+        if *comm == format!(":{tid}") {
+            // perf has no COMM for this thread (its COMM/FORK record was
+            // lost or never written) and prints ":<tid>": nothing to compare.
+            // We name it from the sched_switch payloads instead.
+            continue;
+        }
         if trace.tasks.comm(t) != comm {
             bad_comm.push(format!(
                 "tid {tid}: perf {comm:?}, ours {:?}",
