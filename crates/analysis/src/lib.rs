@@ -14,6 +14,7 @@
 
 pub mod error;
 pub mod gang;
+mod hash;
 pub mod idle;
 pub mod latency;
 pub mod lhp;

@@ -35,8 +35,6 @@
 
 use schedscope_trace::{Cpu, EventData, PrevState, StrId, Tid, Trace, Ts};
 use serde::Serialize;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// The state of a thread during an interval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -130,25 +128,7 @@ pub struct Timeline {
 
 /// tid -> index map with a cheap multiplicative hash (tids are small integers
 /// that need no DoS-resistant hashing).
-pub(crate) type TidMap = HashMap<Tid, usize, BuildHasherDefault<TidHasher>>;
-
-/// A Fibonacci-hashing [`Hasher`] for [`Tid`] keys.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct TidHasher(u64);
-
-impl Hasher for TidHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-    fn write_i32(&mut self, v: i32) {
-        self.0 = (v as u32 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
+pub(crate) type TidMap = crate::hash::IntMap<Tid, usize>;
 
 /// What a switch-out leaves a task in.
 fn state_after_switch_out(prev_state: PrevState, exiting: bool) -> ThreadState {

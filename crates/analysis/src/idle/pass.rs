@@ -18,33 +18,8 @@ use super::{
 use crate::symbolize::{Location, SymbolTable};
 use schedscope_trace::{EventData, StrId, Sym, Tid, Trace, WakeKind};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
 
-/// A fast hasher for small integer keys (tids, string ids, addresses).
-#[derive(Default)]
-struct IntHasher(u64);
-
-impl Hasher for IntHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_i32(&mut self, i: i32) {
-        self.write_u64(i as u32 as u64);
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.write_u64(i as u64);
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0 ^ i).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
+use crate::hash::IntMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
