@@ -16,20 +16,11 @@ const SWITCH: &str = include_str!(concat!(
     "/../../fixtures/formats/sched/sched_switch/format"
 ));
 
-const CPUMASK: &str = "name: ipi_send_cpumask
-ID: 353
-format:
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
-
-\tfield:__data_loc cpumask_t cpumask;\toffset:8;\tsize:4;\tsigned:0;
-\tfield:void * callsite;\toffset:16;\tsize:8;\tsigned:0;
-\tfield:void * callback;\toffset:24;\tsize:8;\tsigned:0;
-
-print fmt: \"cpumask=%s callsite=%pS callback=%pS\", __get_cpumask(cpumask), REC->callsite, REC->callback
-";
+// This kernel's ipi_send_cpumask format, copied from tracefs (see fixtures/README.md).
+const CPUMASK: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../fixtures/formats/ipi/ipi_send_cpumask/format"
+));
 
 /// An old kvm_exit without vcpu_id (as on 5.x kernels).
 const KVM_EXIT_OLD: &str = "name: kvm_exit

@@ -402,20 +402,11 @@ mod tests {
     const SWITCH_4_19_FMT: &str = "print fmt: \"prev_comm=%s prev_pid=%d prev_prio=%d prev_state=%s%s ==> next_comm=%s next_pid=%d next_prio=%d\", REC->prev_comm, REC->prev_pid, REC->prev_prio, (REC->prev_state & ((((0x0000 | 0x0001 | 0x0002 | 0x0004 | 0x0008 | 0x0010 | 0x0020 | 0x0040) + 1) << 1) - 1)) ? __print_flags(REC->prev_state & ((((0x0000 | 0x0001 | 0x0002 | 0x0004 | 0x0008 | 0x0010 | 0x0020 | 0x0040) + 1) << 1) - 1), \"|\", { 0x0001, \"S\" }, { 0x0002, \"D\" }, { 0x0004, \"T\" }, { 0x0008, \"t\" }, { 0x0010, \"X\" }, { 0x0020, \"Z\" }, { 0x0040, \"P\" }, { 0x0080, \"I\" }) : \"R\", REC->prev_state & (((0x0000 | 0x0001 | 0x0002 | 0x0004 | 0x0008 | 0x0010 | 0x0020 | 0x0040) + 1) << 1) ? \"+\" : \"\",REC->next_comm, REC->next_pid, REC->next_prio";
     const SWITCH_4_4_FMT: &str = "print fmt: \"prev_comm=%s prev_pid=%d prev_prio=%d prev_state=%s%s ==> next_comm=%s next_pid=%d next_prio=%d\", REC->prev_comm, REC->prev_pid, REC->prev_prio, REC->prev_state & (2048-1) ? __print_flags(REC->prev_state & (2048-1), \"|\", { 1, \"S\"} , { 2, \"D\" }, { 4, \"T\" }, { 8, \"t\" }, { 16, \"Z\" }, { 32, \"X\" }, { 64, \"x\" }, { 128, \"K\" }, { 256, \"W\" }, { 512, \"P\" }, { 1024, \"N\" }) : \"R\", REC->prev_state & 2048 ? \"+\" : \"\", REC->next_comm, REC->next_pid, REC->next_prio";
 
-    const CPUMASK: &str = "name: ipi_send_cpumask
-ID: 353
-format:
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
-
-\tfield:__data_loc cpumask_t cpumask;\toffset:8;\tsize:4;\tsigned:0;
-\tfield:void * callsite;\toffset:16;\tsize:8;\tsigned:0;
-\tfield:void * callback;\toffset:24;\tsize:8;\tsigned:0;
-
-print fmt: \"cpumask=%s callsite=%pS callback=%pS\", __get_cpumask(cpumask), REC->callsite, REC->callback
-";
+    // This kernel's ipi_send_cpumask format, copied from tracefs (see fixtures/README.md).
+    const CPUMASK: &str = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/formats/ipi/ipi_send_cpumask/format"
+    ));
 
     #[test]
     fn parses_sched_switch() {
