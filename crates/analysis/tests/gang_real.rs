@@ -20,18 +20,11 @@ use std::time::{Duration, Instant};
 const MODE_ENV: &str = "SCHEDSCOPE_GANG_REAL_CHILD";
 
 fn skip_reason() -> Option<String> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let uid = status
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .unwrap_or("");
-    if uid != "0" {
+    if !schedscope_testkit::real_uid_is_root() {
         return Some("not root (perf record -a needs it)".into());
     }
-    match Command::new("perf").arg("--version").output() {
-        Ok(o) if o.status.success() => {}
-        _ => return Some("perf is not installed".into()),
+    if !schedscope_testkit::perf_works() {
+        return Some("perf is not installed".into());
     }
     if !Path::new("/sys/kernel/tracing/events/sched/sched_switch").exists() {
         return Some("tracefs is not mounted at /sys/kernel/tracing".into());

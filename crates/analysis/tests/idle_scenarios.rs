@@ -43,11 +43,10 @@ fn tmpdir(name: &str) -> TmpDir {
 
 /// Why these tests cannot run here, if they cannot.
 fn unavailable() -> Option<String> {
-    let uid = Command::new("id").arg("-u").output().ok()?;
-    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+    if !schedscope_testkit::id_u_is_root()? {
         return Some("not root".into());
     }
-    if Command::new("perf").arg("--version").output().is_err() {
+    if !schedscope_testkit::perf_starts() {
         return Some("perf not installed".into());
     }
     if !Path::new("/sys/kernel/tracing/events/sched/sched_switch").exists() {

@@ -12,6 +12,7 @@
 
 use schedscope_analysis::latency::{self, LatencyReport};
 use schedscope_analysis::Timeline;
+use schedscope_testkit::{self as testkit, run, tmpdir};
 use schedscope_trace::{EventData, Trace};
 use std::collections::BTreeMap;
 use std::collections::HashMap;
@@ -22,16 +23,10 @@ const EVENTS: &str =
     "sched:sched_switch,sched:sched_wakeup,sched:sched_waking,sched:sched_migrate_task";
 
 fn skip_reason() -> Option<String> {
-    // /proc/self is owned by the effective uid of this process.
-    use std::os::unix::fs::MetadataExt;
-    if std::fs::metadata("/proc/self")
-        .map(|m| m.uid())
-        .unwrap_or(1)
-        != 0
-    {
+    if !testkit::proc_self_owned_by_root() {
         return Some("not root".into());
     }
-    if Command::new("perf").arg("--version").output().is_err() {
+    if !testkit::perf_starts() {
         return Some("perf not installed".into());
     }
     if !Path::new("/sys/kernel/tracing/events/sched/sched_switch").exists()
@@ -40,22 +35,6 @@ fn skip_reason() -> Option<String> {
         return Some("tracefs not mounted".into());
     }
     None
-}
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("schedscope-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// perf sched latency -p rows: tid -> (switches, max delay in ms).

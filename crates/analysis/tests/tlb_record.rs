@@ -22,9 +22,10 @@
 use schedscope_analysis::symbolize::{chain_locations, is_kernel_addr, Location, SymbolTable};
 use schedscope_analysis::tlb::{self, IpiClass, TlbReport};
 use schedscope_analysis::{Context, Options, Timeline};
+use schedscope_testkit::{self as testkit, run, tmpdir};
 use schedscope_trace::{EventData, Sym, Tid, Trace};
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -40,15 +41,10 @@ fn tracefs() -> Option<&'static str> {
 }
 
 fn skip_reason() -> Option<String> {
-    use std::os::unix::fs::MetadataExt;
-    if std::fs::metadata("/proc/self")
-        .map(|m| m.uid())
-        .unwrap_or(1)
-        != 0
-    {
+    if !testkit::proc_self_owned_by_root() {
         return Some("not root".into());
     }
-    if Command::new("perf").arg("--version").output().is_err() {
+    if !testkit::perf_starts() {
         return Some("perf not installed".into());
     }
     let Some(fs) = tracefs() else {
@@ -60,22 +56,6 @@ fn skip_reason() -> Option<String> {
         }
     }
     None
-}
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("schedscope-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Record `perf record -g -a -e EVENTS -- sleep SECS` while two threads of

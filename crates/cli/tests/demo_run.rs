@@ -7,13 +7,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_schedscope");
 
 #[test]
 fn demo_records_ebizzy_with_tlb_stacks_and_runs_the_report() {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let root = status
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2))
-        == Some("0");
-    if !root || Command::new("perf").arg("version").output().is_err() {
+    if !schedscope_testkit::effective_uid_is_root() || !schedscope_testkit::perf_starts() {
         eprintln!("SKIPPED: needs root and perf");
         return;
     }
@@ -25,8 +19,7 @@ fn demo_records_ebizzy_with_tlb_stacks_and_runs_the_report() {
         );
         return;
     }
-    let dir = std::env::temp_dir().join(format!("schedscope-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = schedscope_testkit::tmpdir("demo");
     let file = dir.join("demo.data");
     let out = Command::new(BIN)
         .args(["demo", "--seconds", "1", "-o"])

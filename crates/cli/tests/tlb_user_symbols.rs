@@ -12,15 +12,6 @@ use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_schedscope");
 
-fn is_root() -> bool {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2))
-        == Some("0")
-}
-
 /// One frame as `perf script -F ip,sym,symoff,dso` prints it.
 #[derive(Debug)]
 struct PerfFrame {
@@ -206,7 +197,7 @@ fn check(t: &Tally, what: &str) {
 }
 
 fn setup() -> Option<(PathBuf, PathBuf)> {
-    if !is_root() || Command::new("perf").arg("version").output().is_err() {
+    if !schedscope_testkit::effective_uid_is_root() || !schedscope_testkit::perf_starts() {
         eprintln!("SKIPPED: needs root and perf");
         return None;
     }
@@ -218,8 +209,7 @@ fn setup() -> Option<(PathBuf, PathBuf)> {
         );
         return None;
     }
-    let dir = std::env::temp_dir().join(format!("schedscope-tlbsym-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = schedscope_testkit::tmpdir("tlbsym");
     Some((dir, ebizzy))
 }
 

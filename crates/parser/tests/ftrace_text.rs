@@ -699,13 +699,6 @@ fn sh(cmd: &str) -> bool {
     }
 }
 
-fn have_perf() -> bool {
-    Command::new("perf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// A tracefs instance removed on drop.
 struct Instance(PathBuf);
 
@@ -741,7 +734,7 @@ impl Drop for Instance {
 
 #[test]
 fn live_tracefs_capture_matches_line_counts() {
-    if !have_perf() {
+    if !schedscope_testkit::perf_works() {
         eprintln!("SKIP: perf is not installed");
         return;
     }
@@ -795,7 +788,7 @@ fn live_tracefs_capture_matches_line_counts() {
 
 #[test]
 fn perf_script_text_equals_perf_data() {
-    if !have_perf() {
+    if !schedscope_testkit::perf_works() {
         eprintln!("SKIP: perf is not installed");
         return;
     }
@@ -805,8 +798,7 @@ fn perf_script_text_equals_perf_data() {
         );
         return;
     }
-    let dir = std::env::temp_dir().join(format!("schedscope-ftrace-eq-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = schedscope_testkit::tmpdir("ftrace-eq");
     let data = dir.join("perf.data");
     let txt = dir.join("perf.txt");
     let rec = format!(

@@ -11,13 +11,11 @@ use std::process::Command;
 const EVENTS: &str = "sched:sched_switch,sched:sched_wakeup,sched:sched_waking,sched:sched_migrate_task,ipi:ipi_send_cpumask,tlb:tlb_flush";
 
 fn skip_reason() -> Option<String> {
-    let uid = Command::new("id").arg("-u").output().ok()?;
-    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+    if !schedscope_testkit::id_u_is_root()? {
         return Some("not root".into());
     }
-    match Command::new("perf").arg("--version").output() {
-        Ok(o) if o.status.success() => {}
-        _ => return Some("perf is not installed".into()),
+    if !schedscope_testkit::perf_works() {
+        return Some("perf is not installed".into());
     }
     if !Path::new("/sys/kernel/tracing/events/sched").exists() {
         return Some("tracefs is not mounted at /sys/kernel/tracing".into());

@@ -8,18 +8,13 @@ use std::process::{Command, Output, Stdio};
 pub const BIN: &str = env!("CARGO_BIN_EXE_schedscope");
 
 pub fn can_record() -> Result<(), String> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let euid = status
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2))
-        .unwrap_or("");
-    if euid != "0" {
+    if !schedscope_testkit::effective_uid_is_root() {
         return Err("not running as root".into());
     }
-    match Command::new("perf").arg("version").output() {
-        Ok(o) if o.status.success() => Ok(()),
-        _ => Err("perf is not installed".into()),
+    if schedscope_testkit::perf_works() {
+        Ok(())
+    } else {
+        Err("perf is not installed".into())
     }
 }
 
