@@ -87,58 +87,15 @@ pub fn is_ple(isa: KvmIsa, exit_reason: u32) -> bool {
     }
 }
 
-/// The kernel's name of an exit reason (`perf kvm stat` spelling).
+/// The kernel's name of an exit reason (`perf kvm stat` spelling), from
+/// the kernel's own kvm_exit tables; `reason N` for codes it does not name.
 pub fn exit_reason_name(isa: KvmIsa, exit_reason: u32) -> String {
-    const VMX: &[(u32, &str)] = &[
-        (0, "EXCEPTION_NMI"),
-        (1, "EXTERNAL_INTERRUPT"),
-        (2, "TRIPLE_FAULT"),
-        (7, "INTERRUPT_WINDOW"),
-        (8, "NMI_WINDOW"),
-        (10, "CPUID"),
-        (12, "HLT"),
-        (14, "INVLPG"),
-        (18, "VMCALL"),
-        (28, "CR_ACCESS"),
-        (29, "DR_ACCESS"),
-        (30, "IO_INSTRUCTION"),
-        (31, "MSR_READ"),
-        (32, "MSR_WRITE"),
-        (36, "MWAIT_INSTRUCTION"),
-        (39, "MONITOR_INSTRUCTION"),
-        (40, "PAUSE_INSTRUCTION"),
-        (43, "TPR_BELOW_THRESHOLD"),
-        (44, "APIC_ACCESS"),
-        (45, "EOI_INDUCED"),
-        (48, "EPT_VIOLATION"),
-        (49, "EPT_MISCONFIG"),
-        (52, "PREEMPTION_TIMER"),
-        (54, "WBINVD"),
-        (55, "XSETBV"),
-        (56, "APIC_WRITE"),
-        (62, "PML_FULL"),
-    ];
-    const SVM: &[(u32, &str)] = &[
-        (0x060, "interrupt"),
-        (0x061, "nmi"),
-        (0x064, "vintr"),
-        (0x072, "cpuid"),
-        (0x077, "pause"),
-        (0x078, "hlt"),
-        (0x07b, "io"),
-        (0x07c, "msr"),
-        (0x081, "hypercall"),
-        (0x400, "npf"),
-        (0x401, "avic_incomplete_ipi"),
-        (0x402, "avic_unaccelerated_access"),
-    ];
-    let (table, code) = match isa {
-        KvmIsa::Vmx => (VMX, exit_reason & 0xffff),
-        KvmIsa::Svm => (SVM, exit_reason),
-        KvmIsa::Other(_) => (&[][..], exit_reason),
+    let code = match isa {
+        KvmIsa::Vmx => exit_reason & 0xffff,
+        _ => exit_reason,
     };
-    match table.iter().find(|(c, _)| *c == code) {
-        Some((_, n)) => (*n).to_string(),
+    match schedscope_trace::kvm::reasons().name(isa, exit_reason) {
+        Some(n) => n.to_string(),
         None => format!("reason {code}"),
     }
 }

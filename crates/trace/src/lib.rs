@@ -10,12 +10,14 @@
 //!   [`Tid`], [`Utid`]).
 //! * [`event`]: the typed event model ([`EventData`]) for the tracepoints
 //!   schedscope understands; other tracepoints are kept and counted.
+//! * [`kvm`]: kvm_exit reason names from this kernel's format file.
 //! * [`strings`]: a string interner ([`Strings`], [`StrId`]).
 //! * [`task`]: the task table (tid -> tgid, comm).
 //! * [`trace`]: the [`Trace`] container, its metadata and warnings.
 
 pub mod event;
 pub mod ids;
+pub mod kvm;
 pub mod strings;
 pub mod task;
 pub mod trace;
