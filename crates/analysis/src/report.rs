@@ -174,6 +174,17 @@ fn maybe<T>(on: bool, f: impl FnOnce() -> Result<T, AnalysisError>) -> Option<Se
     on.then(|| Section(f()))
 }
 
+/// Run `f`; with `SCHEDSCOPE_TIMING` set in the environment, print its wall
+/// time on stderr (`timing: NAME MS ms`) for the benchmarks.
+fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
+    let t = std::time::Instant::now();
+    let r = f();
+    if std::env::var_os("SCHEDSCOPE_TIMING").is_some() {
+        eprintln!("timing: {name} {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+    }
+    r
+}
+
 impl Report {
     /// Compute the requested sections of `trace`.
     ///
@@ -183,10 +194,14 @@ impl Report {
     /// number of threads.
     pub fn compute(trace: &Trace, sections: Sections, opts: &Options) -> Report {
         let (latency, timeline) = rayon::join(
-            || maybe(sections.latency, || latency::compute(trace)),
+            || {
+                timed("latency", || {
+                    maybe(sections.latency, || latency::compute(trace))
+                })
+            },
             || {
                 if sections.need_timeline() {
-                    Timeline::build(trace)
+                    timed("timeline", || Timeline::build(trace))
                 } else {
                     Timeline::default()
                 }
@@ -200,18 +215,18 @@ impl Report {
         let ((gang, lhp), (idle, (tlb, profile))) = rayon::join(
             || {
                 rayon::join(
-                    || maybe(sections.gang, || gang::analyze(&ctx)),
-                    || maybe(sections.lhp, || lhp::analyze(&ctx)),
+                    || timed("gang", || maybe(sections.gang, || gang::analyze(&ctx))),
+                    || timed("lhp", || maybe(sections.lhp, || lhp::analyze(&ctx))),
                 )
             },
             || {
                 rayon::join(
-                    || maybe(sections.idle, || idle::analyze(&ctx)),
+                    || timed("idle", || maybe(sections.idle, || idle::analyze(&ctx))),
                     || {
                         if sections.tlb {
                             rayon::join(
-                                || Some(Section(tlb::analyze(&ctx))),
-                                || tlb::analyze_profile(&ctx),
+                                || timed("tlb", || Some(Section(tlb::analyze(&ctx)))),
+                                || timed("profile", || tlb::analyze_profile(&ctx)),
                             )
                         } else {
                             (None, None)

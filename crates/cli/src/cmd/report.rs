@@ -95,6 +95,9 @@ pub(crate) fn load_with(
     ));
     let t0 = Instant::now();
     let trace = schedscope_parser::load_with(path, opts);
+    if std::env::var_os("SCHEDSCOPE_TIMING").is_some() {
+        eprintln!("timing: load {:.1} ms", t0.elapsed().as_secs_f64() * 1e3);
+    }
     progress.done();
     // The parser's message already names the file and the cause; print it
     // once (not followed by its source chain).
@@ -134,7 +137,11 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             .map(|names| names.iter().map(|n| n.to_string()).collect()),
     };
     let trace = load_with(&args.file, &progress, &load_opts)?;
+    let t1 = Instant::now();
     let report = Report::compute(&trace, cfg.sections, &cfg.opts);
+    if std::env::var_os("SCHEDSCOPE_TIMING").is_some() {
+        eprintln!("timing: compute {:.1} ms", t1.elapsed().as_secs_f64() * 1e3);
+    }
     progress.done();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
