@@ -549,3 +549,76 @@ fn a_task_seen_throttled_is_throttled_when_preempted_while_another_cpu_idles() {
     let r = run(&b.t).expect("events present");
     assert_eq!((r.throttled_ns, r.imbalance_ns), (0, 20 * MS));
 }
+
+#[test]
+fn a_throttled_task_held_off_a_cpu_that_never_switched_is_throttled_from_its_switch_out() {
+    // The pattern of a real capped recording (3 burners at 50% on 2 CPUs):
+    // A is seen throttled (CPU0 idles with it queued, 10-50), then at 61 it
+    // leaves CPU0 runnable for C while CPU1 idles (B throttled since 60),
+    // and C keeps CPU0 without a switch until 100, when A runs again. A
+    // queued runnable task would have had CPU0 back within a slice or been
+    // pulled by idle CPU1: A was throttled from 61, so CPU1's 60-100 is
+    // throttled wasted idle, not imbalance.
+    let mut b = B::new();
+    b.switch(0, 0, 0, "R", A);
+    b.switch(0, 1, 0, "R", BB);
+    b.switch(10, 0, A, "R", 0);
+    b.switch(50, 0, 0, "R", A);
+    b.wake(55, 0, A, C, 0);
+    b.switch(60, 1, BB, "R", 0);
+    b.switch(61, 0, A, "R", C);
+    b.switch(100, 0, C, "S", A);
+    b.switch(100, 1, 0, "R", BB);
+    b.switch(110, 0, A, "S", 0);
+    b.t.finish();
+    let r = run(&b.t).expect("events present");
+    assert_eq!(r.attribution, idle::Attribution::Inferred);
+    // CPU0: 10-50 throttled (A). CPU1: 60-61 imbalance (C, woken at 55,
+    // still queued behind A), 61-100 throttled.
+    assert_eq!(r.cpus[0].throttled_ns, 40 * MS);
+    assert_eq!(r.cpus[1].throttled_ns, 39 * MS);
+    assert_eq!((r.throttled_ns, r.imbalance_ns), (79 * MS, MS));
+    assert_eq!(r.balance.gap_endings.unthrottle, 2);
+
+    // Same, but C gives CPU0 back to A at 75 (within the hold time): A was
+    // runnable all along, so 60-75 is imbalance (C then A queued on busy
+    // CPU0), and then CPU1 stays idle with only the throttled B waiting
+    // (75-100).
+    let mut b = B::new();
+    b.switch(0, 0, 0, "R", A);
+    b.switch(0, 1, 0, "R", BB);
+    b.switch(10, 0, A, "R", 0);
+    b.switch(50, 0, 0, "R", A);
+    b.wake(55, 0, A, C, 0);
+    b.switch(60, 1, BB, "R", 0);
+    b.switch(61, 0, A, "R", C);
+    b.switch(75, 0, C, "S", A);
+    b.switch(100, 1, 0, "R", BB);
+    b.switch(110, 0, A, "S", 0);
+    b.t.finish();
+    let r = run(&b.t).expect("events present");
+    assert_eq!(r.cpus[1].throttled_ns, 25 * MS);
+    assert_eq!(r.cpus[1].imbalance_ns, 15 * MS);
+}
+
+#[test]
+fn a_cpu_that_idles_with_a_preempted_task_queued_proves_the_throttle_from_its_switch_out() {
+    // X (never throttled before) leaves CPU0 runnable for Y at 20 while
+    // CPU1 idles; Y sleeps at 25 and CPU0 idles although X is queued there:
+    // X was not runnable since 20 (throttled), so CPU1's 20-25 is throttled.
+    let mut b = B::new();
+    b.switch(0, 1, 0, "R", 0);
+    b.switch(0, 0, 0, "R", A);
+    b.wake(10, 0, A, BB, 0);
+    b.switch(20, 0, A, "R", BB);
+    b.switch(25, 0, BB, "S", 0);
+    b.switch(60, 0, 0, "R", A);
+    b.switch(70, 0, A, "S", 0);
+    b.t.finish();
+    let r = run(&b.t).expect("events present");
+    // CPU1: 10-20 imbalance (BB queued behind A), 20-60 throttled (A).
+    assert_eq!(r.cpus[1].imbalance_ns, 10 * MS);
+    assert_eq!(r.cpus[1].throttled_ns, 40 * MS);
+    // CPU0: 25-60 throttled.
+    assert_eq!(r.cpus[0].throttled_ns, 35 * MS);
+}

@@ -16,10 +16,15 @@
 //! * throttling is `inferred` from the trace (on 6.18 a throttled task leaves
 //!   the CPU as runnable, prev_state R, and the CPU then idles or runs
 //!   something else while the task stays off CPU: a CPU that goes idle while a
-//!   preempted task is queued on it proves that task is throttled; a task
-//!   once proven throttled that waits preempted on a busy CPU while another
-//!   CPU goes idle without pulling it is taken as throttled again, since
-//!   newidle balancing would otherwise have pulled it) or
+//!   preempted task is queued on it proves that task is throttled, from the
+//!   moment it left the CPU (the pass looks ahead to that CPU's next
+//!   switch); a task once proven throttled is taken as throttled again when
+//!   it waits preempted on a busy CPU while another CPU goes idle without
+//!   pulling it (newidle balancing would otherwise have pulled it), or when
+//!   it leaves a CPU runnable and that CPU then runs something else for
+//!   20 ms without a single switch while the task neither runs nor moves (a
+//!   runnable queued task gets the CPU back within a slice or two; a
+//!   CFS-bandwidth throttle lasts until the next period)) or
 //!   `recorded` when the trace carries cgroup cpu.stat samples and tasks map to
 //!   the sampled cgroups (by their recorded cgroup membership when the file
 //!   has it, else by comm = last path component; see

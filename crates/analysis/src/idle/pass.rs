@@ -256,9 +256,22 @@ struct Pass<'t> {
     /// CPU time per task (by tid).
     run_ns: IntMap<Tid, u64>,
     anomalies: u64,
+    /// Index in `trace.events` of the event being processed.
+    idx: usize,
 }
 
 const LONGEST: usize = 20;
+
+/// Inference: a task that was throttled before and now waits preempted on a
+/// CPU that runs something else without a single switch for this long (and
+/// neither runs nor moves meanwhile) is throttled again. A runnable queued
+/// task of comparable weight gets the CPU within a slice or two (EEVDF's base
+/// slice is 0.75-3 ms, the tick 1-10 ms), while a CFS-bandwidth throttle
+/// lasts until the next period (default 100 ms).
+const HOLD_NS: u64 = 20_000_000;
+
+/// Bound on the events one look-ahead reads.
+const LOOKAHEAD_EVENTS: usize = 200_000;
 
 /// Run the pass over `trace` (events sorted by time).
 pub(super) fn run(trace: &Trace) -> IdleReport {
@@ -308,8 +321,10 @@ pub(super) fn run(trace: &Trace) -> IdleReport {
         recorded: Recorded::new(trace),
         run_ns: IntMap::default(),
         anomalies: 0,
+        idx: 0,
     };
-    for ev in &trace.events {
+    for (i, ev) in trace.events.iter().enumerate() {
+        p.idx = i;
         p.event(ev);
     }
     p.finish(end, nb)
@@ -563,12 +578,7 @@ impl<'t> Pass<'t> {
                 .is_some_and(|w| w.cpu == c as u32 && w.preempted && !w.throttled);
             if still {
                 self.set_throttled(tid, true);
-                if let Some(t) = self.tasks.get_mut(&tid) {
-                    if !t.capped {
-                        t.capped = true;
-                        self.n_capped += 1;
-                    }
-                }
+                self.mark_capped(tid);
             }
         }
         // A task already seen throttled, waiting preempted on a busy CPU while
@@ -767,8 +777,11 @@ impl<'t> Pass<'t> {
                 let trace = self.trace;
                 let thr = match self.recorded.as_mut() {
                     Some(r) => r.throttled(trace, prev, prev_comm, ts),
-                    None => false,
+                    None => self.held_off(c as u32, prev, ts),
                 };
+                if thr && self.recorded.is_none() {
+                    self.mark_capped(prev);
+                }
                 self.add_wait(prev, c as u32, ts, true, thr);
             }
         }
@@ -795,6 +808,44 @@ impl<'t> Pass<'t> {
             _ => self.cpus[c].cur = next,
         }
         self.cpus[c].since = ts;
+    }
+
+    fn mark_capped(&mut self, tid: Tid) {
+        let t = self.tasks.entry(tid).or_default();
+        if !t.capped {
+            t.capped = true;
+            self.n_capped += 1;
+        }
+    }
+
+    /// Inference for `tid`, switched out runnable on CPU `cpu` at `ts` (the
+    /// current event): whether the rest of the trace shows that the
+    /// scheduler did not see it runnable, i.e. it was throttled from now on.
+    /// Looking ahead to the first of:
+    /// * it runs (anywhere), moves (sched_migrate_task) or exits: runnable;
+    /// * the next switch on `cpu`: to idle means `cpu` idled with `tid`
+    ///   queued, so throttled; to another task, not proven;
+    /// * [`HOLD_NS`] without any of these, for a task seen throttled
+    ///   before: throttled (see [`HOLD_NS`]).
+    fn held_off(&self, cpu: u32, tid: Tid, ts: u64) -> bool {
+        let capped = self.tasks.get(&tid).is_some_and(|t| t.capped);
+        let events = &self.trace.events;
+        let from = self.idx + 1;
+        let to = events.len().min(from.saturating_add(LOOKAHEAD_EVENTS));
+        for ev in &events[from.min(to)..to] {
+            if ev.ts.0 > ts.saturating_add(HOLD_NS) {
+                return capped;
+            }
+            match ev.data {
+                EventData::Switch { next_tid, .. } if next_tid == tid => return false,
+                EventData::Switch { next_tid, .. } if ev.cpu.0 == cpu => return next_tid.is_idle(),
+                EventData::Migrate { tid: t, .. } | EventData::Exit { tid: t, .. } if t == tid => {
+                    return false
+                }
+                _ => {}
+            }
+        }
+        false
     }
 
     fn wakeup(&mut self, ts: u64, kind: WakeKind, tid: Tid, target: u32) {
