@@ -40,7 +40,9 @@ pub fn detect(data: &[u8]) -> Option<TraceFormat> {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LoadOptions {
     /// Keep only the events with these `system:event` names in
-    /// [`Trace::events`] (`None`: keep every event). Events left out are
+    /// [`Trace::events`] (`None`: keep every event); an entry ending in `*`
+    /// keeps every event whose name starts with the rest (`cpu-clock*`
+    /// keeps `cpu-clock:u` and `cpu-clock/period=2000000/`). Events left out are
     /// still counted in `events_by_name`, and [`Trace::dropped`] records how
     /// many events the file had and their time span, so counts and the time
     /// span describe the whole file. Process fork/exit/exec events are always

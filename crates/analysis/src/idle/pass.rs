@@ -330,6 +330,27 @@ pub(super) fn run(trace: &Trace) -> IdleReport {
     p.finish(end, nb)
 }
 
+/// Whether an event of this kind is one the pass reads, and so one whose
+/// sample tid it trusts as the CPU's current task. Others are skipped: some
+/// fire inside a context switch, after sched_switch but before the switch
+/// itself (tlb:tlb_flush on a task switch reports the previous task), and
+/// would make the pass resynchronise to the wrong task; skipping them also
+/// makes the report the same whether or not the load kept them.
+fn names_current(data: &EventData) -> bool {
+    matches!(
+        data,
+        EventData::Switch { .. }
+            | EventData::Wakeup { .. }
+            | EventData::Migrate { .. }
+            | EventData::Fork { .. }
+            | EventData::Exit { .. }
+            | EventData::Exec { .. }
+            | EventData::Softirq { .. }
+            | EventData::CsdQueue { .. }
+            | EventData::WakeIdleNoIpi { .. }
+    )
+}
+
 impl<'t> Pass<'t> {
     fn idle(&self, c: u32) -> bool {
         self.cpus
@@ -673,6 +694,9 @@ impl<'t> Pass<'t> {
         let c = ev.cpu.0 as usize;
         if c >= self.cpus.len() {
             self.anomalies += 1;
+            return;
+        }
+        if !names_current(&ev.data) {
             return;
         }
         if !self.cpus[c].known {

@@ -64,6 +64,15 @@ pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
 
 /// Event names every filtered load keeps: the task table falls back on them
 /// when the file has no FORK/EXIT records.
+/// Whether the `LoadOptions::keep` entry `pat` names the event `name`:
+/// equal, or a prefix of it when `pat` ends with `*`.
+fn keep_matches(pat: &str, name: &str) -> bool {
+    match pat.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => pat == name,
+    }
+}
+
 pub(crate) const ALWAYS_KEEP: [&str; 3] = [
     "sched:sched_process_fork",
     "sched:sched_process_exit",
@@ -195,7 +204,7 @@ pub fn decode_with(
             Some(k) => trace
                 .event_names
                 .iter()
-                .map(|n| k.iter().any(|x| x == n) || ALWAYS_KEEP.contains(&n.as_str()))
+                .map(|n| k.iter().any(|x| keep_matches(x, n)) || ALWAYS_KEEP.contains(&n.as_str()))
                 .collect(),
         },
     };
