@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Time `schedscope report --latency FILE` against `perf sched latency -i FILE`
-# on the same recording, in the same run, and print wall times, the ratio and
-# the peak RSS of both.
+# Time `schedscope report --latency FILE` and `report --all FILE` against
+# `perf sched latency -i FILE` on the same recording, in the same run, and
+# print wall times, ratios and peak RSS. Exit status 1 when a section misses
+# a target.
 #
 #   scripts/bench-vs-perf.sh [FILE]     # FILE: reuse an existing perf.data
 #
@@ -12,7 +13,7 @@
 # tools so that load changes hit both alike; the best and median wall times
 # (nanosecond clock around each run) and the largest peak RSS (GNU time's
 # maxrss) are reported; SCHEDSCOPE (default: a release build of this
-# workspace). Target: schedscope <= 1/3 of perf's wall time and no more peak
+# workspace); SECTIONS (default "latency all") the report sections to time. Target: schedscope <= 1/3 of perf's wall time and no more peak
 # RSS than perf. The load average is printed: measure on a quiet machine.
 set -euo pipefail
 
@@ -65,18 +66,32 @@ stats() {
 cat "$file" >/dev/null
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)"
 
+# Sections timed besides perf: --latency (issue 2's target) and --all
+# (issues 4 and 5: every section within the same target); SECTIONS adds more,
+# e.g. SECTIONS="latency all gang lhp idle tlb".
+sections=${SECTIONS:-latency all}
 for _ in $(seq "$reps"); do
-    run1 schedscope "$bin" report --latency "$file"
+    for sec in $sections; do
+        run1 "schedscope-$sec" "$bin" report "--$sec" "$file"
+    done
     run1 perf perf sched latency -i "$file"
 done
-stats schedscope; s_wall=$best_wall; s_med=$med_wall; s_rss=$peak_rss
 stats perf; p_wall=$best_wall; p_med=$med_wall; p_rss=$peak_rss
 
 printf 'file: %s (%.1f MB, %s samples)\n' "$file" "$(awk "BEGIN{print $size/1e6}")" "${events:-?}"
-printf '%-32s %11s %12s %14s\n' "command ($reps runs)" "best wall s" "median s" "peak RSS MiB"
-printf '%-32s %11.4f %12.4f %14.1f\n' "schedscope report --latency" "$s_wall" "$s_med" "$(awk "BEGIN{print $s_rss/1024}")"
+printf '%-32s %11s %12s %14s %12s %10s\n' "command ($reps runs)" "best wall s" "median s" "peak RSS MiB" "wall ratio" "RSS ratio"
 printf '%-32s %11.4f %12.4f %14.1f\n' "perf sched latency" "$p_wall" "$p_med" "$(awk "BEGIN{print $p_rss/1024}")"
-awk -v s="$s_wall" -v p="$p_wall" -v sm="$s_med" -v pm="$p_med" -v sr="$s_rss" -v pr="$p_rss" 'BEGIN {
-    printf "wall ratio schedscope/perf: %.3f best, %.3f median (target <= 0.333)\n", (p > 0 ? s / p : 0), (pm > 0 ? sm / pm : 0)
-    printf "RSS ratio  schedscope/perf: %.3f (target <= 1.0)\n", (pr > 0 ? sr / pr : 0)
-}'
+fail=0
+for sec in $sections; do
+    stats "schedscope-$sec"
+    line=$(awk -v n="schedscope report --$sec" -v s="$best_wall" -v m="$med_wall" -v r="$peak_rss" \
+        -v p="$p_wall" -v pr="$p_rss" 'BEGIN {
+        printf "%-32s %11.4f %12.4f %14.1f %12.3f %10.3f", n, s, m, r / 1024, (p > 0 ? s / p : 0), (pr > 0 ? r / pr : 0)
+        if (p > 0 && s / p > 1 / 3) printf "  over the wall target"
+        if (pr > 0 && r > pr) printf "  over the RSS target"
+    }')
+    echo "$line"
+    case "$line" in *"over the"*) fail=1 ;; esac
+done
+echo "targets: wall ratio <= 0.333 (best of $reps), RSS ratio <= 1.0"
+exit $fail
