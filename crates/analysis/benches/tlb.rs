@@ -182,3 +182,15 @@ fn symbolize_all_frames() -> usize {
     let locs = t.stacks.iter().flat_map(|s| chain_locations(s, None));
     SymbolTable::build(t, locs).len()
 }
+
+/// Reference for the tlb pass: the cheapest pass over every event (count
+/// one kind). With no per-kind index in the trace, the pass cannot be
+/// faster than this.
+#[divan::bench(sample_count = 20)]
+fn events_pass_floor() -> usize {
+    trace()
+        .events
+        .iter()
+        .filter(|e| matches!(e.data, EventData::TlbFlush { .. }))
+        .count()
+}

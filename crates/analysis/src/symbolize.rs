@@ -4,8 +4,10 @@
 //! * Kernel addresses are resolved through the kallsyms stored in the trace
 //!   file ([`Trace::kernel_symbols`]), so a trace is symbolized correctly on
 //!   a machine other than the one that recorded it. Only when the file holds
-//!   no kallsyms and was recorded on the running kernel (same release) does
-//!   blazesym's kernel source read the live `/proc/kallsyms`.
+//!   no kallsyms and was recorded on the running kernel (same release) is
+//!   the live `/proc/kallsyms` read, in one streaming pass over only as much
+//!   of it as the addresses need (the `kallsyms` module; it gives the names
+//!   blazesym's kallsyms resolver gives, at a fraction of the cost).
 //! * User addresses of a process the trace has mappings for
 //!   ([`Trace::mappings`], from PERF_RECORD_MMAP/MMAP2) are turned into a
 //!   file offset through the latest mapping that contains them
@@ -31,6 +33,8 @@
 //! (file, offset) once; kernel addresses are looked up in parallel (rayon),
 //! each mapped file and each live process gets its own blazesym symbolizer
 //! on a rayon task.
+
+mod kallsyms;
 
 use rayon::prelude::*;
 use schedscope_trace::{Mapping, Sym, Tid, Trace, Ts};
@@ -407,33 +411,26 @@ fn process_start_ns(pid: Tid) -> Option<u64> {
     Some(ticks.saturating_mul(10_000_000))
 }
 
+/// Kernel addresses through the running kernel's `/proc/kallsyms`, in one
+/// streaming pass that reads only as much of the file as the addresses
+/// need ([`kallsyms::resolve`]); `None` when the file cannot be read.
 fn live_kernel(addrs: &[u64]) -> Option<Vec<Resolved>> {
-    use blazesym::symbolize::source::{Kernel, Source};
-    use blazesym::symbolize::{Input, Symbolized, Symbolizer};
-    use blazesym::MaybeDefault;
-    let src = Source::Kernel(Kernel {
-        kallsyms: MaybeDefault::Default,
-        vmlinux: MaybeDefault::None,
-        kaslr_offset: Some(0),
-        debug_syms: false,
-        ..Kernel::default()
-    });
-    let symbolizer = Symbolizer::new();
-    let out = symbolizer.symbolize(&src, Input::AbsAddr(addrs)).ok()?;
+    let file = std::fs::File::open("/proc/kallsyms").ok()?;
+    let found = kallsyms::resolve(file, addrs).ok()?;
     Some(
         addrs
             .iter()
-            .zip(out)
+            .zip(found)
             .map(|(&a, s)| match s {
-                Symbolized::Sym(s) => Resolved {
-                    name: Some(s.name.to_string()),
-                    offset: s.offset as u64,
+                kallsyms::Lookup::Found { name, offset } => Resolved {
+                    name: Some(name),
+                    offset,
                     module: KERNEL_MODULE.to_string(),
                     reason: String::new(),
                     addr: a,
                 },
-                Symbolized::Unknown(why) => {
-                    Resolved::unsymbolized(a, KERNEL_MODULE, format!("blazesym: {why}"))
+                kallsyms::Lookup::Unknown(why) => {
+                    Resolved::unsymbolized(a, KERNEL_MODULE, format!("/proc/kallsyms: {why}"))
                 }
             })
             .collect(),

@@ -30,10 +30,11 @@ mod requests;
 
 pub use profile::{analyze_profile, ProfileReport, ProfileRow};
 
+use crate::hash::IntMap;
 use crate::symbolize::{chain_locations, Location, SymbolTable};
 use crate::{AnalysisError, Context};
 use requests::Request;
-use schedscope_trace::{Cpu, Dur, StackId, Sym, Tid, Ts};
+use schedscope_trace::{Dur, StackId, Sym, TaskTable, Tid, Ts};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -104,6 +105,11 @@ impl IpiClass {
             IpiClass::Reschedule => "reschedule",
             IpiClass::Other => "other",
         }
+    }
+
+    /// Position in [`IpiClass::ALL`].
+    fn index(self) -> usize {
+        self as usize
     }
 
     const ALL: [IpiClass; 5] = [
@@ -414,9 +420,9 @@ pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
     let scan = requests::scan(trace, has_csd);
 
     // Symbolize every distinct callsite, function and (stack, process) once.
-    let pid_of = |tid: Tid| trace.tasks.tgid(tid).filter(|p| p.0 > 0).or(Some(tid));
+    let mut tgids = Tgids::new(&trace.tasks);
     // A stack's process matters only when it has user frames.
-    let mut has_user: HashMap<StackId, bool> = HashMap::new();
+    let mut has_user: IntMap<StackId, bool> = IntMap::default();
     let mut stack_pid = |id: StackId, tid: Tid| -> Option<Tid> {
         let user = *has_user.entry(id).or_insert_with(|| {
             trace
@@ -424,17 +430,17 @@ pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
                 .is_some_and(|st| chain_locations(st, None).iter().any(|l| l.user))
         });
         if user {
-            pid_of(tid)
+            tgids.pid_of(tid)
         } else {
             None
         }
     };
-    let mut distinct_syms: HashSet<Sym> = HashSet::new();
+    let mut distinct_syms: IntMap<Sym, ()> = IntMap::default();
     let mut distinct_stacks: HashSet<(StackId, Option<Tid>)> = HashSet::new();
     let mut req_stack_pid: Vec<Option<Tid>> = Vec::with_capacity(scan.requests.len());
     for r in &scan.requests {
-        distinct_syms.insert(r.callsite);
-        distinct_syms.insert(r.func);
+        distinct_syms.insert(r.callsite, ());
+        distinct_syms.insert(r.func, ());
         let pid = if r.stack.is_some() {
             let pid = stack_pid(r.stack, r.tid);
             distinct_stacks.insert((r.stack, pid));
@@ -444,16 +450,24 @@ pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
         };
         req_stack_pid.push(pid);
     }
-    let mut locs: Vec<Location> = distinct_syms.iter().map(|&s| Location::kernel(s)).collect();
+    let mut locs: Vec<Location> = distinct_syms.keys().map(|&s| Location::kernel(s)).collect();
     for &(id, pid) in &distinct_stacks {
         if let Some(st) = trace.stack(id) {
             locs.extend(chain_locations(st, pid));
         }
     }
     let syms = SymbolTable::build(trace, locs);
-    let func_names: HashMap<Sym, Option<String>> = distinct_syms
-        .iter()
-        .map(|&s| (s, func_name(&syms, s)))
+    // Per distinct function: its class, or `None` for the generic callback
+    // of a hardware IPI that only restates a csd request.
+    let func_class: IntMap<Sym, (IpiClass, bool)> = distinct_syms
+        .keys()
+        .map(|&s| {
+            let name = func_name(&syms, s);
+            let generic = name
+                .as_deref()
+                .is_some_and(|n| n.starts_with("generic_smp_call_function"));
+            (s, (IpiClass::of_function(name.as_deref()), generic))
+        })
         .collect();
 
     let duration = trace.duration();
@@ -465,39 +479,38 @@ pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
     let mut classified: Vec<(IpiClass, &Request, usize)> = Vec::with_capacity(scan.requests.len());
     let mut class_by_index: Vec<Option<IpiClass>> = vec![None; scan.requests.len()];
     for (i, r) in scan.requests.iter().enumerate() {
-        let fname = func_names.get(&r.func).cloned().flatten();
-        if r.standalone_ipi
-            && fname
-                .as_deref()
-                .is_some_and(|n| n.starts_with("generic_smp_call_function"))
-        {
+        let (class, generic) = func_class
+            .get(&r.func)
+            .copied()
+            .unwrap_or((IpiClass::Reschedule, false));
+        if r.standalone_ipi && generic {
             unmatched_ipis += 1;
             continue;
         }
-        let class = IpiClass::of_function(fname.as_deref());
         class_by_index[i] = Some(class);
         classified.push((class, r, i));
     }
 
     let mut notes = Vec::new();
     let tl = ctx.timeline;
-    let mut per_class: BTreeMap<IpiClass, ClassAcc> = BTreeMap::new();
+    let mut per_class: [Option<ClassAcc>; IpiClass::ALL.len()] = Default::default();
+    // Requests come in time order: walk each CPU's runs forward.
+    let mut current = CpuCursor::new(tl);
     for &(class, r, _) in &classified {
-        let acc = per_class.entry(class).or_default();
+        let acc = per_class[class.index()].get_or_insert_with(ClassAcc::default);
         acc.count += 1;
         acc.ipis += r.ipis as u64;
         acc.targets += r.targets.len() as u64;
         *acc.targets_hist.entry(r.targets.len() as u32).or_default() += 1;
-        let sender_pid = pid_of(r.tid);
-        for &t in &r.targets {
-            match cpu_current(tl, t, r.ts) {
+        let sender_pid = tgids.pid_of(r.tid);
+        for t in r.targets.iter() {
+            match current.at(t, r.ts) {
                 None => acc.states.unknown += 1,
                 Some(cur) if cur.is_idle() => acc.states.idle += 1,
                 Some(cur) => {
-                    let known = |t: Tid| trace.tasks.tgid(t).is_some_and(|p| p.0 > 0);
-                    if cur == r.tid || (known(cur) && pid_of(cur) == sender_pid) {
+                    if cur == r.tid || (tgids.known(cur) && tgids.pid_of(cur) == sender_pid) {
                         acc.states.same_process += 1
-                    } else if known(cur) && known(r.tid) {
+                    } else if tgids.known(cur) && tgids.known(r.tid) {
                         acc.states.other_process += 1
                     } else {
                         acc.states.running_unknown_process += 1
@@ -509,18 +522,24 @@ pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
     }
     for (ri, d) in &scan.deliveries {
         if let Some(class) = class_by_index.get(*ri).copied().flatten() {
-            per_class.entry(class).or_default().delivery.push(d.0);
+            per_class[class.index()]
+                .get_or_insert_with(ClassAcc::default)
+                .delivery
+                .push(d.0);
         }
     }
     for (ri, d) in &scan.handlers {
         if let Some(class) = class_by_index.get(*ri).copied().flatten() {
-            per_class.entry(class).or_default().handler.push(d.0);
+            per_class[class.index()]
+                .get_or_insert_with(ClassAcc::default)
+                .handler
+                .push(d.0);
         }
     }
 
     let mut ipi_classes: Vec<ClassReport> = Vec::new();
     for class in IpiClass::ALL {
-        let Some(a) = per_class.get_mut(&class) else {
+        let Some(a) = per_class[class.index()].as_mut() else {
             continue;
         };
         ipi_classes.push(ClassReport {
@@ -533,7 +552,7 @@ pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
             targets_at_send: a.states.clone(),
             delivery: DurStats::of(&mut a.delivery),
             handler: DurStats::of(&mut a.handler),
-            senders: senders(ctx, &a.senders, a.count, 10),
+            senders: senders(ctx, &mut tgids, &a.senders, a.count, 10),
         });
     }
 
@@ -541,8 +560,8 @@ pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
     let total = classified.len() as u64;
     // Count by raw keys first, then name each distinct key once (different
     // addresses in one function merge).
-    let mut by_site_raw: HashMap<(Sym, Sym, IpiClass), u64> = HashMap::new();
-    let mut by_stack_raw: HashMap<(StackId, Option<Tid>, Sym, IpiClass), u64> = HashMap::new();
+    let mut by_site_raw: IntMap<(Sym, Sym, IpiClass), u64> = IntMap::default();
+    let mut by_stack_raw: IntMap<(StackId, Option<Tid>, Sym, IpiClass), u64> = IntMap::default();
     for &(class, r, i) in &classified {
         *by_site_raw.entry((r.callsite, r.func, class)).or_default() += 1;
         if r.stack.is_some() {
@@ -610,31 +629,37 @@ pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
             share: share(count, with_stack),
         })
         .collect();
-    top_stacks.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.frames.cmp(&b.frames)));
+    top_stacks.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then_with(|| a.frames.cmp(&b.frames))
+            .then_with(|| a.callback.cmp(&b.callback))
+    });
     top_stacks.truncate(JSON_ROWS);
 
     // Receiving side and pages.
     let mut tlb_flush_by_reason: BTreeMap<String, FlushReason> = BTreeMap::new();
-    for f in &scan.flushes {
-        let e = tlb_flush_by_reason
-            .entry(flush_reason_name(f.reason))
-            .or_insert_with(|| FlushReason {
-                reason: f.reason,
-                ..FlushReason::default()
-            });
-        e.count += 1;
-        let c = f.cpu.0 as usize;
-        if e.by_cpu.len() <= c {
-            e.by_cpu.resize(c + 1, 0);
-        }
-        e.by_cpu[c] += 1;
-        if f.pages < 0 {
-            e.full_flushes += 1;
-        }
-        *e.pages_hist.entry(pages_bucket(f.pages)).or_default() += 1;
+    for (reason, f) in &scan.flushes {
+        let pages_hist: BTreeMap<String, u64> = f
+            .pages
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(i, &n)| (pages_bucket(requests::bucket_pages(i)), n))
+            .collect();
+        tlb_flush_by_reason.insert(
+            flush_reason_name(*reason),
+            FlushReason {
+                reason: *reason,
+                count: f.count,
+                by_cpu: f.by_cpu.clone(),
+                full_flushes: f.pages[requests::page_bucket(-1)],
+                pages_hist,
+            },
+        );
     }
 
-    let tlb_class = per_class.get(&IpiClass::TlbShootdown);
+    let tlb_class = per_class[IpiClass::TlbShootdown.index()].as_ref();
     let (shootdowns, source) = if has_ipi {
         let src = if has_csd {
             "csd:csd_queue_cpu"
@@ -701,7 +726,7 @@ pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
         states = TargetStates::default();
     }
     let senders_all = tlb_class
-        .map(|a| senders(ctx, &a.senders, a.count, JSON_ROWS))
+        .map(|a| senders(ctx, &mut tgids, &a.senders, a.count, JSON_ROWS))
         .unwrap_or_default();
     let unsymbolized = syms.unsymbolized_count() as u64;
     Ok(TlbReport {
@@ -739,7 +764,73 @@ struct ClassAcc {
     states: TargetStates,
     delivery: Vec<u64>,
     handler: Vec<u64>,
-    senders: HashMap<Tid, u64>,
+    senders: IntMap<Tid, u64>,
+}
+
+/// Memoized thread -> tgid lookups (the task table hashes with SipHash).
+struct Tgids<'a> {
+    tasks: &'a TaskTable,
+    memo: IntMap<Tid, Option<Tid>>,
+}
+
+impl<'a> Tgids<'a> {
+    fn new(tasks: &'a TaskTable) -> Tgids<'a> {
+        Tgids {
+            tasks,
+            memo: IntMap::default(),
+        }
+    }
+    fn tgid(&mut self, tid: Tid) -> Option<Tid> {
+        let tasks = self.tasks;
+        *self.memo.entry(tid).or_insert_with(|| tasks.tgid(tid))
+    }
+    /// The process of `tid`: its tgid when known (> 0), else itself.
+    fn pid_of(&mut self, tid: Tid) -> Option<Tid> {
+        self.tgid(tid).filter(|p| p.0 > 0).or(Some(tid))
+    }
+    /// Whether the tgid of `tid` is known.
+    fn known(&mut self, tid: Tid) -> bool {
+        self.tgid(tid).is_some_and(|p| p.0 > 0)
+    }
+}
+
+/// Who was current on a CPU at a time, for queries in time order: each
+/// CPU's run list is walked forward once (a binary search when a query
+/// goes back in time).
+struct CpuCursor<'a> {
+    tl: &'a crate::Timeline,
+    /// Per CPU: runs that started at or before the last query time.
+    pos: Vec<usize>,
+    last: Vec<Ts>,
+}
+
+impl<'a> CpuCursor<'a> {
+    fn new(tl: &'a crate::Timeline) -> CpuCursor<'a> {
+        CpuCursor {
+            tl,
+            pos: vec![0; tl.cpus.len()],
+            last: vec![Ts(0); tl.cpus.len()],
+        }
+    }
+
+    /// The thread whose run on `cpu` covers `ts` (the last run that started
+    /// at or before `ts`, if it had not ended by then).
+    fn at(&mut self, cpu: u32, ts: Ts) -> Option<Tid> {
+        let c = cpu as usize;
+        let runs = self.tl.cpus.get(c)?;
+        let mut i = self.pos[c];
+        if ts < self.last[c] {
+            i = runs.partition_point(|r| r.ts <= ts);
+        } else {
+            while runs.get(i).is_some_and(|r| r.ts <= ts) {
+                i += 1;
+            }
+        }
+        self.pos[c] = i;
+        self.last[c] = ts;
+        let r = runs.get(i.checked_sub(1)?)?;
+        r.end.is_none_or(|e| ts < e).then_some(r.tid)
+    }
 }
 
 /// Display name of a request's function (`(none)` for a NULL callback).
@@ -762,26 +853,33 @@ fn func_name(syms: &SymbolTable, func: Sym) -> Option<String> {
     Some(r.function())
 }
 
-/// Who was current on `cpu` at `ts` according to the timeline.
-fn cpu_current(tl: &crate::Timeline, cpu: u32, ts: Ts) -> Option<Tid> {
-    let runs = tl.cpus.get(cpu as usize)?;
-    let i = runs.partition_point(|r| r.ts <= ts);
-    let r = runs.get(i.checked_sub(1)?)?;
-    r.end.is_none_or(|e| ts < e).then_some(r.tid)
-}
-
-fn senders(ctx: &Context, by_tid: &HashMap<Tid, u64>, total: u64, rows: usize) -> Vec<Sender> {
+/// The top `rows` sending processes of `by_tid` (requests per thread),
+/// names resolved for those rows only.
+fn senders(
+    ctx: &Context,
+    tgids: &mut Tgids,
+    by_tid: &IntMap<Tid, u64>,
+    total: u64,
+    rows: usize,
+) -> Vec<Sender> {
     let tasks = &ctx.trace.tasks;
-    let mut by_pid: HashMap<Tid, Vec<(Tid, u64)>> = HashMap::new();
+    let mut by_pid: IntMap<Tid, Vec<(Tid, u64)>> = IntMap::default();
     for (&tid, &n) in by_tid {
-        let pid = tasks.tgid(tid).filter(|p| p.0 > 0).unwrap_or(tid);
+        let pid = tgids.tgid(tid).filter(|p| p.0 > 0).unwrap_or(tid);
         by_pid.entry(pid).or_default().push((tid, n));
     }
-    let mut out: Vec<Sender> = by_pid
+    // (pid, requests, its threads with their requests)
+    type Proc = (Tid, u64, Vec<(Tid, u64)>);
+    let mut procs: Vec<Proc> = by_pid
         .into_iter()
-        .map(|(pid, mut threads)| {
+        .map(|(pid, threads)| (pid, threads.iter().map(|t| t.1).sum(), threads))
+        .collect();
+    procs.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    procs.truncate(rows);
+    procs
+        .into_iter()
+        .map(|(pid, count, mut threads)| {
             threads.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            let count = threads.iter().map(|t| t.1).sum();
             let comm = match tasks.comm(pid) {
                 "" => threads
                     .first()
@@ -809,22 +907,11 @@ fn senders(ctx: &Context, by_tid: &HashMap<Tid, u64>, total: u64, rows: usize) -
                     .collect(),
             }
         })
-        .collect();
-    out.sort_by(|a, b| b.count.cmp(&a.count).then(a.pid.cmp(&b.pid)));
-    out.truncate(rows);
-    out
+        .collect()
 }
 
 /// A delivery or handler duration attributed to request index.
 type Timed = (usize, Dur);
-
-/// A `tlb:tlb_flush` event.
-#[derive(Clone, Copy, Debug)]
-struct Flush {
-    cpu: Cpu,
-    reason: i32,
-    pages: i64,
-}
 
 #[cfg(test)]
 mod tests;

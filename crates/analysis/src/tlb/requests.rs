@@ -2,7 +2,8 @@
 //! handler run times, tlb_flush records. No symbolization here; the caller
 //! classifies requests once their function names are known.
 
-use super::{Flush, Timed};
+use super::Timed;
+use crate::hash::IntMap;
 use schedscope_trace::{Cpu, EventData, StackId, Sym, Tid, Trace, Ts};
 use std::collections::{BTreeMap, HashMap};
 
@@ -20,7 +21,7 @@ pub(super) struct Request {
     /// Function the targets run (0 = none: reschedule).
     pub func: Sym,
     /// Target CPUs, ascending for csd groups.
-    pub targets: Vec<u32>,
+    pub targets: Targets,
     /// Call chain of the first event.
     pub stack: StackId,
     /// Hardware IPIs (`ipi_send_*`) attached.
@@ -33,6 +34,70 @@ pub(super) struct Request {
     csd: bool,
 }
 
+/// The target CPUs of a request: the first inline (most requests have one
+/// target: no allocation), the others in a vector.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct Targets {
+    first: Option<u32>,
+    more: Vec<u32>,
+}
+
+impl Targets {
+    fn one(cpu: u32) -> Targets {
+        Targets {
+            first: Some(cpu),
+            more: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, cpu: u32) {
+        if self.first.is_none() {
+            self.first = Some(cpu);
+        } else {
+            self.more.push(cpu);
+        }
+    }
+
+    fn last(&self) -> Option<u32> {
+        self.more.last().copied().or(self.first)
+    }
+
+    /// Number of targets.
+    pub fn len(&self) -> usize {
+        self.first.map_or(0, |_| 1 + self.more.len())
+    }
+
+    /// The targets in order.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.first.into_iter().chain(self.more.iter().copied())
+    }
+}
+
+impl FromIterator<u32> for Targets {
+    fn from_iter<I: IntoIterator<Item = u32>>(it: I) -> Targets {
+        let mut t = Targets::default();
+        for c in it {
+            t.push(c);
+        }
+        t
+    }
+}
+
+/// Whether the pass does anything with an event besides closing the
+/// sending CPU's open csd group.
+fn relevant(d: &EventData) -> bool {
+    matches!(
+        d,
+        EventData::CsdQueue { .. }
+            | EventData::IpiSendCpu { .. }
+            | EventData::IpiSendCpumask { .. }
+            | EventData::CsdFunctionEntry { .. }
+            | EventData::CsdFunctionExit { .. }
+            | EventData::TlbFlush { .. }
+            | EventData::IrqVector { .. }
+    )
+}
+
 /// Everything the pass found.
 #[derive(Debug, Default)]
 pub(super) struct Scan {
@@ -41,7 +106,8 @@ pub(super) struct Scan {
     pub deliveries: Vec<Timed>,
     /// Entry -> exit run time per request index.
     pub handlers: Vec<Timed>,
-    pub flushes: Vec<Flush>,
+    /// `tlb:tlb_flush` counts per reason code, in order of first appearance.
+    pub flushes: Vec<(i32, FlushTally)>,
     pub irq_vectors: BTreeMap<String, u64>,
     pub undelivered: u64,
     pub unmatched_ipis: u64,
@@ -49,6 +115,41 @@ pub(super) struct Scan {
 
 fn is_null(s: Sym) -> bool {
     s.addr() == Some(0)
+}
+
+/// Page-count buckets of [`FlushTally::pages`]: full (TLB_FLUSH_ALL), 0,
+/// 1, then `[2^k, 2^(k+1))` for k = 1..=62.
+pub(super) const PAGE_BUCKETS: usize = 65;
+
+/// `tlb:tlb_flush` events of one reason, counted in the pass (no per-event
+/// record is kept).
+#[derive(Clone, Debug)]
+pub(super) struct FlushTally {
+    pub count: u64,
+    /// Events per emitting CPU (index = CPU), as long as the highest CPU seen.
+    pub by_cpu: Vec<u64>,
+    /// Events per [`page_bucket`] index.
+    pub pages: [u64; PAGE_BUCKETS],
+}
+
+/// The [`FlushTally::pages`] index of a page count.
+pub(super) fn page_bucket(pages: i64) -> usize {
+    match pages {
+        p if p < 0 => 0,
+        0 => 1,
+        1 => 2,
+        // floor(log2 pages) + 2, for pages >= 2: 3..=64
+        p => (65 - (p as u64).leading_zeros()) as usize,
+    }
+}
+
+/// A page count that falls in bucket `i` of [`page_bucket`] (its lower bound).
+pub(super) fn bucket_pages(i: usize) -> i64 {
+    match i {
+        0 => -1,
+        1 => 0,
+        i => 1i64 << (i - 2).min(62),
+    }
 }
 
 /// Run the pass. `has_csd`: the trace records csd:csd_queue_cpu, so that
@@ -59,13 +160,26 @@ pub(super) fn scan(trace: &Trace, has_csd: bool) -> Scan {
     // Open csd group per sending CPU.
     let mut open: Vec<Option<usize>> = vec![None; ncpu];
     // (target cpu, csd) -> (queue time, request index).
-    let mut pending: HashMap<(u32, u64), (Ts, usize)> = HashMap::new();
+    let mut pending: IntMap<(u32, u64), (Ts, usize)> = IntMap::default();
     // Per target CPU: stack of running csd functions (csd, entry time, request).
     let mut running: Vec<Vec<(u64, Ts, Option<usize>)>> = vec![Vec::new(); ncpu];
     let mut irq_names: HashMap<u16, String> = HashMap::new();
+    let mut last_reason = 0usize;
 
+    // No csd group can be open before the first csd_queue_cpu: until then
+    // the other events need not be looked at beyond their kind.
+    let mut csd_seen = false;
     for e in &trace.events {
         let c = e.cpu.0 as usize;
+        if !relevant(&e.data) {
+            // Any other event on the CPU closes its open csd group.
+            if csd_seen {
+                if let Some(o) = open.get_mut(c) {
+                    *o = None;
+                }
+            }
+            continue;
+        }
         if c >= open.len() {
             open.resize(c + 1, None);
             running.resize(c + 1, Vec::new());
@@ -77,13 +191,14 @@ pub(super) fn scan(trace: &Trace, has_csd: bool) -> Scan {
                 func,
                 csd,
             } => {
+                csd_seen = true;
                 let joined = open[c].and_then(|i| {
                     let r = &mut out.requests[i];
                     let ok = r.csd
                         && r.tid == e.tid
                         && r.callsite == callsite
                         && r.func == func
-                        && r.targets.last().is_some_and(|&l| target.0 > l);
+                        && r.targets.last().is_some_and(|l| target.0 > l);
                     ok.then(|| {
                         r.targets.push(target.0);
                         i
@@ -98,7 +213,7 @@ pub(super) fn scan(trace: &Trace, has_csd: bool) -> Scan {
                             tid: e.tid,
                             callsite,
                             func,
-                            targets: vec![target.0],
+                            targets: Targets::one(target.0),
                             stack: e.stack,
                             ipis: 0,
                             standalone_ipi: false,
@@ -122,7 +237,7 @@ pub(super) fn scan(trace: &Trace, has_csd: bool) -> Scan {
                     &mut out,
                     &mut open,
                     e,
-                    vec![target.0],
+                    Targets::one(target.0),
                     callsite,
                     callback,
                     has_csd,
@@ -133,7 +248,7 @@ pub(super) fn scan(trace: &Trace, has_csd: bool) -> Scan {
                 callsite,
                 callback,
             } => {
-                let targets: Vec<u32> = trace
+                let targets: Targets = trace
                     .cpumasks
                     .get(mask.0 as usize)
                     .map(|m| m.iter().collect())
@@ -160,11 +275,31 @@ pub(super) fn scan(trace: &Trace, has_csd: bool) -> Scan {
             }
             EventData::TlbFlush { reason, pages } => {
                 open[c] = None;
-                out.flushes.push(Flush {
-                    cpu: e.cpu,
-                    reason,
-                    pages,
-                });
+                // Few reasons: the last one used, else a short search.
+                if out.flushes.get(last_reason).is_none_or(|f| f.0 != reason) {
+                    last_reason = match out.flushes.iter().position(|f| f.0 == reason) {
+                        Some(i) => i,
+                        None => {
+                            out.flushes.push((
+                                reason,
+                                FlushTally {
+                                    count: 0,
+                                    by_cpu: Vec::new(),
+                                    pages: [0; PAGE_BUCKETS],
+                                },
+                            ));
+                            out.flushes.len() - 1
+                        }
+                    };
+                }
+                if let Some((_, f)) = out.flushes.get_mut(last_reason) {
+                    f.count += 1;
+                    if f.by_cpu.len() <= c {
+                        f.by_cpu.resize(c + 1, 0);
+                    }
+                    f.by_cpu[c] += 1;
+                    f.pages[page_bucket(pages)] += 1;
+                }
             }
             EventData::IrqVector { entry, .. } => {
                 open[c] = None;
@@ -175,7 +310,7 @@ pub(super) fn scan(trace: &Trace, has_csd: bool) -> Scan {
                     *out.irq_vectors.entry(name.clone()).or_default() += 1;
                 }
             }
-            _ => open[c] = None,
+            _ => open[c] = None, // not reached: see `relevant`
         }
     }
     out.undelivered += pending.len() as u64;
@@ -186,7 +321,7 @@ fn ipi(
     out: &mut Scan,
     open: &mut [Option<usize>],
     e: &schedscope_trace::Event,
-    targets: Vec<u32>,
+    targets: Targets,
     callsite: Sym,
     callback: Sym,
     has_csd: bool,

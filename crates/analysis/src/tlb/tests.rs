@@ -4,7 +4,7 @@ use super::*;
 use crate::symbolize::PERF_CONTEXT_MAX;
 use crate::{CpuRun, Options, Timeline};
 use schedscope_trace::{
-    CpuMask, Event, EventData, KernelSymbols, MaskId, NameId, StackId, Trace, TraceFormat,
+    Cpu, CpuMask, Event, EventData, KernelSymbols, MaskId, NameId, StackId, Trace, TraceFormat,
 };
 
 const K: u64 = 0xffff_ffff_8100_0000;
