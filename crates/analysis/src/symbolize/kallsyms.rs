@@ -67,11 +67,17 @@ struct Candidate {
 /// consecutive sorted query addresses that it falls in. Reading stops early
 /// (on x86-64) once the file's first section, the core kernel's symbols in
 /// ascending address order (lines without a `[module]` column), has passed
-/// the highest query address, provided every non-zero query lies in the
-/// kernel text mapping: everything listed after that section (modules, BPF,
-/// ftrace and kprobe entries) lies above the kernel image, hence above any
-/// such query. If the section turns out not to be sorted, or a `[module]`
-/// line comes first, the whole file is read.
+/// the highest query address, provided every non-zero query already has a
+/// core candidate in the kernel text mapping. Then a better symbol for a
+/// query would have to lie between two core-kernel symbols, inside the
+/// kernel image, and nothing listed after that section does: modules, BPF
+/// programs, ftrace trampolines and kprobe slots live in the module
+/// mapping space above the image (and the old per-CPU entry trampolines
+/// below it). If the section turns out not to be sorted, a `[module]` line
+/// comes first, or a query has no such candidate (or only the lowest
+/// symbol, whose name depends on blazesym's tie rule below and hence on
+/// whether a later entry is lower), the whole file is read.
+/// A query of only the NULL address stops at the first symbol.
 ///
 /// Errors: I/O errors of `reader`, and a line that is not UTF-8 before the
 /// point where reading stops (blazesym rejected such a file as a whole).
@@ -80,10 +86,10 @@ pub(crate) fn resolve<R: Read>(mut reader: R, addrs: &[u64]) -> io::Result<Vec<L
     queries.sort_unstable();
     queries.dedup();
     let max_query = queries.last().copied().unwrap_or(0);
-    let min_nonzero = queries.iter().copied().find(|&q| q != 0);
-    let early_stop_ok = cfg!(target_arch = "x86_64")
-        && max_query != 0
-        && min_nonzero.is_some_and(|q| q >= KERNEL_TEXT_MAP);
+    // The gap of the lowest non-zero query: its candidate is the lowest
+    // answer (address 0 never has one).
+    let lowest = queries.iter().position(|&q| q != 0);
+    let early_stop_ok = cfg!(target_arch = "x86_64") && lowest.is_some();
 
     let mut best: Vec<Candidate> = vec![Candidate::default(); queries.len()];
     let mut any_symbol = false;
@@ -153,7 +159,12 @@ pub(crate) fn resolve<R: Read>(mut reader: R, addrs: &[u64]) -> io::Result<Vec<L
                 break 'read; // only the NULL address: no symbol can be at or below it
             }
             if addr > max_query {
-                if early_stop_ok && core_sorted {
+                // (Not the lowest symbol so far, whose answer depends on
+                // whether any later entry is lower still: see the module docs.)
+                let in_text = |j: usize| {
+                    best[j].set && best[j].addr >= KERNEL_TEXT_MAP && best[j].addr > min_addr
+                };
+                if early_stop_ok && core_sorted && lowest.is_some_and(in_text) {
                     break 'read;
                 }
                 continue;
@@ -381,10 +392,21 @@ ffffffffc0200000 t mod_below\t[mymod]
             vec![k + 0x201, k + 0x308],
             // low kernel addresses: no early stop
             vec![0xffff_8880_0000_0000, k + 0x600],
+            // in the text mapping but below _text: an entry listed after
+            // the core section (old per-CPU entry trampolines) answers
+            vec![0xffff_ffff_8000_1000, k + 0x600],
+            vec![0xffff_fe00_0000_1010],
             vec![],
         ];
+        // An entry below the kernel image listed after the core section
+        // (as the per-CPU entry trampolines of 4.15-4.18 kernels were): it
+        // answers addresses below _text, and it is the lowest symbol, which
+        // changes blazesym's choice among the aliases of _text.
+        let with_low_entry =
+            format!("{TEXT}fffffe0000001000 t __entry_trampoline\t[__builtin__arch]\n");
         for addrs in &sets {
             check(TEXT, addrs);
+            check(&with_low_entry, addrs);
         }
         // Spot checks that the oracle is what we think it is.
         let r = check(
