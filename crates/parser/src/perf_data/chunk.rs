@@ -6,7 +6,7 @@ use super::abi::{context, read_format, sample, RecordType, MISC_COMM_EXEC};
 use super::bytes::{u16_at, u32_at, u64_at, until_nul};
 use super::header::Attr;
 use super::tracepoint::TpDecoder;
-use crate::tracefs_format::FieldRef;
+use crate::tracefs_format::{FieldKind, FieldRef};
 use schedscope_trace::{Cpu, Event, EventData, MaskId, NameId, StackId, StrId, Tid, Ts};
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -66,20 +66,108 @@ impl FxHasher {
 /// A HashMap with [`FxHasher`].
 pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
+/// A lookup from integer keys (sample ids, tracepoint type numbers) to
+/// small indexes: a table indexed by `key - base` when the keys span a
+/// short range (the kernel numbers them consecutively), a hash map
+/// otherwise. Read once per sample, so it must not hash.
+#[derive(Debug, Default)]
+pub(crate) struct DenseMap {
+    base: u64,
+    table: Vec<u16>,
+    map: FxMap<u64, u16>,
+}
+
+impl DenseMap {
+    const NONE: u16 = u16::MAX;
+
+    pub(crate) fn new(map: FxMap<u64, u16>) -> DenseMap {
+        let (Some(&lo), Some(&hi)) = (map.keys().min(), map.keys().max()) else {
+            return DenseMap::default();
+        };
+        let span = hi - lo;
+        if span >= (1 << 16).max(16 * map.len() as u64) || map.values().any(|&v| v == Self::NONE) {
+            return DenseMap {
+                map,
+                ..DenseMap::default()
+            };
+        }
+        let mut table = vec![Self::NONE; span as usize + 1];
+        for (&k, &v) in &map {
+            table[(k - lo) as usize] = v;
+        }
+        DenseMap {
+            base: lo,
+            table,
+            map: FxMap::default(),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, key: u64) -> Option<u16> {
+        if self.table.is_empty() {
+            return self.map.get(&key).copied();
+        }
+        let i = usize::try_from(key.wrapping_sub(self.base)).ok()?;
+        self.table.get(i).copied().filter(|&v| v != Self::NONE)
+    }
+}
+
 /// Where a sample's fields are, per attr.
 #[derive(Clone, Debug)]
 pub(crate) struct Layout {
     pub sample_type: u64,
     pub read_format: u64,
     pub sample_id_all: bool,
+    /// Field offsets when no variable-size part (READ, CALLCHAIN) comes
+    /// before RAW, so that every field sits at a fixed offset.
+    fixed: Option<Fixed>,
+}
+
+/// Byte offsets of the sample fields in a SAMPLE body of a fixed layout.
+#[derive(Clone, Copy, Debug)]
+struct Fixed {
+    tid: Option<usize>,
+    time: Option<usize>,
+    cpu: Option<usize>,
+    /// Offset of RAW's size word, or None without RAW.
+    raw: Option<usize>,
+    /// End of the fixed fields: shorter bodies are rejected.
+    end: usize,
 }
 
 impl Layout {
     pub(crate) fn new(a: &Attr) -> Layout {
+        let t = a.sample_type;
+        let fixed = (t & (sample::READ | sample::CALLCHAIN) == 0).then(|| {
+            let mut p = 0usize;
+            let mut at = |bit: u64| {
+                (t & bit != 0).then(|| {
+                    p += 8;
+                    p - 8
+                })
+            };
+            at(sample::IDENTIFIER);
+            at(sample::IP);
+            let tid = at(sample::TID);
+            let time = at(sample::TIME);
+            at(sample::ADDR);
+            at(sample::ID);
+            at(sample::STREAM_ID);
+            let cpu = at(sample::CPU);
+            at(sample::PERIOD);
+            Fixed {
+                tid,
+                time,
+                cpu,
+                raw: (t & sample::RAW != 0).then_some(p),
+                end: p,
+            }
+        });
         Layout {
             sample_type: a.sample_type,
             read_format: a.read_format,
             sample_id_all: a.sample_id_all,
+            fixed,
         }
     }
 
@@ -111,6 +199,28 @@ impl Layout {
             return None;
         }
         Some(1 + (t & sample::CPU != 0) as usize + (t & sample::STREAM_ID != 0) as usize)
+    }
+
+    /// The smallest SAMPLE record (header included) with every field the
+    /// sample_type names (a READ, CALLCHAIN or RAW part takes at least 8
+    /// bytes); used to size the event vector, never to reject records.
+    pub(crate) fn min_sample_size(&self) -> usize {
+        let t = self.sample_type;
+        let fixed = [
+            sample::IDENTIFIER,
+            sample::IP,
+            sample::TID,
+            sample::TIME,
+            sample::ADDR,
+            sample::ID,
+            sample::STREAM_ID,
+            sample::CPU,
+            sample::PERIOD,
+            sample::READ,
+            sample::CALLCHAIN,
+            sample::RAW,
+        ];
+        8 + 8 * fixed.iter().filter(|&&b| t & b != 0).count()
     }
 
     /// Time in a sample_id_all trailer at the end of `body`.
@@ -162,6 +272,28 @@ pub(crate) struct Sample<'a> {
 /// Parse a SAMPLE body (after the 8-byte header) by the attr's layout.
 /// `None` if the body is shorter than the layout demands.
 pub(crate) fn parse_sample<'a>(b: &'a [u8], l: &Layout) -> Option<Sample<'a>> {
+    if let Some(f) = l.fixed {
+        // the same checks as below, at precomputed offsets
+        if b.len() < f.end {
+            return None;
+        }
+        let mut s = Sample::default();
+        if let Some(o) = f.tid {
+            s.pid = Some(u32_at(b, o)? as i32);
+            s.tid = Some(u32_at(b, o + 4)? as i32);
+        }
+        if let Some(o) = f.time {
+            s.time = u64_at(b, o)?;
+        }
+        if let Some(o) = f.cpu {
+            s.cpu = Some(u32_at(b, o)?);
+        }
+        if let Some(o) = f.raw {
+            let size = u32_at(b, o)? as usize;
+            s.raw = Some(b.get(o + 4..(o + 4).checked_add(size)?)?);
+        }
+        return Some(s);
+    }
     let t = l.sample_type;
     let mut s = Sample::default();
     let mut p = 0usize;
@@ -223,13 +355,13 @@ pub(crate) struct AttrCtx {
 pub(crate) struct Ctx<'a> {
     pub attrs: Vec<AttrCtx>,
     /// Sample id -> attr index.
-    pub ids: FxMap<u64, u16>,
+    pub ids: DenseMap,
     /// Position of the id in samples, shared by all attrs (None: single attr).
     pub id_pos: Option<usize>,
     /// Position (from the end) of the id in sample_id_all trailers.
     pub is_pos: Option<usize>,
     /// common_type -> tracepoint decoder index.
-    pub tp_by_type: FxMap<u32, u16>,
+    pub tp_by_type: DenseMap,
     pub tps: Vec<TpDecoder>,
     /// Accessor for `common_type`.
     pub common_type: Option<FieldRef>,
@@ -245,7 +377,7 @@ impl Ctx<'_> {
             None => Ok(0),
             Some(pos) => {
                 let id = u64_at(body, pos * 8).ok_or(u64::MAX)?;
-                self.ids.get(&id).map(|&i| i as usize).ok_or(id)
+                self.ids.get(id).map(|i| i as usize).ok_or(id)
             }
         }
     }
@@ -255,8 +387,8 @@ impl Ctx<'_> {
                 .len()
                 .checked_sub(pos * 8)
                 .and_then(|p| u64_at(body, p))
-                .and_then(|id| self.ids.get(&id))
-                .map(|&i| i as usize)
+                .and_then(|id| self.ids.get(id))
+                .map(|i| i as usize)
                 .unwrap_or(0),
             _ => 0,
         }
@@ -285,8 +417,13 @@ pub(crate) struct Local<'a> {
     pub stacks: Vec<Vec<u64>>,
     stack_map: FxMap<Vec<u64>, u32>,
     stack_buf: Vec<u64>,
-    /// Latest (ts, comm) seen in events per tid.
-    pub comm_by_tid: FxMap<i32, (u64, StrId)>,
+    /// Latest (ts, comm) seen in events per tid (one entry per tid).
+    pub comm_by_tid: Vec<(i32, (u64, StrId))>,
+    /// tid -> its index in `comm_by_tid`.
+    comm_index: FxMap<i32, u32>,
+    /// Direct-mapped cache by tid in front of `comm_index`: the raw
+    /// 16-byte comm field last seen for the tid and its entry.
+    comm_cache: Vec<CommSlot>,
     /// tid -> pid (tgid) from sample TID fields.
     pub tgid_by_tid: FxMap<i32, i32>,
     /// The last (tid, pid) inserted into `tgid_by_tid`.
@@ -317,29 +454,87 @@ impl<'a> Local<'a> {
         StrId(id)
     }
 
-    /// Intern a comm and remember it as `tid`'s latest comm.
+    /// Read the comm field `f` of `raw`, intern it and remember it as
+    /// `tid`'s latest comm (`None` when the payload is too short).
     #[inline]
-    pub(crate) fn comm(&mut self, s: &'a [u8], tid: Tid, ts: u64) -> StrId {
-        // fast path: the tid's latest comm is usually this one (an integer
-        // hash and a 16-byte compare instead of hashing the string)
-        if let Some(e) = self.comm_by_tid.get_mut(&tid.0) {
-            if self
-                .strings
-                .get(e.1 .0 as usize)
-                .is_some_and(|c| c.as_ref() == s)
-            {
-                if e.0 <= ts {
-                    e.0 = ts;
+    pub(crate) fn comm(&mut self, f: &FieldRef, raw: &'a [u8], tid: Tid, ts: u64) -> Option<StrId> {
+        // fastest path: the same 16 raw bytes as the tid's latest comm
+        // (the usual case) cost one load and compare, no string handling
+        let key = match f.kind {
+            FieldKind::Scalar | FieldKind::Array { .. } if f.size == 16 => {
+                let o = f.offset as usize;
+                raw.get(o..o + 16)
+                    .and_then(|b| <[u8; 16]>::try_from(b).ok())
+                    .map(u128::from_le_bytes)
+            }
+            _ => None,
+        };
+        let slot_ix = tid.0 as u32 as usize % COMM_CACHE;
+        if let Some(k) = key {
+            if self.comm_cache.is_empty() {
+                self.comm_cache = vec![CommSlot::EMPTY; COMM_CACHE];
+            }
+            let slot = self.comm_cache[slot_ix];
+            if slot.entry != u32::MAX && slot.tid == tid.0 && slot.key == k {
+                if let Some((_, e)) = self.comm_by_tid.get_mut(slot.entry as usize) {
+                    // (the entry still holds that comm: the bytes name it)
+                    if e.1 == slot.id {
+                        if e.0 <= ts {
+                            e.0 = ts;
+                        }
+                        return Some(slot.id);
+                    }
                 }
-                return e.1;
+            }
+        }
+        let (id, entry) = self.comm_str(f.read_str(raw)?, tid, ts);
+        if let Some(k) = key {
+            let holds = self.comm_by_tid.get(entry).is_some_and(|e| e.1 .1 == id);
+            self.comm_cache[slot_ix] = if holds {
+                CommSlot {
+                    tid: tid.0,
+                    entry: entry as u32,
+                    id,
+                    key: k,
+                }
+            } else {
+                CommSlot::EMPTY
+            };
+        }
+        Some(id)
+    }
+
+    /// Intern the comm `s` and remember it as `tid`'s latest comm; returns
+    /// its id and the tid's index in `comm_by_tid`.
+    fn comm_str(&mut self, s: &'a [u8], tid: Tid, ts: u64) -> (StrId, usize) {
+        // the tid's latest comm is usually this one (an integer hash and a
+        // 16-byte compare instead of hashing the string)
+        if let Some(&i) = self.comm_index.get(&tid.0) {
+            if let Some((_, e)) = self.comm_by_tid.get_mut(i as usize) {
+                if self
+                    .strings
+                    .get(e.1 .0 as usize)
+                    .is_some_and(|c| c.as_ref() == s)
+                {
+                    if e.0 <= ts {
+                        e.0 = ts;
+                    }
+                    return (e.1, i as usize);
+                }
             }
         }
         let id = self.intern(s);
-        let e = self.comm_by_tid.entry(tid.0).or_insert((ts, id));
-        if e.0 <= ts {
-            *e = (ts, id);
+        let entries = &mut self.comm_by_tid;
+        let i = *self.comm_index.entry(tid.0).or_insert_with(|| {
+            entries.push((tid.0, (ts, id)));
+            (entries.len() - 1) as u32
+        }) as usize;
+        if let Some((_, e)) = self.comm_by_tid.get_mut(i) {
+            if e.0 <= ts {
+                *e = (ts, id);
+            }
         }
-        id
+        (id, i)
     }
 
     /// The printk string at `addr` (or the address in hex).
@@ -392,6 +587,29 @@ impl<'a> Local<'a> {
         self.stack_map.insert(self.stack_buf.clone(), id);
         StackId(id)
     }
+}
+
+/// Slots of [`Local`]'s comm cache.
+const COMM_CACHE: usize = 256;
+
+/// A comm cache slot: `tid`'s entry `entry` in `comm_by_tid` holds `id`,
+/// whose bytes are the raw 16-byte field `key`.
+#[derive(Clone, Copy)]
+struct CommSlot {
+    tid: i32,
+    /// u32::MAX: empty.
+    entry: u32,
+    id: StrId,
+    key: u128,
+}
+
+impl CommSlot {
+    const EMPTY: CommSlot = CommSlot {
+        tid: 0,
+        entry: u32::MAX,
+        id: StrId(0),
+        key: 0,
+    };
 }
 
 /// A per-kind anomaly counter with the first byte offset it happened at.
@@ -451,6 +669,11 @@ pub(crate) struct ChunkOut<'a> {
     pub last_ts: u64,
     /// Largest CPU of the samples decoded, kept or not, plus one.
     pub cpus: u32,
+    /// Largest CPU of the events kept, plus one.
+    pub kept_cpus: u32,
+    /// Where the events (`slots[..n]`) go back in time: each index starts
+    /// a new sorted run.
+    pub runs: Vec<usize>,
     /// MMAP/MMAP2 records, in file order.
     pub mappings: Vec<schedscope_trace::Mapping>,
 }
@@ -460,7 +683,8 @@ pub(crate) struct ChunkOut<'a> {
 /// offset of `stream[0]` (for messages).
 /// Events go to `slots` (uninitialised memory, never read here), which has
 /// room for one event per SAMPLE record of the range; on return
-/// `slots[..out.n]` holds them, initialised and sorted by time (stable).
+/// `slots[..out.n]` holds them, initialised, in file order: sorted runs
+/// that start at 0 and at each index of `out.runs`.
 pub(crate) fn decode_chunk<'a>(
     ctx: &Ctx<'a>,
     stream: &'a [u8],
@@ -475,6 +699,7 @@ pub(crate) fn decode_chunk<'a>(
         ..ChunkOut::default()
     };
     out.local.printk = Some(ctx.printk);
+    let mut last_ts = 0u64;
     let mut pos = range.start;
     while pos + 8 <= range.end {
         let size = u16_at(stream, pos + 6).unwrap_or(0) as usize;
@@ -490,6 +715,11 @@ pub(crate) fn decode_chunk<'a>(
                 if let Some(ev) = decode_sample(ctx, body, off, &mut out) {
                     match slots.get_mut(out.n) {
                         Some(slot) => {
+                            if ev.ts.0 < last_ts {
+                                out.runs.push(out.n);
+                            }
+                            last_ts = ev.ts.0;
+                            out.kept_cpus = out.kept_cpus.max(ev.cpu.0.saturating_add(1));
                             slot.write(ev);
                             out.n += 1;
                         }
@@ -562,13 +792,6 @@ pub(crate) fn decode_chunk<'a>(
         }
         pos += size;
     }
-    // stable, so equal timestamps keep file order; small per-chunk buffers
-    if let Some(evs) = slots.get_mut(..out.n) {
-        // SAFETY: slots[..out.n] were each written above (out.n counts the
-        // writes, in order from 0); MaybeUninit<Event> has Event's layout.
-        let evs = unsafe { &mut *(evs as *mut [MaybeUninit<Event>] as *mut [Event]) };
-        evs.sort_by_key(|e| e.ts);
-    }
     out
 }
 
@@ -634,8 +857,8 @@ fn decode_sample<'a>(
             .and_then(|f| f.read_u64(raw))
             .map(|v| v as u32);
         let Some(tp) = ty
-            .and_then(|t| ctx.tp_by_type.get(&t))
-            .and_then(|&i| ctx.tps.get(i as usize))
+            .and_then(|t| ctx.tp_by_type.get(u64::from(t)))
+            .and_then(|i| ctx.tps.get(i as usize))
         else {
             out.unknown_common_type
                 .hit(off, ty.map(u64::from).unwrap_or(u64::MAX));

@@ -308,8 +308,8 @@ impl TpDecoder {
                 let state = uint(prev_state, raw)?;
                 let prev_tid = Tid(int(prev_pid, raw)? as i32);
                 let next_tid = Tid(int(next_pid, raw)? as i32);
-                let pc = local.comm(prev_comm.read_str(raw)?, prev_tid, ts);
-                let nc = local.comm(next_comm.read_str(raw)?, next_tid, ts);
+                let pc = local.comm(prev_comm, raw, prev_tid, ts)?;
+                let nc = local.comm(next_comm, raw, next_tid, ts)?;
                 EventData::Switch {
                     prev_tid,
                     prev_prio: int(prev_prio, raw)? as i32,
@@ -334,7 +334,7 @@ impl TpDecoder {
                 EventData::Wakeup {
                     kind: *kind,
                     tid,
-                    comm: local.comm(comm.read_str(raw)?, tid, ts),
+                    comm: local.comm(comm, raw, tid, ts)?,
                     prio: int(prio, raw)? as i32,
                     target_cpu: cpu(target_cpu, raw)?,
                 }
@@ -348,7 +348,7 @@ impl TpDecoder {
                 let tid = Tid(int(pid, raw)? as i32);
                 EventData::Migrate {
                     tid,
-                    comm: local.comm(comm.read_str(raw)?, tid, ts),
+                    comm: local.comm(comm, raw, tid, ts)?,
                     orig_cpu: cpu(orig_cpu, raw)?,
                     dest_cpu: cpu(dest_cpu, raw)?,
                 }
@@ -362,14 +362,14 @@ impl TpDecoder {
                 EventData::Fork {
                     parent_tid: Tid(int(parent_pid, raw)? as i32),
                     child_tid,
-                    child_comm: local.comm(child_comm.read_str(raw)?, child_tid, ts),
+                    child_comm: local.comm(child_comm, raw, child_tid, ts)?,
                 }
             }
             Kind::Exit { comm, pid } => {
                 let tid = Tid(int(pid, raw)? as i32);
                 EventData::Exit {
                     tid,
-                    comm: local.comm(comm.read_str(raw)?, tid, ts),
+                    comm: local.comm(comm, raw, tid, ts)?,
                 }
             }
             Kind::Exec { filename, pid } => EventData::Exec {
