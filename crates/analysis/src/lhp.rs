@@ -16,64 +16,22 @@
 //!
 //! Both parts are single passes: PLE exits walk the sorted events with one
 //! monotonic cursor per vCPU sibling; the bare-metal part walks each thread's
-//! intervals once and answers "runnable time of A before t" from per-thread
-//! prefix sums (threads in parallel).
+//! intervals once (threads in parallel), keeping its wakeups and a compact
+//! index of its Runnable time, then answers each waker's wakeups together
+//! from that waker's index ("Runnable time of A before t" by galloping
+//! forward), with no per-wakeup hashing or global sort.
 
 use crate::gang::{self, GangDef, GangKind};
+use crate::hash::IntMap;
 use crate::report::Section;
-use crate::timeline::{StateInterval, ThreadState, Timeline};
+use crate::timeline::{StateInterval, ThreadState, ThreadTimeline, Timeline};
 use crate::{AnalysisError, Context};
 use rayon::prelude::*;
 use schedscope_trace::{EventData, KvmIsa, Tid, Trace, Ts};
 use serde::Serialize;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::BTreeMap;
 use std::io::{self, Write};
-
-/// A cheap multiplicative hasher for the small integer keys of the per-event
-/// maps (tids, exit codes); keys come from one trace, so no DoS resistance
-/// is needed.
-#[derive(Default, Clone, Copy)]
-struct Fx(u64);
-
-impl Fx {
-    #[inline]
-    fn add(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-impl Hasher for Fx {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.add(u64::from(b));
-        }
-    }
-    fn write_u8(&mut self, v: u8) {
-        self.add(u64::from(v));
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.add(u64::from(v));
-    }
-    fn write_i32(&mut self, v: i32) {
-        self.add(v as u32 as u64);
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.add(v);
-    }
-    fn write_isize(&mut self, v: isize) {
-        self.add(v as u64);
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.add(v as u64);
-    }
-}
-
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
 
 /// A directed yield counts when the switch follows the exit within this window.
 pub const YIELD_WINDOW_NS: u64 = 50_000;
@@ -448,7 +406,7 @@ fn ple_pass(
     let mut pending: Vec<Vec<Pending>> = vec![Vec::new(); trace.nr_cpus as usize];
     // Exit counts and handling time: rows (VM, isa, code, count, ns) and their index.
     let mut reason_rows: Vec<(Option<Tid>, KvmIsa, u32, u64, u64)> = Vec::new();
-    let mut reason_idx: FxMap<(Option<Tid>, KvmIsa, u32), usize> = FxMap::default();
+    let mut reason_idx: IntMap<(Option<Tid>, KvmIsa, u32), usize> = IntMap::default();
     // Per vCPU thread, looked up once: its VM (tgid), gang position, open exit.
     struct Slot {
         vm: Option<Tid>,
@@ -456,7 +414,7 @@ fn ple_pass(
         open: Option<(Ts, usize)>,
     }
     let mut slots: Vec<Slot> = Vec::new();
-    let mut slot_of: FxMap<Tid, usize> = FxMap::default();
+    let mut slot_of: IntMap<Tid, usize> = IntMap::default();
 
     for ev in &trace.events {
         match ev.data {
@@ -662,166 +620,490 @@ fn ple_pass(
     Ok(report)
 }
 
-/// Per-thread prefix sums of Runnable time: `cum[i]` = Runnable ns before interval i.
-struct RunnableSums<'a> {
-    ivs: &'a [StateInterval],
-    cum: Vec<u64>,
+/// One step of a thread's Runnable-time index: for `t > ts` (up to the next
+/// step), the thread's Runnable time in [start of trace, t) is
+/// `base + min(t, cap) - ts`.
+///
+/// Steps are the thread's Runnable intervals (`cap` = their end) plus, after
+/// a Runnable interval that ends later than the next interval starts (never
+/// in a contiguous timeline), that next interval as a zero-length marker
+/// (`cap` = `ts`), so that the answer equals the prefix sum over *all*
+/// intervals (full length of every earlier Runnable interval, the one
+/// containing `t` clipped at `t`) while a thread keeps one step per
+/// Runnable interval, a fraction of its intervals.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Step {
+    ts: u64,
+    cap: u64,
+    base: u64,
 }
 
-impl RunnableSums<'_> {
-    /// Runnable time in [start of trace, t).
-    #[cfg(test)]
-    fn before(&self, t: Ts, end: Ts) -> u64 {
+/// The number of steps that start before `t` (their partition point),
+/// galloping from `hint` (an earlier answer, for any `t`) in whichever
+/// direction `t` lies: queries that move forward a little cost a few
+/// probes, not a binary search over the thread.
+fn seek(steps: &[Step], t: u64, hint: usize) -> usize {
+    let n = steps.len();
+    let h = hint.min(n);
+    let (lo, hi) = if h > 0 && steps[h - 1].ts >= t {
+        // The answer is below h: gallop back.
+        let mut hi = h - 1;
+        let mut step = 1;
+        loop {
+            if hi < step {
+                break (0, hi);
+            }
+            let probe = hi - step;
+            if steps[probe].ts < t {
+                break (probe + 1, hi);
+            }
+            hi = probe;
+            step *= 2;
+        }
+    } else {
+        // Every step before h starts before t: gallop forward.
+        let mut lo = h;
+        let mut step = 1;
+        loop {
+            let probe = lo + step - 1;
+            if probe >= n {
+                break (lo, n);
+            }
+            if steps[probe].ts >= t {
+                break (lo, probe);
+            }
+            lo = probe + 1;
+            step *= 2;
+        }
+    };
+    lo + steps[lo..hi].partition_point(|s| s.ts < t)
+}
+
+/// Runnable time in [start of trace, t), given `p` = [`seek`]'s answer for `t`.
+fn runnable_before(steps: &[Step], p: usize, t: u64) -> u64 {
+    match p.checked_sub(1).map(|i| &steps[i]) {
+        // ts < t (partition point) and ts <= cap: no underflow.
+        Some(s) => s.base + (t.min(s.cap) - s.ts),
+        None => 0,
+    }
+}
+
+/// A thread's Runnable-time steps (see [`Step`]) from its intervals, into
+/// `buf` (reused across threads, grown as needed): returns how many.
+/// Branch-free per interval: states alternate unpredictably.
+fn runnable_steps(ivs: &[StateInterval], end: Ts, buf: &mut Vec<Step>) -> usize {
+    if buf.len() < ivs.len() {
+        buf.resize(ivs.len(), Step::default());
+    }
+    let (mut m, mut acc) = (0usize, 0u64);
+    // End of the previous interval when it was Runnable, else 0.
+    let mut overhang = 0u64;
+    for iv in ivs {
+        let ts = iv.ts.0;
+        let runnable = iv.state == ThreadState::Runnable;
+        let cap = if runnable {
+            iv.end_or(end).0.max(ts)
+        } else {
+            ts
+        };
+        // Written always, kept when it is a step (m <= this index < len).
+        buf[m] = Step { ts, cap, base: acc };
+        m += usize::from(runnable | (overhang > ts));
+        acc += cap - ts;
+        overhang = if runnable { cap } else { 0 };
+    }
+    m
+}
+
+/// One wakeup in its waker's bucket, in 16 bytes (fresh memory costs more
+/// than the work on it): the wake time, the sleep before it as a gap
+/// ([`LONG_GAP`]: look the start up in [`Chunk::long`]) and the wakee's
+/// thread index.
+#[derive(Clone, Copy, Debug, Default)]
+struct Woken {
+    wake: u64,
+    gap: u32,
+    wakee: u32,
+}
+
+/// A gap that does not fit (4.3 s or longer, or negative).
+const LONG_GAP: u32 = u32::MAX;
+
+/// One wakeup found in a wakee's intervals, before bucketing.
+#[derive(Clone, Copy, Default)]
+struct Found {
+    wake: u64,
+    sleep: u64,
+    waker: u32,
+    wakee: u32,
+}
+
+/// No thread index (a waker without a timeline).
+const NO_THREAD: u32 = u32::MAX;
+
+/// tid -> thread index of a timeline: a dense table when the tids are
+/// small (they are kernel pids, below pid_max <= 2^22), else a hash map.
+/// A tid with several threads maps to the last.
+enum TidIndex {
+    /// idx + 1 by tid, 0 = none; the last entry is a 0 that every tid out
+    /// of range maps to, so lookups need no branch.
+    Dense(Vec<u32>),
+    Sparse(IntMap<Tid, u32>),
+}
+
+impl TidIndex {
+    /// The index, and whether some tid has several threads.
+    fn of(tl: &Timeline) -> (TidIndex, bool) {
+        const DENSE_LIMIT: i32 = 1 << 22;
+        let max = tl.threads.iter().map(|t| t.tid.0).max().unwrap_or(0);
+        let min = tl.threads.iter().map(|t| t.tid.0).min().unwrap_or(0);
+        let mut dup = false;
+        if min >= 0 && max < DENSE_LIMIT {
+            // Zeroed memory: only the pages of tids seen are touched.
+            let mut v = vec![0u32; max as usize + 2];
+            for (i, t) in tl.threads.iter().enumerate() {
+                let slot = &mut v[t.tid.0 as usize];
+                dup |= *slot != 0;
+                *slot = i as u32 + 1;
+            }
+            (TidIndex::Dense(v), dup)
+        } else {
+            let mut m = IntMap::default();
+            for (i, t) in tl.threads.iter().enumerate() {
+                dup |= m.insert(t.tid, i as u32).is_some();
+            }
+            (TidIndex::Sparse(m), dup)
+        }
+    }
+}
+
+/// A wakee thread's wakeups by a task (not idle, not itself).
+#[derive(Clone, Copy, Default)]
+struct WakeeTotals {
+    wakeups: u64,
+    sleep_ns: u64,
+}
+
+/// The wakeups of a contiguous range of wakee threads, bucketed by waker:
+/// waker `a`'s are `items[off[a]..off[a + 1]]`, each wakee's as one run in
+/// time order (wakees ascending).
+struct Chunk {
+    /// First wakee thread index of the range.
+    first: usize,
+    off: Vec<u32>,
+    items: Vec<Woken>,
+    /// Sleep starts of the items with a [`LONG_GAP`], by item position.
+    long: Vec<(u32, u64)>,
+    /// Per wakee of the range.
+    totals: Vec<WakeeTotals>,
+}
+
+impl Chunk {
+    /// The sleep start of `items[pos]`.
+    fn sleep(&self, pos: usize) -> u64 {
+        let w = &self.items[pos];
+        if w.gap != LONG_GAP {
+            return w.wake - u64::from(w.gap);
+        }
+        match self.long.binary_search_by_key(&(pos as u32), |l| l.0) {
+            Ok(i) => self.long[i].1,
+            // Every LONG_GAP item has its entry (bucket_chunk).
+            Err(_) => w.wake,
+        }
+    }
+}
+
+/// Append the wakeups of thread `t` (index `wakee`) to `buf` from `at`
+/// (a Sleeping/Blocked interval followed by a Runnable one, not preempted,
+/// whose waker is a task other than `t`), wakers as thread indices; `buf`
+/// is grown as needed. Returns the new end (only wakers with a timeline are
+/// kept) and the totals over all of them. Branch-free per interval: the
+/// states alternate unpredictably.
+fn find_wakes(
+    t: &ThreadTimeline,
+    wakee: u32,
+    index: &TidIndex,
+    buf: &mut Vec<Found>,
+    at: usize,
+) -> (usize, WakeeTotals) {
+    let ivs = &t.intervals;
+    if buf.len() < at + ivs.len() {
+        buf.resize(at + ivs.len(), Found::default());
+    }
+    let mut m = at;
+    let mut tot = WakeeTotals::default();
+    let me = t.tid.0;
+    for w in ivs.windows(2) {
+        let (sleep, wake) = (&w[0], &w[1]);
+        // None and idle (tid 0) alike are no waker.
+        let waker = wake.waker.map_or(0, |x| x.0);
+        let is_wake = (wake.state == ThreadState::Runnable)
+            & !wake.preempted
+            & matches!(sleep.state, ThreadState::Sleeping | ThreadState::Blocked)
+            & (waker != 0)
+            & (waker != me);
+        let wi = match index {
+            TidIndex::Dense(v) => {
+                let i = (waker as u32 as usize).min(v.len() - 1);
+                v[i].wrapping_sub(1)
+            }
+            TidIndex::Sparse(map) if is_wake => map.get(&Tid(waker)).copied().unwrap_or(NO_THREAD),
+            TidIndex::Sparse(_) => NO_THREAD,
+        };
+        tot.wakeups += u64::from(is_wake);
+        tot.sleep_ns += wake.ts.0.saturating_sub(sleep.ts.0) * u64::from(is_wake);
+        // Written always, kept when it is a wakeup (m <= this index < len).
+        buf[m] = Found {
+            wake: wake.ts.0,
+            sleep: sleep.ts.0,
+            waker: wi,
+            wakee,
+        };
+        m += usize::from(is_wake & (wi != NO_THREAD));
+    }
+    (m, tot)
+}
+
+/// Bucket the wakeups of wakee threads `first..first + threads.len()` by
+/// waker (a counting sort: stable, so each wakee's wakeups stay one
+/// time-ordered run). `buf` is scratch reused across chunks: the only
+/// memory a chunk keeps is its exact-size bucketed list.
+fn bucket_chunk(
+    first: usize,
+    threads: &[ThreadTimeline],
+    nthreads: usize,
+    index: &TidIndex,
+    buf: &mut Vec<Found>,
+) -> Chunk {
+    let mut totals = Vec::with_capacity(threads.len());
+    let mut len = 0;
+    for (k, t) in threads.iter().enumerate() {
+        let (m, tot) = find_wakes(t, (first + k) as u32, index, buf, len);
+        totals.push(tot);
+        len = m;
+    }
+    let found = &buf[..len];
+    let mut off = vec![0u32; nthreads + 1];
+    for f in found {
+        off[f.waker as usize + 1] += 1;
+    }
+    for a in 0..nthreads {
+        off[a + 1] += off[a];
+    }
+    let mut next = off.clone();
+    let mut items = vec![Woken::default(); len];
+    let mut long = Vec::new();
+    for f in found {
+        let slot = &mut next[f.waker as usize];
+        let gap = f
+            .wake
+            .checked_sub(f.sleep)
+            .and_then(|g| u32::try_from(g).ok())
+            .filter(|&g| g != LONG_GAP)
+            .unwrap_or_else(|| {
+                long.push((*slot, f.sleep));
+                LONG_GAP
+            });
+        items[*slot as usize] = Woken {
+            wake: f.wake,
+            gap,
+            wakee: f.wakee,
+        };
+        *slot += 1;
+    }
+    long.sort_unstable_by_key(|l| l.0);
+    Chunk {
+        first,
+        off,
+        items,
+        long,
+        totals,
+    }
+}
+
+/// Per (waker, wakee) thread-index pair: wakeups, waker-preempted ns, max.
+#[derive(Clone, Copy)]
+struct PairRow {
+    waker: u32,
+    wakee: u32,
+    wakeups: u64,
+    ns: u64,
+    max: u64,
+}
+
+/// The (waker, wakee) rows of `waker` from its wakeups in chunk `c`: one
+/// galloping cursor per wakee run answers both ends of every wait.
+fn waker_rows(waker: u32, steps: &[Step], c: &Chunk, mut emit: impl FnMut(PairRow)) {
+    let (mut k, end) = (
+        c.off[waker as usize] as usize,
+        c.off[waker as usize + 1] as usize,
+    );
+    while k < end {
+        let wakee = c.items[k].wakee;
+        let mut row = PairRow {
+            waker,
+            wakee,
+            wakeups: 0,
+            ns: 0,
+            max: 0,
+        };
         let mut hint = 0;
-        self.before_from(t, end, &mut hint)
-    }
-
-    /// [`Self::before`], searching forward from `*hint` (a previous answer
-    /// for an earlier `t`) by galloping, and leaving the new position there.
-    /// Queries of one (waker, wakee) pair come in time order, so this stays
-    /// near the data it touched last instead of a cold binary search.
-    fn before_from(&self, t: Ts, end: Ts, hint: &mut usize) -> u64 {
-        let n = self.ivs.len();
-        let mut lo = (*hint).min(n);
-        if lo > 0 && self.ivs[lo - 1].ts >= t {
-            lo = 0; // not monotone: search everything
+        while k < end && c.items[k].wakee == wakee {
+            let (wake, sleep) = (c.items[k].wake, c.sleep(k));
+            hint = seek(steps, sleep, hint);
+            let at_sleep = runnable_before(steps, hint, sleep);
+            hint = seek(steps, wake, hint);
+            let ns = runnable_before(steps, hint, wake).saturating_sub(at_sleep);
+            row.wakeups += 1;
+            row.ns += ns;
+            row.max = row.max.max(ns);
+            k += 1;
         }
-        let mut step = 1;
-        let mut hi = lo;
-        while hi < n && self.ivs[hi].ts < t {
-            lo = hi + 1;
-            hi = (hi + step).min(n);
-            step *= 2;
-        }
-        let i = lo + self.ivs[lo..hi].partition_point(|iv| iv.ts < t);
-        *hint = i;
-        self.value_at(i, t, end)
-    }
-
-    /// The partition point for `t` (first interval starting at or after it)
-    /// at or before index `from`, galloping backwards from `from`.
-    fn index_back(&self, t: Ts, from: usize) -> usize {
-        let mut hi = from.min(self.ivs.len());
-        let mut lo = hi;
-        let mut step = 1;
-        while lo > 0 && self.ivs[lo - 1].ts >= t {
-            hi = lo - 1;
-            lo = lo.saturating_sub(step);
-            step *= 2;
-        }
-        lo + self.ivs[lo..hi].partition_point(|iv| iv.ts < t)
-    }
-
-    /// Runnable time before `t`, given `i` = the partition point of `t`.
-    fn value_at(&self, i: usize, t: Ts, end: Ts) -> u64 {
-        if i == 0 {
-            return 0;
-        }
-        let iv = &self.ivs[i - 1];
-        let mut s = self.cum[i - 1];
-        if iv.state == ThreadState::Runnable {
-            s += t.0.min(iv.end_or(end).0).saturating_sub(iv.ts.0);
-        }
-        s
+        emit(row);
     }
 }
+
+/// Intervals per chunk of wakee threads (scratch stays in cache, and
+/// enough chunks to share among threads).
+const CHUNK_INTERVALS: usize = 1 << 16;
 
 /// Compute the bare-metal waker-preempted table.
+///
+/// Three streaming steps, no per-wakeup hashing or sorting, little new
+/// memory (fresh pages cost more than reading the timeline again):
+/// 1. chunks of wakee threads (in parallel) find their wakeups and bucket
+///    them by waker;
+/// 2. each waker (in parallel) rebuilds its Runnable-time steps in scratch
+///    and answers its buckets, one cursor per (waker, wakee) run;
+/// 3. the rows become the pair and process tables.
 pub fn waker_preempted(trace: &Trace, tl: &Timeline) -> WakerPreemptedReport {
+    waker_preempted_chunked(trace, tl, CHUNK_INTERVALS)
+}
+
+/// [`waker_preempted`] with chunks of about `chunk_intervals` intervals.
+fn waker_preempted_chunked(
+    trace: &Trace,
+    tl: &Timeline,
+    chunk_intervals: usize,
+) -> WakerPreemptedReport {
     let end = tl.end;
-    let sums: Vec<RunnableSums> = tl
-        .threads
-        .par_iter()
-        .map(|t| {
-            let mut cum = Vec::with_capacity(t.intervals.len());
-            let mut acc = 0u64;
-            for iv in &t.intervals {
-                cum.push(acc);
-                if iv.state == ThreadState::Runnable {
-                    acc += iv.end_or(end).0.saturating_sub(iv.ts.0);
-                }
-            }
-            RunnableSums {
-                ivs: &t.intervals,
-                cum,
-            }
-        })
-        .collect();
-    let pos: FxMap<Tid, usize> = tl
-        .threads
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.tid, i))
-        .collect();
-    // Every wakeup of a sleeper by a task: (wake, sleep start, waker index, wakee index, waker).
-    const NO_WAKER: u32 = u32::MAX;
-    let mut wakes: Vec<(Ts, Ts, u32, u32, Tid)> = tl
-        .threads
-        .par_iter()
-        .enumerate()
-        .flat_map_iter(|(bi, t)| {
-            let pos = &pos;
-            t.intervals.windows(2).filter_map(move |w| {
-                let (sleep, wake) = (&w[0], &w[1]);
-                if !matches!(sleep.state, ThreadState::Sleeping | ThreadState::Blocked)
-                    || wake.state != ThreadState::Runnable
-                    || wake.preempted
-                {
-                    return None;
-                }
-                let waker = wake.waker.filter(|w| !w.is_idle() && *w != t.tid)?;
-                let wi = pos.get(&waker).map_or(NO_WAKER, |&i| i as u32);
-                Some((wake.ts, sleep.ts, wi, bi as u32, waker))
-            })
-        })
-        .collect();
-    // One pass in wake order: each waker's cursor only moves forward for the
-    // wake time; the sleep start is found by galloping back from it.
-    wakes.par_sort_unstable_by_key(|w| (w.0, w.3));
-    let mut cursor = vec![0usize; sums.len()];
-    // (waker, wakee) -> (wakeups, ns, max); wakee tgid -> (wakeups, sleep, ns)
-    let mut pairs: FxMap<(Tid, Tid), (u64, u64, u64)> = FxMap::default();
-    let mut procs: FxMap<Option<Tid>, (u64, u64, u64)> = FxMap::default();
-    for &(tw, t0, wi, bi, waker) in &wakes {
-        let wakee = &tl.threads[bi as usize];
-        let ns = if wi == NO_WAKER {
-            0
-        } else {
-            let s = &sums[wi as usize];
-            let c = &mut cursor[wi as usize];
-            let at_wake = s.before_from(tw, end, c);
-            let i0 = s.index_back(t0, *c);
-            at_wake.saturating_sub(s.value_at(i0, t0, end))
-        };
-        let p = pairs.entry((waker, wakee.tid)).or_default();
-        p.0 += 1;
-        p.1 += ns;
-        p.2 = p.2.max(ns);
-        let q = procs.entry(wakee.tgid).or_default();
-        q.0 += 1;
-        q.1 += tw.0.saturating_sub(t0.0);
-        q.2 += ns;
+    let n = tl.threads.len();
+    let (index, dup) = TidIndex::of(tl);
+    // Contiguous ranges of threads with about chunk_intervals intervals each.
+    let mut ranges = Vec::new();
+    let (mut start, mut acc) = (0usize, 0usize);
+    for (i, t) in tl.threads.iter().enumerate() {
+        acc += t.intervals.len();
+        if acc >= chunk_intervals {
+            ranges.push(start..i + 1);
+            (start, acc) = (i + 1, 0);
+        }
     }
-    let wakeups = wakes.len() as u64;
-    let comm = |tid: Tid| {
+    if start < n {
+        ranges.push(start..n);
+    }
+    let chunks: Vec<Chunk> = ranges
+        .into_par_iter()
+        .map_init(Vec::new, |buf, r| {
+            bucket_chunk(r.start, &tl.threads[r.clone()], n, &index, buf)
+        })
+        .collect();
+    drop(index);
+    // Rows with time (all rows when tids repeat: they are merged by tid below).
+    let keep = |r: &PairRow| r.ns > 0 || dup;
+    let (mut rows, wakee_ns) = (0..n)
+        .into_par_iter()
+        .filter(|&a| chunks.iter().any(|c| c.off[a] < c.off[a + 1]))
+        .fold(
+            || (Vec::new(), Vec::new(), vec![0u64; n]),
+            |(mut rows, mut steps, mut wakee_ns), a| {
+                let m = runnable_steps(&tl.threads[a].intervals, end, &mut steps);
+                for c in &chunks {
+                    waker_rows(a as u32, &steps[..m], c, |r| {
+                        wakee_ns[r.wakee as usize] += r.ns;
+                        if keep(&r) {
+                            rows.push(r);
+                        }
+                    });
+                }
+                (rows, steps, wakee_ns)
+            },
+        )
+        .map(|(rows, _, ns)| (rows, ns))
+        .reduce(
+            || (Vec::new(), vec![0u64; n]),
+            |(mut ra, mut na), (mut rb, nb)| {
+                if ra.is_empty() {
+                    ra = rb;
+                } else {
+                    ra.append(&mut rb);
+                }
+                for (x, y) in na.iter_mut().zip(&nb) {
+                    *x += y;
+                }
+                (ra, na)
+            },
+        );
+    let tid = |i: u32| tl.threads[i as usize].tid;
+    if dup {
+        // Several threads share a tid: pairs are per (waker tid, wakee tid).
+        rows.sort_unstable_by_key(|r| (tid(r.waker), tid(r.wakee)));
+        rows.dedup_by(|r, kept| {
+            let same = tid(r.waker) == tid(kept.waker) && tid(r.wakee) == tid(kept.wakee);
+            if same {
+                kept.wakeups += r.wakeups;
+                kept.ns += r.ns;
+                kept.max = kept.max.max(r.max);
+            }
+            same
+        });
+        rows.retain(|r| r.ns > 0);
+    }
+    let comm_of_tid = |tid: Tid| {
         tl.thread(tid)
             .map(|t| t.comm.clone())
             .unwrap_or_else(|| trace.tasks.comm(tid).to_string())
     };
-    let mut pairs: Vec<WakerPair> = pairs
-        .into_iter()
-        .filter(|(_, v)| v.1 > 0)
-        .map(|((waker, wakee), (wakeups, ns, max))| WakerPair {
-            waker,
-            waker_comm: comm(waker),
-            wakee,
-            wakee_comm: comm(wakee),
-            wakeups,
-            waker_preempted_ns: ns,
-            max_ns: max,
+    let comm = |i: u32| {
+        if dup {
+            comm_of_tid(tid(i))
+        } else {
+            tl.threads[i as usize].comm.clone()
+        }
+    };
+    // Largest first; keys are unique, so an unstable sort is deterministic.
+    // (Sorted as compact rows, before the strings exist.)
+    rows.sort_unstable_by_key(|r| (Reverse(r.ns), tid(r.waker), tid(r.wakee)));
+    let pairs: Vec<WakerPair> = rows
+        .iter()
+        .map(|r| WakerPair {
+            waker: tid(r.waker),
+            waker_comm: comm(r.waker),
+            wakee: tid(r.wakee),
+            wakee_comm: comm(r.wakee),
+            wakeups: r.wakeups,
+            waker_preempted_ns: r.ns,
+            max_ns: r.max,
         })
         .collect();
-    pairs.sort_by_key(|p| (Reverse(p.waker_preempted_ns), p.waker, p.wakee));
+    // wakee tgid -> (wakeups, sleep, ns)
+    let mut procs: BTreeMap<Option<Tid>, (u64, u64, u64)> = BTreeMap::new();
+    for c in &chunks {
+        for (k, w) in c.totals.iter().enumerate() {
+            if w.wakeups > 0 {
+                let b = c.first + k;
+                let q = procs.entry(tl.threads[b].tgid).or_default();
+                q.0 += w.wakeups;
+                q.1 += w.sleep_ns;
+                q.2 += wakee_ns[b];
+            }
+        }
+    }
+    let wakeups = chunks
+        .iter()
+        .flat_map(|c| &c.totals)
+        .map(|w| w.wakeups)
+        .sum();
     let mut processes: Vec<WakerProcess> = procs
         .into_iter()
         .map(|(tgid, (wakeups, sleep_ns, ns))| WakerProcess {
@@ -830,7 +1112,7 @@ pub fn waker_preempted(trace: &Trace, tl: &Timeline) -> WakerPreemptedReport {
                 Some(g) => {
                     let c = trace.tasks.comm(g);
                     if c.is_empty() {
-                        comm(g)
+                        comm_of_tid(g)
                     } else {
                         c.to_string()
                     }
@@ -1063,47 +1345,279 @@ mod tests {
         assert_eq!(exit_reason_name(KvmIsa::Vmx, 999), "reason 999");
     }
 
-    #[test]
-    fn runnable_prefix_sums_clip_partial_intervals() {
-        let iv = |ts: u64, end: Option<u64>, state| StateInterval {
+    fn iv(ts: u64, end: Option<u64>, state: ThreadState) -> StateInterval {
+        StateInterval {
             ts: Ts(ts),
             end: end.map(Ts),
             state,
             cpu: None,
             preempted: false,
             waker: None,
+        }
+    }
+
+    /// Runnable time before `t` the long way: prefix sums over every
+    /// interval, the one holding `t` (last to start before it) clipped at `t`.
+    fn prefix_oracle(ivs: &[StateInterval], t: u64, end: Ts) -> u64 {
+        let i = ivs.partition_point(|iv| iv.ts.0 < t);
+        let len = |iv: &StateInterval| {
+            if iv.state == ThreadState::Runnable {
+                iv.end_or(end).0.saturating_sub(iv.ts.0)
+            } else {
+                0
+            }
         };
+        let mut s: u64 = ivs[..i.saturating_sub(1)].iter().map(len).sum();
+        if let Some(iv) = i.checked_sub(1).map(|k| &ivs[k]) {
+            if iv.state == ThreadState::Runnable {
+                s += t.min(iv.end_or(end).0).saturating_sub(iv.ts.0);
+            }
+        }
+        s
+    }
+
+    /// A small deterministic generator (xorshift), so tests need no crate.
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    const STATES: [ThreadState; 5] = [
+        ThreadState::Running,
+        ThreadState::Runnable,
+        ThreadState::Sleeping,
+        ThreadState::Blocked,
+        ThreadState::Other,
+    ];
+
+    #[test]
+    fn runnable_steps_clip_partial_intervals() {
         let ivs = vec![
             iv(10, Some(20), ThreadState::Running),
             iv(20, Some(50), ThreadState::Runnable),
             iv(50, Some(60), ThreadState::Running),
             iv(60, None, ThreadState::Runnable),
         ];
-        let s = RunnableSums {
-            ivs: &ivs,
-            cum: vec![0, 0, 30, 30],
-        };
-        let end = Ts(100);
-        assert_eq!(s.before(Ts(5), end), 0);
-        assert_eq!(s.before(Ts(30), end), 10);
-        assert_eq!(s.before(Ts(55), end), 30);
-        assert_eq!(s.before(Ts(80), end), 50);
-        assert_eq!(s.before(Ts(80), end) - s.before(Ts(30), end), 40);
-        // Galloping back from any later position finds the same point.
-        for t in [0u64, 5, 10, 20, 30, 50, 55, 60, 80] {
-            for from in 0..=ivs.len() {
-                let i = s.index_back(Ts(t), from.max(ivs.partition_point(|iv| iv.ts < Ts(t))));
-                assert_eq!(
-                    s.value_at(i, Ts(t), end),
-                    s.before(Ts(t), end),
-                    "t={t} from={from}"
-                );
+        let mut steps = Vec::new();
+        let m = runnable_steps(&ivs, Ts(100), &mut steps);
+        steps.truncate(m);
+        // Only the Runnable intervals are steps in a contiguous timeline.
+        assert_eq!(steps.len(), 2);
+        let at = |t: u64| runnable_before(&steps, seek(&steps, t, 0), t);
+        assert_eq!(at(5), 0);
+        assert_eq!(at(20), 0);
+        assert_eq!(at(30), 10);
+        assert_eq!(at(55), 30);
+        assert_eq!(at(80), 50);
+        // The open interval ends with the trace.
+        assert_eq!(at(200), 70);
+    }
+
+    #[test]
+    fn runnable_steps_equal_prefix_sums_over_all_intervals() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for case in 0..400 {
+            // Mostly contiguous intervals; some cases with gaps, overlaps
+            // (an end past the next start), zero-length and reversed ones.
+            let messy = case % 4 == 3;
+            let n = 1 + rng.below(40) as usize;
+            let mut ivs = Vec::with_capacity(n);
+            let mut ts = rng.below(50);
+            for k in 0..n {
+                let len = rng.below(30);
+                let end = if k + 1 == n && rng.below(2) == 0 {
+                    None
+                } else if messy {
+                    Some((ts + len).saturating_sub(rng.below(40)) + rng.below(40))
+                } else {
+                    Some(ts + len)
+                };
+                ivs.push(iv(ts, end, STATES[rng.below(5) as usize]));
+                ts = if messy {
+                    ts + rng.below(2) * len
+                } else {
+                    ts + len
+                };
+            }
+            let end = Ts(ts + rng.below(20));
+            let mut steps = Vec::new();
+            let m = runnable_steps(&ivs, end, &mut steps);
+            steps.truncate(m);
+            let last = end.0 + 40;
+            for t in 0..=last {
+                let want = prefix_oracle(&ivs, t, end);
+                for hint in [0, 1, steps.len() / 2, steps.len(), steps.len() + 3] {
+                    let p = seek(&steps, t, hint);
+                    assert_eq!(p, steps.partition_point(|s| s.ts < t), "case {case} t={t}");
+                    assert_eq!(
+                        runnable_before(&steps, p, t),
+                        want,
+                        "case {case} t={t} hint={hint}: {ivs:?}"
+                    );
+                }
             }
         }
-        // Galloping from hints gives the same answers, monotone or not.
-        let mut hint = 0;
-        for (t, want) in [(5, 0), (30, 10), (55, 30), (80, 50), (30, 10), (200, 70)] {
-            assert_eq!(s.before_from(Ts(t), end, &mut hint), want.min(100), "t={t}");
+    }
+
+    /// Random contiguous timelines: waker_preempted against the definition
+    /// evaluated directly (overlap of each waker's Runnable intervals with
+    /// each wait), per pair, per process and in total; one tid appears
+    /// twice (a reused tid) to cover the per-tid merge.
+    #[test]
+    fn waker_preempted_equals_direct_overlap() {
+        use std::collections::BTreeMap;
+        let mut rng = Rng(0x1234_5678_9abc_def1);
+        let (mut long_waits, mut with_time) = (0, 0);
+        for case in 0..40 {
+            let nthreads = 2 + rng.below(5) as usize;
+            // Some cases with tids past pid_max (the hash-map index), some
+            // with sleeps longer than a u32 of ns (the long-gap side table).
+            let base = if case % 4 == 2 { 1 << 23 } else { 100 };
+            let scale = if case % 4 == 1 { 1u64 << 29 } else { 1 };
+            let tid_of = |i: usize| {
+                Tid(if i == nthreads - 1 && case % 3 == 0 {
+                    base
+                } else {
+                    base + i as i32
+                })
+            };
+            let mut threads = Vec::new();
+            for i in 0..nthreads {
+                let mut ivs = Vec::new();
+                let mut ts = rng.below(100);
+                let mut prev = ThreadState::Running;
+                for _ in 0..rng.below(120) {
+                    let len = rng.below(25) * scale;
+                    // Mostly wakeups after sleeps, so that pairs repeat.
+                    let state = if matches!(prev, ThreadState::Sleeping | ThreadState::Blocked)
+                        && rng.below(4) != 0
+                    {
+                        ThreadState::Runnable
+                    } else {
+                        STATES[rng.below(5) as usize]
+                    };
+                    prev = state;
+                    let waker = match rng.below(6) {
+                        0 => None,
+                        1 => Some(Tid::IDLE),
+                        2 => Some(Tid(if rng.below(2) == 0 { 999 } else { -7 })), // no timeline
+                        _ => Some(tid_of(rng.below(nthreads as u64) as usize)),
+                    };
+                    ivs.push(StateInterval {
+                        end: Some(Ts(ts + len)),
+                        preempted: rng.below(4) == 0,
+                        waker,
+                        ..iv(ts, None, state)
+                    });
+                    ts += len;
+                }
+                if let Some(l) = ivs.last_mut() {
+                    if rng.below(2) == 0 {
+                        l.end = None;
+                    }
+                }
+                threads.push(ThreadTimeline {
+                    tid: tid_of(i),
+                    tgid: Some(Tid(10 + (i % 3) as i32)),
+                    comm: format!("t{i}"),
+                    intervals: ivs,
+                });
+            }
+            let mut tl = Timeline::default();
+            tl.end = Ts(3000 * scale);
+            tl.threads = threads;
+            let trace = Trace::new("test", schedscope_trace::TraceFormat::FtraceText);
+            let got = waker_preempted(&trace, &tl);
+            // Any chunking of the wakee threads gives the same report.
+            for chunk in [1, 50, 120] {
+                let other = waker_preempted_chunked(&trace, &tl, chunk);
+                assert_eq!(
+                    serde_json::to_string(&other).ok(),
+                    serde_json::to_string(&got).ok(),
+                    "case {case} chunk {chunk}"
+                );
+            }
+
+            // The definition: a waker resolves to the last thread with its tid.
+            let find = |tid: Tid| tl.threads.iter().rposition(|t| t.tid == tid);
+            let overlap = |w: usize, a: u64, b: u64| -> u64 {
+                tl.threads[w]
+                    .intervals
+                    .iter()
+                    .filter(|iv| iv.state == ThreadState::Runnable)
+                    .map(|iv| b.min(iv.end_or(tl.end).0).saturating_sub(a.max(iv.ts.0)))
+                    .sum()
+            };
+            let mut pairs: BTreeMap<(Tid, Tid), (u64, u64, u64)> = BTreeMap::new();
+            let mut procs: BTreeMap<Option<Tid>, (u64, u64, u64)> = BTreeMap::new();
+            let mut wakeups = 0;
+            for t in &tl.threads {
+                for w in t.intervals.windows(2) {
+                    let (s, r) = (&w[0], &w[1]);
+                    if !matches!(s.state, ThreadState::Sleeping | ThreadState::Blocked)
+                        || r.state != ThreadState::Runnable
+                        || r.preempted
+                    {
+                        continue;
+                    }
+                    let Some(waker) = r.waker.filter(|x| !x.is_idle() && *x != t.tid) else {
+                        continue;
+                    };
+                    let ns = find(waker).map_or(0, |wi| overlap(wi, s.ts.0, r.ts.0));
+                    wakeups += 1;
+                    long_waits += usize::from(r.ts.0 - s.ts.0 >= 1 << 32);
+                    let p = pairs.entry((waker, t.tid)).or_default();
+                    p.0 += 1;
+                    p.1 += ns;
+                    p.2 = p.2.max(ns);
+                    let q = procs.entry(t.tgid).or_default();
+                    q.0 += 1;
+                    q.1 += r.ts.0 - s.ts.0;
+                    q.2 += ns;
+                }
+            }
+            pairs.retain(|_, v| v.1 > 0);
+            with_time += usize::from(!pairs.is_empty());
+            assert_eq!(got.wakeups, wakeups, "case {case}");
+            assert_eq!(
+                got.total_ns,
+                pairs.values().map(|v| v.1).sum::<u64>(),
+                "case {case}"
+            );
+            let got_pairs: BTreeMap<(Tid, Tid), (u64, u64, u64)> = got
+                .pairs
+                .iter()
+                .map(|p| {
+                    (
+                        (p.waker, p.wakee),
+                        (p.wakeups, p.waker_preempted_ns, p.max_ns),
+                    )
+                })
+                .collect();
+            assert_eq!(
+                got_pairs.len(),
+                got.pairs.len(),
+                "case {case}: duplicate pairs"
+            );
+            assert_eq!(got_pairs, pairs, "case {case}");
+            let got_procs: BTreeMap<Option<Tid>, (u64, u64, u64)> = got
+                .processes
+                .iter()
+                .map(|p| (p.tgid, (p.wakeups, p.sleep_ns, p.waker_preempted_ns)))
+                .collect();
+            assert_eq!(got_procs, procs, "case {case}");
+            // Largest first, ties by tids.
+            assert!(got.pairs.windows(2).all(|w| {
+                (Reverse(w[0].waker_preempted_ns), w[0].waker, w[0].wakee)
+                    < (Reverse(w[1].waker_preempted_ns), w[1].waker, w[1].wakee)
+            }));
         }
+        // The generator reached the cases it is meant to cover.
+        assert!(long_waits > 0 && with_time > 30, "{long_waits} {with_time}");
     }
 }
