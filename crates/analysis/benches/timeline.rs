@@ -6,10 +6,11 @@
 //! The default input is a generated trace of 1.4M sched_switch / waking /
 //! wakeup events (400 tasks on 8 CPUs, deterministic), so the benchmark runs
 //! anywhere; with `SCHEDSCOPE_BENCH_FILE` a recorded trace is loaded once
-//! (and loading itself is measured too). Target: 1.4M events well under
-//! 0.3 s for the timeline.
+//! (and loading itself is measured too). `timeline_output_floor` only
+//! allocates and writes as many intervals and runs as the timeline holds:
+//! the part of `timeline_build` that is the kernel faulting in fresh pages.
 
-use schedscope_analysis::{latency, Timeline};
+use schedscope_analysis::{latency, CpuRun, StateInterval, Timeline};
 use schedscope_trace::{
     Cpu, Event, EventData, PrevState, StackId, Tid, Trace, TraceFormat, Ts, WakeKind,
 };
@@ -116,6 +117,27 @@ fn timeline_build(b: divan::Bencher) {
     let trace = input();
     b.counter(divan::counter::ItemsCount::new(trace.events.len()))
         .bench(|| Timeline::build(divan::black_box(trace)));
+}
+
+/// The floor under `timeline_build`: allocate and write as many intervals
+/// and runs as the timeline of the input holds, nothing else (on a VM, most
+/// of it is the kernel faulting in fresh pages).
+#[divan::bench(sample_count = 10)]
+fn timeline_output_floor(b: divan::Bencher) {
+    let trace = input();
+    let tl = Timeline::build(trace);
+    let sizes: Vec<usize> = tl.threads.iter().map(|t| t.intervals.len()).collect();
+    let runs: Vec<usize> = tl.cpus.iter().map(Vec::len).collect();
+    let iv = tl.threads.iter().find_map(|t| t.intervals.first().copied());
+    let run = tl.cpus.iter().find_map(|c| c.first().copied());
+    let (Some(iv), Some(run)) = (iv, run) else {
+        return;
+    };
+    b.bench(|| {
+        let ivs: Vec<Vec<StateInterval>> = sizes.iter().map(|&n| vec![iv; n]).collect();
+        let runs: Vec<Vec<CpuRun>> = runs.iter().map(|&n| vec![run; n]).collect();
+        (ivs, runs)
+    });
 }
 
 #[divan::bench(sample_count = 10)]

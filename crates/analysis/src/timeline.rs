@@ -7,9 +7,14 @@
 //! after a switch-out in that state; Unknown before the first event that
 //! tells. Per CPU, [`CpuRun`] intervals say who ran (tid 0 = idle).
 //!
-//! [`Timeline::build`] is one pass over the time-sorted events. Per thread it
-//! keeps the open (last) interval; a transition closes it and pushes the next
-//! one, so the only allocations are interval pushes. Contradictions (a
+//! [`Timeline::build`] makes two passes over the time-sorted events. The
+//! first (a census) finds the threads, their comms and an upper bound of the
+//! intervals each will get; the second runs the state machine into vectors
+//! allocated once at that size (growing them by doubling cost more than a
+//! pass: each regrowth copies and faults in fresh memory). Threads are found
+//! in a table indexed by tid, not hashed. Per thread the second pass keeps
+//! the open (last) interval; a transition closes it and pushes the next one.
+//! Contradictions (a
 //! switch-out of a task that was not running there, a switch-in of a task
 //! that was already running elsewhere, ...) are counted in
 //! [`Timeline::anomalies`] and resolved in favour of the newer event.
@@ -123,12 +128,60 @@ pub struct Timeline {
     /// an idle CPU switched out a task that was Runnable (see the module
     /// docs). Also counted in `anomalies`.
     pub inferred_switch_ins: u64,
-    index: TidMap,
+    index: TidIndex,
 }
 
 /// tid -> index map with a cheap multiplicative hash (tids are small integers
 /// that need no DoS-resistant hashing).
 pub(crate) type TidMap = crate::hash::IntMap<Tid, usize>;
+
+/// Tids below this go to the dense table of [`TidIndex`]: Linux's
+/// PID_MAX_LIMIT (2^22), so every kernel tid does.
+const DENSE_TIDS: usize = 1 << 22;
+
+/// tid -> thread index. Kernel tids are small non-negative integers, so a
+/// table indexed by tid (grown on demand; 0 = absent, else index + 1) finds
+/// a thread with one load; other tids (negative ones from damaged input,
+/// or indexes beyond `u32`) go to a hash map.
+#[derive(Clone, Debug, Default)]
+struct TidIndex {
+    dense: Vec<u32>,
+    sparse: TidMap,
+}
+
+impl TidIndex {
+    /// The index of `tid`, if it has one.
+    #[inline]
+    fn get(&self, tid: Tid) -> Option<usize> {
+        match self.dense.get(tid.0 as u32 as usize) {
+            Some(&v) if v != 0 => Some(v as usize - 1),
+            _ if self.sparse.is_empty() => None,
+            _ => self.sparse.get(&tid).copied(),
+        }
+    }
+
+    /// Give `tid` the index `i` (`tid` has none yet).
+    fn insert(&mut self, tid: Tid, i: usize) {
+        let k = tid.0 as u32 as usize;
+        let Ok(v) = u32::try_from(i + 1) else {
+            self.sparse.insert(tid, i);
+            return;
+        };
+        if k >= DENSE_TIDS {
+            self.sparse.insert(tid, i);
+            return;
+        }
+        if k >= self.dense.len() {
+            // A fresh zeroed table (pages untouched until used) rather than
+            // `resize`, which would write every new slot.
+            let n = (k + 1).next_power_of_two().clamp(1024, DENSE_TIDS);
+            let mut grown = vec![0u32; n];
+            grown[..self.dense.len()].copy_from_slice(&self.dense);
+            self.dense = grown;
+        }
+        self.dense[k] = v;
+    }
+}
 
 /// What a switch-out leaves a task in.
 fn state_after_switch_out(prev_state: PrevState, exiting: bool) -> ThreadState {
@@ -146,13 +199,158 @@ fn state_after_switch_out(prev_state: PrevState, exiting: bool) -> ThreadState {
     }
 }
 
-/// Per-thread bookkeeping during the build (not kept).
-#[derive(Clone, Copy, Default)]
-struct Tracker {
-    /// sched_process_exit seen; the next switch-out makes it Dead.
-    exiting: bool,
+/// What the first pass of [`Timeline::build`] learns: the threads in order
+/// of first sight (the order of [`Timeline::threads`]), each one's latest
+/// comm, and upper bounds of the intervals each thread and each CPU will
+/// get, so that the second pass writes into vectors of their final size
+/// instead of growing (and copying, and faulting in) them.
+///
+/// The bounds follow [`Builder`] step by step: every interval it pushes is
+/// counted here by the event that may push it, under a condition that is
+/// implied by the one the builder checks.
+struct Census {
+    index: TidIndex,
+    threads: Vec<Slot>,
+    /// Upper bound of the runs of each CPU.
+    cpu_bound: Vec<usize>,
+    /// Per CPU, who the last sched_switch put on it (`CpuTracker::current`).
+    cpu_next: Vec<Option<Tid>>,
+}
+
+/// One thread in the [`Census`].
+#[derive(Clone, Copy)]
+struct Slot {
+    tid: Tid,
     /// Latest comm seen in the events.
     comm: StrId,
+    /// Upper bound of its intervals.
+    bound: u32,
+    /// Its last event was a wakeup: it is Running or Runnable, so another
+    /// wakeup pushes nothing.
+    woken: bool,
+}
+
+impl Census {
+    fn new(nr_cpus: usize) -> Census {
+        Census {
+            index: TidIndex::default(),
+            threads: Vec::new(),
+            cpu_bound: vec![0; nr_cpus],
+            cpu_next: vec![None; nr_cpus],
+        }
+    }
+
+    /// The slot of `tid`, registered on first sight with one interval of
+    /// slack (the back-filled Running interval of a task first seen
+    /// switched out).
+    #[inline]
+    fn see(&mut self, tid: Tid, comm: StrId) -> &mut Slot {
+        let i = match self.index.get(tid) {
+            Some(i) => i,
+            None => {
+                let i = self.threads.len();
+                self.index.insert(tid, i);
+                self.threads.push(Slot {
+                    tid,
+                    comm: StrId(0),
+                    bound: 1,
+                    woken: false,
+                });
+                i
+            }
+        };
+        let slot = &mut self.threads[i];
+        if comm != StrId(0) {
+            slot.comm = comm;
+        }
+        slot
+    }
+
+    #[inline]
+    fn switch(&mut self, cpu: Cpu, prev: Tid, prev_comm: StrId, next: Tid, next_comm: StrId) {
+        let c = cpu.0 as usize;
+        if c >= self.cpu_bound.len() {
+            self.cpu_bound.resize(c + 1, 0);
+            self.cpu_next.resize(c + 1, None);
+        }
+        // An idle CPU switching out a task may infer a switch-in: one more
+        // run on the CPU and one more interval of the task.
+        let cur = self.cpu_next[c];
+        let from_idle = !prev.is_idle() && cur == Some(Tid::IDLE);
+        self.cpu_bound[c] += 1 + from_idle as usize;
+        self.cpu_next[c] = Some(next);
+        if let Some(cur) = cur.filter(|&cur| cur != prev && !cur.is_idle()) {
+            // A lost switch-out may leave `cur` Unknown.
+            if let Some(k) = self.index.get(cur) {
+                let slot = &mut self.threads[k];
+                slot.bound = slot.bound.saturating_add(1);
+                slot.woken = false;
+            }
+        }
+        if !prev.is_idle() {
+            let slot = self.see(prev, prev_comm);
+            slot.bound = slot.bound.saturating_add(1 + from_idle as u32);
+            slot.woken = false;
+        }
+        if !next.is_idle() {
+            let slot = self.see(next, next_comm);
+            slot.bound = slot.bound.saturating_add(1);
+            slot.woken = false;
+        }
+    }
+
+    #[inline]
+    fn wakeup(&mut self, tid: Tid, comm: StrId) {
+        if tid.is_idle() {
+            return;
+        }
+        let slot = self.see(tid, comm);
+        if !slot.woken {
+            slot.bound = slot.bound.saturating_add(1);
+            slot.woken = true;
+        }
+    }
+
+    /// A migration (at most one interval, Running/Runnable stays so) or an
+    /// exit (at most one, and it may end the Running/Runnable state that
+    /// makes a later wakeup a no-op).
+    #[inline]
+    fn other(&mut self, tid: Tid, comm: StrId, exit: bool) {
+        if tid.is_idle() {
+            return;
+        }
+        let slot = self.see(tid, comm);
+        slot.bound = slot.bound.saturating_add(1);
+        slot.woken &= !exit;
+    }
+
+    /// Pass 1 over the events.
+    fn of(trace: &Trace) -> Census {
+        let mut s = Census::new(trace.nr_cpus as usize);
+        for ev in &trace.events {
+            match ev.data {
+                EventData::Switch {
+                    prev_tid,
+                    prev_comm,
+                    next_tid,
+                    next_comm,
+                    ..
+                } => s.switch(ev.cpu, prev_tid, prev_comm, next_tid, next_comm),
+                EventData::Wakeup { tid, comm, .. } => s.wakeup(tid, comm),
+                EventData::Migrate { tid, comm, .. } => s.other(tid, comm, false),
+                EventData::Fork {
+                    child_tid,
+                    child_comm,
+                    ..
+                } if !child_tid.is_idle() => {
+                    s.see(child_tid, child_comm);
+                }
+                EventData::Exit { tid, comm } => s.other(tid, comm, true),
+                _ => {}
+            }
+        }
+        s
+    }
 }
 
 /// Per-CPU bookkeeping during the build.
@@ -164,61 +362,90 @@ struct CpuTracker {
     current: Option<Tid>,
 }
 
-/// The mutable state of [`Timeline::build`].
+/// Per-thread state of the second pass, apart from the intervals so that
+/// every decision reads a small, cache-resident table: the open interval
+/// lives here until a transition closes it, and only then is it appended to
+/// the thread's vector (written once, in order, and not read back).
+#[derive(Clone, Copy, Default)]
+struct Hot {
+    /// The open (last) interval, if any.
+    open: Option<StateInterval>,
+    /// sched_process_exit seen; the next switch-out makes it Dead.
+    exiting: bool,
+}
+
+/// The mutable state of [`Timeline::build`]'s second pass.
 struct Builder {
     tl: Timeline,
-    trackers: Vec<Tracker>,
+    /// Per thread, by index.
+    hot: Vec<Hot>,
     cpus: Vec<CpuTracker>,
+    /// Interval or run pushes that found their vector full (the census
+    /// bound was too small); tests check that it stays 0.
+    regrown: u64,
 }
 
 impl Builder {
-    /// Index of `tid`'s timeline, creating it on first sight.
-    fn idx(&mut self, tid: Tid, comm: StrId) -> usize {
-        let n = self.tl.threads.len();
-        let i = *self.tl.index.entry(tid).or_insert(n);
-        if i == n {
-            self.tl.threads.push(ThreadTimeline {
-                tid,
-                ..ThreadTimeline::default()
-            });
-            self.trackers.push(Tracker::default());
+    /// Index of `tid`'s timeline. The census registered every thread the
+    /// events name; a thread it missed is created here all the same.
+    #[inline]
+    fn idx(&mut self, tid: Tid) -> usize {
+        match self.tl.index.get(tid) {
+            Some(i) => i,
+            None => {
+                let i = self.tl.threads.len();
+                self.tl.index.insert(tid, i);
+                self.tl.threads.push(ThreadTimeline {
+                    tid,
+                    ..ThreadTimeline::default()
+                });
+                self.hot.push(Hot::default());
+                i
+            }
         }
-        if comm != StrId(0) {
-            self.trackers[i].comm = comm;
-        }
-        i
     }
 
     /// The open interval of thread `i`, if any.
+    #[inline]
     fn open(&self, i: usize) -> Option<&StateInterval> {
-        self.tl.threads[i].intervals.last()
+        self.hot[i].open.as_ref()
     }
 
-    /// Close thread `i`'s open interval at `ts` and open `next`.
+    /// Close thread `i`'s open interval at `next.ts` and open `next`.
+    #[inline]
     fn transition(&mut self, i: usize, next: StateInterval) {
+        let hot = &mut self.hot[i];
+        let Some(mut last) = hot.open.replace(next) else {
+            return;
+        };
         let ivs = &mut self.tl.threads[i].intervals;
-        if let Some(last) = ivs.last_mut() {
-            if last.end.is_none() {
-                last.end = Some(next.ts);
-            }
-            if last.ts == next.ts {
-                // A zero-length interval: drop it, and reopen the one before
-                // when it is the same state (e.g. woken and run at one instant).
-                ivs.pop();
-                if let Some(prev) = ivs.last_mut() {
-                    if prev.end == Some(next.ts)
-                        && prev.state == next.state
-                        && prev.cpu == next.cpu
-                        && prev.preempted == next.preempted
-                        && prev.waker == next.waker
-                    {
-                        prev.end = None;
-                        return;
-                    }
+        if last.ts == next.ts {
+            // A zero-length interval: drop it, and reopen the one before
+            // when it is the same state (e.g. woken and run at one instant).
+            if let Some(&prev) = ivs.last() {
+                if prev.end == Some(next.ts)
+                    && prev.state == next.state
+                    && prev.cpu == next.cpu
+                    && prev.preempted == next.preempted
+                    && prev.waker == next.waker
+                {
+                    ivs.pop();
+                    hot.open = Some(StateInterval { end: None, ..prev });
                 }
             }
+            return;
         }
-        ivs.push(next);
+        last.end = Some(next.ts);
+        self.regrown += (ivs.len() == ivs.capacity()) as u64;
+        ivs.push(last);
+    }
+
+    /// Append a run to CPU slot `c`.
+    #[inline]
+    fn push_run(&mut self, c: usize, run: CpuRun) {
+        let runs = &mut self.tl.cpus[c];
+        self.regrown += (runs.len() == runs.capacity()) as u64;
+        runs.push(run);
     }
 
     fn cpu_slot(&mut self, cpu: Cpu) -> usize {
@@ -230,17 +457,7 @@ impl Builder {
         c
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn switch(
-        &mut self,
-        ts: Ts,
-        cpu: Cpu,
-        prev: Tid,
-        prev_state: PrevState,
-        prev_comm: StrId,
-        next: Tid,
-        next_comm: StrId,
-    ) {
+    fn switch(&mut self, ts: Ts, cpu: Cpu, prev: Tid, prev_state: PrevState, next: Tid) {
         let c = self.cpu_slot(cpu);
         self.infer_switch_in_from_idle(ts, c, cpu, prev);
         let last = self.cpus[c];
@@ -256,7 +473,7 @@ impl Builder {
             // not leave it Running here forever.
             self.tl.anomalies += 1;
             if !cur.is_idle() {
-                if let Some(&i) = self.tl.index.get(&cur) {
+                if let Some(i) = self.tl.index.get(cur) {
                     let stale = self
                         .open(i)
                         .is_some_and(|iv| iv.state == ThreadState::Running && iv.cpu == Some(cpu));
@@ -276,11 +493,14 @@ impl Builder {
                 }
             }
         }
-        self.tl.cpus[c].push(CpuRun {
-            ts,
-            end: None,
-            tid: next,
-        });
+        self.push_run(
+            c,
+            CpuRun {
+                ts,
+                end: None,
+                tid: next,
+            },
+        );
         self.cpus[c] = CpuTracker {
             last_switch: Some(ts),
             current: Some(next),
@@ -288,14 +508,14 @@ impl Builder {
 
         // The outgoing task.
         if !prev.is_idle() {
-            let i = self.idx(prev, prev_comm);
-            match self.open(i).copied() {
+            let i = self.idx(prev);
+            match self.open(i) {
                 Some(iv) if iv.state == ThreadState::Running && iv.cpu == Some(cpu) => {}
                 Some(_) => self.tl.anomalies += 1,
                 None => {
                     // First sight: it ran since the CPU's previous switch, if known.
                     if let Some(t0) = last.last_switch {
-                        self.tl.threads[i].intervals.push(StateInterval {
+                        self.hot[i].open = Some(StateInterval {
                             ts: t0,
                             end: None,
                             state: ThreadState::Running,
@@ -306,7 +526,7 @@ impl Builder {
                     }
                 }
             }
-            let state = state_after_switch_out(prev_state, self.trackers[i].exiting);
+            let state = state_after_switch_out(prev_state, self.hot[i].exiting);
             let runnable = state == ThreadState::Runnable;
             self.transition(
                 i,
@@ -320,13 +540,13 @@ impl Builder {
                 },
             );
             if state == ThreadState::Dead {
-                self.trackers[i].exiting = false;
+                self.hot[i].exiting = false;
             }
         }
 
         // The incoming task.
         if !next.is_idle() {
-            let i = self.idx(next, next_comm);
+            let i = self.idx(next);
             if let Some(iv) = self.open(i) {
                 if iv.state == ThreadState::Running {
                     // Still running elsewhere: its switch-out was lost.
@@ -359,7 +579,7 @@ impl Builder {
         let Some(idle_since) = tracker.last_switch else {
             return;
         };
-        let Some(&i) = self.tl.index.get(&prev) else {
+        let Some(i) = self.tl.index.get(prev) else {
             return;
         };
         let Some(iv) = self.open(i).copied() else {
@@ -378,11 +598,14 @@ impl Builder {
                     run.tid = prev;
                 } else {
                     run.end = Some(t_in);
-                    self.tl.cpus[c].push(CpuRun {
-                        ts: t_in,
-                        end: None,
-                        tid: prev,
-                    });
+                    self.push_run(
+                        c,
+                        CpuRun {
+                            ts: t_in,
+                            end: None,
+                            tid: prev,
+                        },
+                    );
                 }
             }
         }
@@ -402,11 +625,11 @@ impl Builder {
         self.tl.anomalies += 1;
     }
 
-    fn wakeup(&mut self, ts: Ts, waker: Tid, tid: Tid, comm: StrId, target: Cpu) {
+    fn wakeup(&mut self, ts: Ts, waker: Tid, tid: Tid, target: Cpu) {
         if tid.is_idle() {
             return;
         }
-        let i = self.idx(tid, comm);
+        let i = self.idx(tid);
         if let Some(iv) = self.open(i) {
             if matches!(iv.state, ThreadState::Running | ThreadState::Runnable) {
                 return;
@@ -425,11 +648,11 @@ impl Builder {
         );
     }
 
-    fn migrate(&mut self, ts: Ts, tid: Tid, comm: StrId, dest: Cpu) {
+    fn migrate(&mut self, ts: Ts, tid: Tid, dest: Cpu) {
         if tid.is_idle() {
             return;
         }
-        let i = self.idx(tid, comm);
+        let i = self.idx(tid);
         if let Some(iv) = self.open(i).copied() {
             if iv.state == ThreadState::Runnable && iv.cpu != Some(dest) {
                 self.transition(
@@ -444,13 +667,13 @@ impl Builder {
         }
     }
 
-    fn exit(&mut self, ts: Ts, tid: Tid, comm: StrId) {
+    fn exit(&mut self, ts: Ts, tid: Tid) {
         if tid.is_idle() {
             return;
         }
-        let i = self.idx(tid, comm);
+        let i = self.idx(tid);
         match self.open(i).map(|iv| iv.state) {
-            Some(ThreadState::Running) => self.trackers[i].exiting = true,
+            Some(ThreadState::Running) => self.hot[i].exiting = true,
             Some(ThreadState::Dead) => {}
             _ => {
                 // Not known to run: it cannot be switched out later, so it is dead now.
@@ -471,74 +694,89 @@ impl Builder {
 }
 
 impl Timeline {
-    /// Build the timeline of `trace` in one pass over its events.
+    /// Build the timeline of `trace` in two passes over its events.
     ///
     /// Events must be time-sorted (as every decoder returns them).
     pub fn build(trace: &Trace) -> Timeline {
+        Timeline::build_counting(trace).0
+    }
+
+    /// [`Timeline::build`], also returning how many pushes outgrew the
+    /// vectors sized by the census (0 when its bounds hold).
+    fn build_counting(trace: &Trace) -> (Timeline, u64) {
+        // Pass 1: the threads, their comms, and how much room each needs.
+        let census = Census::of(trace);
+        let threads = census
+            .threads
+            .iter()
+            .map(|s| ThreadTimeline {
+                tid: s.tid,
+                intervals: Vec::with_capacity(s.bound as usize),
+                ..ThreadTimeline::default()
+            })
+            .collect::<Vec<_>>();
+        let cpus = census
+            .cpu_bound
+            .iter()
+            .map(|&n| Vec::with_capacity(n))
+            .collect::<Vec<_>>();
         let mut b = Builder {
+            hot: vec![Hot::default(); threads.len()],
+            cpus: vec![CpuTracker::default(); cpus.len()],
             tl: Timeline {
                 start: trace.start(),
                 end: trace.end(),
+                threads,
+                cpus,
+                index: census.index,
                 ..Timeline::default()
             },
-            trackers: Vec::new(),
-            cpus: Vec::new(),
+            regrown: 0,
         };
-        let nr_cpus = trace.nr_cpus as usize;
-        b.cpus.resize(nr_cpus, CpuTracker::default());
-        b.tl.cpus.resize(nr_cpus, Vec::new());
+        // Pass 2: the state machine.
         for ev in &trace.events {
             match ev.data {
                 EventData::Switch {
                     prev_tid,
                     prev_state,
-                    prev_comm,
                     next_tid,
-                    next_comm,
                     ..
-                } => b.switch(
-                    ev.ts, ev.cpu, prev_tid, prev_state, prev_comm, next_tid, next_comm,
-                ),
+                } => b.switch(ev.ts, ev.cpu, prev_tid, prev_state, next_tid),
                 EventData::Wakeup {
-                    tid,
-                    comm,
-                    target_cpu,
-                    ..
-                } => b.wakeup(ev.ts, ev.tid, tid, comm, target_cpu),
-                EventData::Migrate {
-                    tid,
-                    comm,
-                    dest_cpu,
-                    ..
-                } => b.migrate(ev.ts, tid, comm, dest_cpu),
-                EventData::Fork {
-                    child_tid,
-                    child_comm,
-                    ..
-                } if !child_tid.is_idle() => {
-                    b.idx(child_tid, child_comm);
-                }
-                EventData::Exit { tid, comm } => b.exit(ev.ts, tid, comm),
+                    tid, target_cpu, ..
+                } => b.wakeup(ev.ts, ev.tid, tid, target_cpu),
+                EventData::Migrate { tid, dest_cpu, .. } => b.migrate(ev.ts, tid, dest_cpu),
+                EventData::Exit { tid, .. } => b.exit(ev.ts, tid),
                 _ => {}
             }
         }
         let Builder {
-            mut tl, trackers, ..
+            mut tl,
+            hot,
+            mut regrown,
+            ..
         } = b;
-        for (t, tr) in tl.threads.iter_mut().zip(&trackers) {
+        for (i, (t, h)) in tl.threads.iter_mut().zip(&hot).enumerate() {
+            if let Some(open) = h.open {
+                regrown += (t.intervals.len() == t.intervals.capacity()) as u64;
+                t.intervals.push(open);
+            }
             let task = trace.tasks.by_tid(t.tid);
             t.tgid = task.and_then(|k| k.tgid);
             t.comm = match task {
                 Some(k) if !k.comm.is_empty() => k.comm.clone(),
-                _ => trace.strings.get(tr.comm).to_string(),
+                _ => {
+                    let comm = census.threads.get(i).map_or(StrId(0), |s| s.comm);
+                    trace.strings.get(comm).to_string()
+                }
             };
         }
-        tl
+        (tl, regrown)
     }
 
     /// The timeline of `tid`.
     pub fn thread(&self, tid: Tid) -> Option<&ThreadTimeline> {
-        self.index.get(&tid).map(|&i| &self.threads[i])
+        self.index.get(tid).map(|i| &self.threads[i])
     }
 
     /// The state of `tid` at instant `ts` (intervals are half-open [ts, end)).
@@ -676,9 +914,12 @@ pub(crate) mod test_trace {
                 },
             )
         }
+        /// The timeline, checking that the census sized every vector.
         pub(crate) fn build(&mut self) -> Timeline {
             self.0.finish();
-            Timeline::build(&self.0)
+            let (tl, regrown) = Timeline::build_counting(&self.0);
+            assert_eq!(regrown, 0, "census bound too small");
+            tl
         }
     }
 }
@@ -921,6 +1162,113 @@ mod tests {
             .build();
         assert_contiguous(&tl);
         assert_eq!(spans(&tl, 5).last(), Some(&(30, None, Running, Some(0))));
+    }
+
+    #[test]
+    fn census_bounds_hold_on_random_contradictory_traces() {
+        // Random switches (prev often not the task that runs), wakeups,
+        // migrations and exits: every anomaly path of the builder is taken,
+        // and no vector may outgrow the room the census gave it.
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        for round in 0..20 {
+            let mut t = T::new();
+            let mut ts = 0;
+            for _ in 0..2000 {
+                ts += next(3); // equal timestamps too: zero-length intervals
+                let cpu = next(3) as u32;
+                let a = next(8) as i32; // 0 = idle
+                let b = next(8) as i32;
+                match next(10) {
+                    0..=4 => {
+                        let state = ["R", "R+", "S", "D", "X", "T", "I"][next(7) as usize];
+                        t.switch(ts, cpu, a, state, b);
+                    }
+                    5 => {
+                        t.wake(ts, cpu, a, WakeKind::Waking, b, next(3) as u32);
+                    }
+                    6 => {
+                        t.wake(ts, cpu, a, WakeKind::Wakeup, b, next(3) as u32);
+                    }
+                    7 => {
+                        t.migrate(ts, cpu, b, cpu, next(3) as u32);
+                    }
+                    8 => {
+                        t.exit(ts, cpu, b);
+                    }
+                    _ => {
+                        t.push(
+                            ts,
+                            cpu,
+                            a,
+                            EventData::Fork {
+                                parent_tid: Tid(a),
+                                child_tid: Tid(b),
+                                child_comm: StrId(0),
+                            },
+                        );
+                    }
+                }
+            }
+            let tl = t.build(); // asserts the bounds
+            assert!(tl.inferred_switch_ins > 0 && tl.anomalies > tl.inferred_switch_ins);
+            for th in &tl.threads {
+                for w in th.intervals.windows(2) {
+                    assert_eq!(w[0].end, Some(w[1].ts), "round {round} tid {}", th.tid);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn census_bounds_hold_on_recorded_and_simulated_traces() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+        let mut checked = 0;
+        for name in [
+            "perf/sched_small.data",
+            "perf/callchain.data",
+            "ftrace/tracefs-sched.txt",
+            "ftrace/tracecmd-sched.txt",
+            "sim/bare-metal-s1.data",
+            "sim/mixed-s1.data",
+        ] {
+            let trace =
+                schedscope_parser::load(&root.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let (tl, regrown) = Timeline::build_counting(&trace);
+            assert_eq!(regrown, 0, "{name}");
+            assert!(!tl.threads.is_empty(), "{name}");
+            // The bound is a bound, not a guess: nowhere near the 2x a
+            // doubling vector leaves.
+            let len: usize = tl.threads.iter().map(|t| t.intervals.len()).sum();
+            let cap: usize = tl.threads.iter().map(|t| t.intervals.capacity()).sum();
+            assert!(
+                cap * 4 <= len * 5 + 4 * tl.threads.len(),
+                "{name}: {cap} for {len}"
+            );
+            checked += 1;
+        }
+        assert_eq!(checked, 6);
+    }
+
+    #[test]
+    fn tid_index_takes_any_tid() {
+        let mut ix = TidIndex::default();
+        let tids = [5, 0, 70_000, (1 << 22) - 1, 1 << 22, i32::MAX, -1, i32::MIN];
+        for (i, &t) in tids.iter().enumerate() {
+            assert_eq!(ix.get(Tid(t)), None);
+            ix.insert(Tid(t), i);
+        }
+        for (i, &t) in tids.iter().enumerate() {
+            assert_eq!(ix.get(Tid(t)), Some(i), "tid {t}");
+        }
+        assert_eq!(ix.get(Tid(6)), None);
+        assert_eq!(ix.get(Tid(-2)), None);
+        assert!(ix.dense.len() <= DENSE_TIDS);
     }
 
     #[test]
