@@ -676,6 +676,9 @@ pub(crate) struct ChunkOut<'a> {
     pub runs: Vec<usize>,
     /// MMAP/MMAP2 records, in file order.
     pub mappings: Vec<schedscope_trace::Mapping>,
+    /// More events were kept than slots were reserved (see
+    /// [`super::decode_with`]).
+    pub overflow: bool,
 }
 
 /// Decode the records in `stream[range]`. Record headers were validated by
@@ -723,7 +726,7 @@ pub(crate) fn decode_chunk<'a>(
                             slot.write(ev);
                             out.n += 1;
                         }
-                        None => out.short_record.hit(off, ty as u64), // cannot happen: one slot per sample
+                        None => out.overflow = true, // a filtered pass reserved too few
                     }
                 }
             }

@@ -69,8 +69,6 @@ pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
     decode_with(name, data, &crate::LoadOptions::default(), &|_| {})
 }
 
-/// Event names every filtered load keeps: the task table falls back on them
-/// when the file has no FORK/EXIT records.
 /// Whether the `LoadOptions::keep` entry `pat` names the event `name`:
 /// equal, or a prefix of it when `pat` ends with `*`.
 fn keep_matches(pat: &str, name: &str) -> bool {
@@ -80,6 +78,8 @@ fn keep_matches(pat: &str, name: &str) -> bool {
     }
 }
 
+/// Event names every filtered load keeps: the task table falls back on them
+/// when the file has no FORK/EXIT records.
 pub(crate) const ALWAYS_KEEP: [&str; 3] = [
     "sched:sched_process_fork",
     "sched:sched_process_exit",
@@ -96,6 +96,29 @@ pub fn decode_with(
     opts: &crate::LoadOptions,
     release: &(dyn Fn(Range<usize>) + Sync),
 ) -> Result<Trace, ParseError> {
+    // A filtered load first reserves slots only for the samples of kept
+    // attrs; a payload naming a kept event under an attr that is not kept
+    // (a file whose attrs and formats disagree) overflows them, and the
+    // file is decoded again with one slot per sample.
+    match decode_pass(name, data, opts, release, opts.keep.is_some())? {
+        Some(t) => Ok(t),
+        None => decode_pass(name, data, opts, release, false)?.ok_or_else(|| ParseError::Corrupt {
+            path: name.into(),
+            offset: 0,
+            detail: "more events than SAMPLE records".into(),
+        }),
+    }
+}
+
+/// One decoding pass; `exact`: reserve slots only for the samples whose
+/// attr is kept, returning `None` when that was too few.
+fn decode_pass(
+    name: &str,
+    data: &[u8],
+    opts: &crate::LoadOptions,
+    release: &(dyn Fn(Range<usize>) + Sync),
+    exact: bool,
+) -> Result<Option<Trace>, ParseError> {
     let hdr = FileHeader::parse(name, data)?;
     let mut attrs = header::read_attrs(name, data, &hdr)?;
     let feats = header::read_features(data, &hdr);
@@ -216,6 +239,15 @@ pub fn decode_with(
         },
     };
     let n_names = trace.event_names.len();
+    let filter = exact.then(|| SampleFilter {
+        id_pos: ctx.id_pos,
+        ids: &ctx.ids,
+        attr_keep: ctx
+            .attrs
+            .iter()
+            .map(|a| ctx.keep.get(a.name.0 as usize).copied().unwrap_or(true))
+            .collect(),
+    });
 
     // The data section.
     let ds_start = usize::try_from(hdr.data.offset)
@@ -244,7 +276,7 @@ pub fn decode_with(
     // while the chunks of the current one are decoded on the other cores;
     // each chunk's pages are released once decoded, so only about two
     // windows of the file are resident at a time.
-    let mut walker = Walker::new(stream, ds_start as u64, "");
+    let mut walker = Walker::new(stream, ds_start as u64, "", filter.as_ref());
     walker.advance(WINDOW_BYTES);
     // One slot per SAMPLE record, reserved once for the whole file (the
     // smallest sample the attrs allow bounds their number).
@@ -307,7 +339,12 @@ pub fn decode_with(
         }
         d
     };
-    let dwalk = walk_owned(&decompressed);
+    let dwalk = self::walk(
+        &decompressed,
+        0,
+        " of the decompressed record stream",
+        filter.as_ref(),
+    );
     if let Some((off, msg, skipped)) = &dwalk.damage {
         trace.warn(Severity::Error, msg.clone(), *skipped);
         damage.get_or_insert((*off, msg.clone()));
@@ -324,6 +361,9 @@ pub fn decode_with(
         })
         .collect();
     outs.extend(decode_jobs(&ctx, &djobs, n_names, &mut slots, release));
+    if outs.iter().any(|d| d.out.overflow) {
+        return Ok(None);
+    }
     if opts.keep.is_some() {
         let mut d = schedscope_trace::trace::Dropped {
             total: 0,
@@ -368,7 +408,7 @@ pub fn decode_with(
     task_cgroups::load(&mut trace, feats.task_cgroups);
     // (what Trace::finish does: the merge left the events sorted and the
     // CPUs of the kept events are counted above)
-    Ok(trace)
+    Ok(Some(trace))
 }
 
 /// A decoded chunk: its output, where its events are in the slot vector,
@@ -456,8 +496,13 @@ struct Walk<'a> {
 
 /// Walk record headers: validate sizes, cut chunks, collect compressed payloads.
 /// `what` is "" for the file or a description of a decompressed stream.
-fn walk<'a>(stream: &'a [u8], base: u64, what: &str) -> Walk<'a> {
-    let mut k = Walker::new(stream, base, what);
+fn walk<'a>(
+    stream: &'a [u8],
+    base: u64,
+    what: &str,
+    filter: Option<&SampleFilter<'_>>,
+) -> Walk<'a> {
+    let mut k = Walker::new(stream, base, what, filter);
     k.advance(stream.len());
     k.w
 }
@@ -468,16 +513,45 @@ struct Walker<'a, 'w> {
     stream: &'a [u8],
     base: u64,
     what: &'w str,
+    /// Count only the samples this lets through (None: all).
+    filter: Option<&'w SampleFilter<'w>>,
     pos: usize,
     w: Walk<'a>,
 }
 
+/// Which SAMPLE records need a slot in a filtered load: those of kept
+/// attrs (and those whose attr is unknown, which the decoder reports).
+struct SampleFilter<'c> {
+    id_pos: Option<usize>,
+    ids: &'c DenseMap,
+    /// Per attr: its events are kept.
+    attr_keep: Vec<bool>,
+}
+
+impl SampleFilter<'_> {
+    #[inline]
+    fn counts(&self, body: &[u8]) -> bool {
+        let attr = match self.id_pos {
+            None => Some(0),
+            Some(p) => u64_at(body, p * 8).and_then(|id| self.ids.get(id)),
+        };
+        attr.and_then(|a| self.attr_keep.get(a as usize).copied())
+            .unwrap_or(true)
+    }
+}
+
 impl<'a, 'w> Walker<'a, 'w> {
-    fn new(stream: &'a [u8], base: u64, what: &'w str) -> Self {
+    fn new(
+        stream: &'a [u8],
+        base: u64,
+        what: &'w str,
+        filter: Option<&'w SampleFilter<'w>>,
+    ) -> Self {
         Walker {
             stream,
             base,
             what,
+            filter,
             pos: 0,
             w: Walk {
                 chunks: Vec::new(),
@@ -501,6 +575,9 @@ impl<'a, 'w> Walker<'a, 'w> {
         let mut chunk_start = pos;
         let mut samples = 0usize;
         let until = until.min(stream.len());
+        if let Some(b) = stream.get(pos..until) {
+            populate(b);
+        }
         while pos < until && w.damage.is_none() {
             // Each header's address depends on the size in the previous
             // one: ask for the memory a few records ahead, so that the
@@ -539,7 +616,12 @@ impl<'a, 'w> Walker<'a, 'w> {
                 break;
             }
             if ty == RecordType::SAMPLE.0 {
-                samples += 1;
+                if self
+                    .filter
+                    .is_none_or(|f| f.counts(&stream[pos + 8..pos + size]))
+                {
+                    samples += 1;
+                }
             } else if ty == RecordType::COMPRESSED.0 {
                 w.compressed.push(&stream[pos + 8..pos + size]);
             } else if ty == RecordType::COMPRESSED2.0 {
@@ -564,6 +646,32 @@ impl<'a, 'w> Walker<'a, 'w> {
     }
 }
 
+/// Map the pages of `b` (a window of a mapped file) in one call rather
+/// than one fault per 64 KiB as the walk first touches them.
+fn populate(b: &[u8]) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        let start = b.as_ptr() as usize / PAGE * PAGE;
+        let end = b.as_ptr() as usize + b.len();
+        if end > start {
+            // SAFETY: every page of the range holds bytes of `b`, which is
+            // readable memory; MADV_POPULATE_READ only maps them (as a read
+            // would) and never changes them. Failure is harmless (the walk
+            // faults them in instead).
+            unsafe {
+                libc::madvise(
+                    start as *mut libc::c_void,
+                    end - start,
+                    libc::MADV_POPULATE_READ,
+                )
+            };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = b;
+}
+
 /// How far ahead of the header it reads the walk prefetches.
 const PREFETCH_AHEAD: usize = 2048;
 
@@ -580,10 +688,6 @@ fn prefetch(b: &[u8], at: usize) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (b, at);
-}
-
-fn walk_owned(d: &[u8]) -> Walk<'_> {
-    walk(d, 0, " of the decompressed record stream")
 }
 
 /// Decompress the concatenated COMPRESSED payloads (a sequence of zstd
@@ -1017,6 +1121,67 @@ mod tests {
             stack: StackId::NONE,
             data: EventData::Other(None),
         }
+    }
+
+    /// A filtered load reserves slots by attr; when payloads name kept
+    /// events under an attr that is not kept, the exact pass overflows and
+    /// the file is decoded again with a slot per sample, giving what the
+    /// untouched file gives (names come from the payload's common_type).
+    #[test]
+    fn filtered_load_redecodes_when_payloads_disagree_with_their_attrs() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/perf/sched_small.data");
+        let orig = std::fs::read(&path).unwrap();
+        let hdr = FileHeader::parse("x", &orig).unwrap();
+        let attrs = header::read_attrs("x", &orig, &hdr).unwrap();
+        assert!(attrs
+            .iter()
+            .all(|a| a.attr.sample_type & abi::sample::IDENTIFIER != 0));
+        let feats = header::read_features(&orig, &hdr);
+        let (b, off) = feats.tracing_data.unwrap();
+        let td = tracing_data::parse(b, off);
+        let wakeup = td
+            .formats
+            .iter()
+            .find(|f| f.full_name() == "sched:sched_wakeup")
+            .unwrap();
+        let id = attrs
+            .iter()
+            .find(|a| a.attr.config == u64::from(wakeup.id))
+            .unwrap()
+            .ids[0];
+        // every sample claims the sched_wakeup attr
+        let mut d = orig.clone();
+        let (mut p, end) = (
+            hdr.data.offset as usize,
+            (hdr.data.offset + hdr.data.size) as usize,
+        );
+        let mut n = 0;
+        while p < end {
+            let size = u16_at(&d, p + 6).unwrap() as usize;
+            if u32_at(&d, p) == Some(RecordType::SAMPLE.0) {
+                d[p + 8..p + 16].copy_from_slice(&id.to_le_bytes());
+                n += 1;
+            }
+            p += size;
+        }
+        assert!(n > 100);
+        let keep = crate::LoadOptions {
+            keep: Some(vec!["sched:sched_switch".into()]),
+        };
+        assert!(
+            decode_pass("x", &d, &keep, &|_| {}, true)
+                .unwrap()
+                .is_none(),
+            "the exact pass runs out of slots"
+        );
+        let got = decode_with("x", &d, &keep, &|_| {}).unwrap();
+        let want = decode_with("x", &orig, &keep, &|_| {}).unwrap();
+        assert!(want.count("sched:sched_switch") > 0);
+        assert!(!want.events.is_empty());
+        assert_eq!(got.events, want.events);
+        assert_eq!(got.events_by_name, want.events_by_name);
+        assert_eq!(got.dropped, want.dropped);
     }
 
     #[test]
