@@ -412,7 +412,7 @@ impl Builder {
     }
 
     /// Close thread `i`'s open interval at `next.ts` and open `next`.
-    #[inline]
+    #[inline(always)]
     fn transition(&mut self, i: usize, next: StateInterval) {
         let hot = &mut self.hot[i];
         let Some(mut last) = hot.open.replace(next) else {
