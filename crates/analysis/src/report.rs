@@ -248,39 +248,33 @@ impl Report {
     /// Compute the requested sections of `trace`.
     ///
     /// The timeline is built once (only when a section needs it), in
-    /// parallel with latency, which has its own pass; then gang, lhp, idle
-    /// and tlb run in parallel on it (rayon). Results do not depend on the
-    /// number of threads.
+    /// parallel with latency and idle, which have their own passes over the
+    /// events; then gang, lhp and tlb run in parallel on it (rayon). Results
+    /// do not depend on the number of threads.
     pub fn compute(trace: &Trace, sections: Sections, opts: &Options) -> Report {
-        let (latency, timeline) = rayon::join(
+        // Latency and idle read the events only; gang, lhp and tlb read the
+        // timeline. Two strands, balanced by rayon's work stealing: the
+        // timeline and its readers, beside latency and idle.
+        let no_timeline = Timeline::default();
+        let ((timeline, (gang, lhp), (tlb, profile)), (latency, idle)) = rayon::join(
             || {
-                timed("latency", || {
-                    maybe(sections.latency, || latency::compute(trace))
-                })
-            },
-            || {
-                if sections.need_timeline() {
+                let timeline = if sections.need_timeline() {
                     timed("timeline", || Timeline::build(trace))
                 } else {
                     Timeline::default()
-                }
-            },
-        );
-        let ctx = Context {
-            trace,
-            timeline: &timeline,
-            opts,
-        };
-        let ((gang, lhp), (idle, (tlb, profile))) = rayon::join(
-            || {
-                rayon::join(
-                    || timed("gang", || maybe(sections.gang, || gang::analyze(&ctx))),
-                    || timed("lhp", || maybe(sections.lhp, || lhp::analyze(&ctx))),
-                )
-            },
-            || {
-                rayon::join(
-                    || timed("idle", || maybe(sections.idle, || idle::analyze(&ctx))),
+                };
+                let ctx = Context {
+                    trace,
+                    timeline: &timeline,
+                    opts,
+                };
+                let (gang_lhp, tlb) = rayon::join(
+                    || {
+                        rayon::join(
+                            || timed("gang", || maybe(sections.gang, || gang::analyze(&ctx))),
+                            || timed("lhp", || maybe(sections.lhp, || lhp::analyze(&ctx))),
+                        )
+                    },
                     || {
                         if sections.tlb {
                             rayon::join(
@@ -291,6 +285,22 @@ impl Report {
                             (None, None)
                         }
                     },
+                );
+                (timeline, gang_lhp, tlb)
+            },
+            || {
+                let ctx = Context {
+                    trace,
+                    timeline: &no_timeline,
+                    opts,
+                };
+                rayon::join(
+                    || {
+                        timed("latency", || {
+                            maybe(sections.latency, || latency::compute(trace))
+                        })
+                    },
+                    || timed("idle", || maybe(sections.idle, || idle::analyze(&ctx))),
                 )
             },
         );
