@@ -702,6 +702,9 @@ pub(crate) fn decode_chunk<'a>(
         ..ChunkOut::default()
     };
     out.local.printk = Some(ctx.printk);
+    // a chunk sees a few hundred threads: no rehashing as they show up
+    out.local.tgid_by_tid.reserve(512);
+    out.local.comm_index.reserve(512);
     let mut last_ts = 0u64;
     let mut pos = range.start;
     while pos + 8 <= range.end {
@@ -842,15 +845,10 @@ fn decode_sample<'a>(
         Some(c) => out.local.stack(c),
         None => StackId::NONE,
     };
-    let mut ev = Event {
-        ts: Ts(s.time),
-        cpu: Cpu(s.cpu.unwrap_or(0)),
-        tid: Tid(s.tid.unwrap_or(0)),
-        name: a.name,
-        stack,
-        data: EventData::Other(None),
-    };
-    if a.tracepoint {
+    // The event's name first: a sample that is not kept is only counted
+    // (no payload decoding, no Event).
+    let cpu = Cpu(s.cpu.unwrap_or(0));
+    let (name, tp) = if a.tracepoint {
         let Some(raw) = s.raw else {
             out.no_raw.hit(off, ai as u64);
             return None;
@@ -867,35 +865,46 @@ fn decode_sample<'a>(
                 .hit(off, ty.map(u64::from).unwrap_or(u64::MAX));
             return None;
         };
-        if s.tid.is_none() {
-            if let Some(p) = tp.common_pid.and_then(|f| f.read_i64(raw)) {
-                ev.tid = Tid(p as i32);
-            }
-        }
-        ev.name = tp.name;
-        if !keep(ctx, ev.name) {
-            out.drop_sample(&ev);
-            return None;
-        }
-        match tp.decode(raw, s.time, &mut out.local) {
-            Some(d) => ev.data = d,
-            None => {
-                out.short_payload.hit(off, tp.name.0 as u64);
-                return None;
-            }
-        }
-    }
-    if !keep(ctx, ev.name) {
-        out.drop_sample(&ev);
+        (tp.name, Some((tp, raw)))
+    } else {
+        (a.name, None)
+    };
+    if !keep(ctx, name) {
+        out.drop_sample(name, s.time, cpu);
         return None;
     }
-    if let Some(c) = out.counts.get_mut(ev.name.0 as usize) {
+    let mut tid = Tid(s.tid.unwrap_or(0));
+    let data = match tp {
+        Some((tp, raw)) => {
+            if s.tid.is_none() {
+                if let Some(p) = tp.common_pid.and_then(|f| f.read_i64(raw)) {
+                    tid = Tid(p as i32);
+                }
+            }
+            match tp.decode(raw, s.time, &mut out.local) {
+                Some(d) => d,
+                None => {
+                    out.short_payload.hit(off, tp.name.0 as u64);
+                    return None;
+                }
+            }
+        }
+        None => EventData::Other(None),
+    };
+    if let Some(c) = out.counts.get_mut(name.0 as usize) {
         *c += 1;
     }
-    out.first_ts = out.first_ts.min(ev.ts.0);
-    out.last_ts = out.last_ts.max(ev.ts.0);
-    out.cpus = out.cpus.max(ev.cpu.0.saturating_add(1));
-    Some(ev)
+    out.first_ts = out.first_ts.min(s.time);
+    out.last_ts = out.last_ts.max(s.time);
+    out.cpus = out.cpus.max(cpu.0.saturating_add(1));
+    Some(Event {
+        ts: Ts(s.time),
+        cpu,
+        tid,
+        name,
+        stack,
+        data,
+    })
 }
 
 #[inline]
@@ -904,15 +913,15 @@ fn keep(ctx: &Ctx<'_>, name: NameId) -> bool {
 }
 
 impl ChunkOut<'_> {
-    /// Count a sample that is decoded but not kept.
-    fn drop_sample(&mut self, ev: &Event) {
-        if let Some(c) = self.counts.get_mut(ev.name.0 as usize) {
+    /// Count a sample that is not kept.
+    fn drop_sample(&mut self, name: NameId, ts: u64, cpu: Cpu) {
+        if let Some(c) = self.counts.get_mut(name.0 as usize) {
             *c += 1;
         }
         self.dropped += 1;
-        self.first_ts = self.first_ts.min(ev.ts.0);
-        self.last_ts = self.last_ts.max(ev.ts.0);
-        self.cpus = self.cpus.max(ev.cpu.0.saturating_add(1));
+        self.first_ts = self.first_ts.min(ts);
+        self.last_ts = self.last_ts.max(ts);
+        self.cpus = self.cpus.max(cpu.0.saturating_add(1));
     }
 }
 

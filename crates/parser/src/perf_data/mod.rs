@@ -119,6 +119,7 @@ fn decode_pass(
     release: &(dyn Fn(Range<usize>) + Sync),
     exact: bool,
 ) -> Result<Option<Trace>, ParseError> {
+    let timing = Timing::new();
     let hdr = FileHeader::parse(name, data)?;
     let mut attrs = header::read_attrs(name, data, &hdr)?;
     let feats = header::read_features(data, &hdr);
@@ -239,6 +240,7 @@ fn decode_pass(
         },
     };
     let n_names = trace.event_names.len();
+    timing.mark("setup");
     let filter = exact.then(|| SampleFilter {
         id_pos: ctx.id_pos,
         ids: &ctx.ids,
@@ -385,8 +387,10 @@ fn decode_pass(
     for o in &outs {
         trace.nr_cpus = trace.nr_cpus.max(o.out.kept_cpus);
     }
-    merge(&mut trace, outs, &slots, &td, &mut damage);
+    timing.mark("walk+decode");
+    merge(&mut trace, outs, &slots, &td, &mut damage, &timing);
     drop(slots);
+    timing.mark("tasks");
 
     if trace.events.is_empty() {
         if let Some((offset, detail)) = damage {
@@ -408,7 +412,32 @@ fn decode_pass(
     task_cgroups::load(&mut trace, feats.task_cgroups);
     // (what Trace::finish does: the merge left the events sorted and the
     // CPUs of the kept events are counted above)
+    timing.mark("rest");
     Ok(Some(trace))
+}
+
+/// With SCHEDSCOPE_TIMING set, the wall time of each step of a perf.data
+/// load on stderr (the CLI prints its stages the same way).
+struct Timing(Option<std::cell::Cell<std::time::Instant>>);
+
+impl Timing {
+    fn new() -> Timing {
+        Timing(
+            std::env::var_os("SCHEDSCOPE_TIMING")
+                .map(|_| std::cell::Cell::new(std::time::Instant::now())),
+        )
+    }
+
+    /// Print the time since the previous mark as `what`.
+    fn mark(&self, what: &str) {
+        if let Some(t) = &self.0 {
+            eprintln!(
+                "timing: perf.data {what} {:.1} ms",
+                t.get().elapsed().as_secs_f64() * 1e3
+            );
+            t.set(std::time::Instant::now());
+        }
+    }
 }
 
 /// A decoded chunk: its output, where its events are in the slot vector,
@@ -768,6 +797,7 @@ fn merge(
     slots: &[MaybeUninit<Event>],
     td: &tracing_data::TracingData,
     damage: &mut Option<(u64, String)>,
+    timing: &Timing,
 ) {
     let mut counts = vec![0u64; trace.event_names.len()];
     let mut mask_ids: FxMap<Vec<u64>, u32> = FxMap::default();
@@ -857,6 +887,7 @@ fn merge(
         );
     });
     drop(runs);
+    timing.mark("merge");
     for (
         Decoded {
             out,
