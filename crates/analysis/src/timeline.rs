@@ -243,27 +243,32 @@ impl Census {
     /// The slot of `tid`, registered on first sight with one interval of
     /// slack (the back-filled Running interval of a task first seen
     /// switched out).
-    #[inline]
+    #[inline(always)]
     fn see(&mut self, tid: Tid, comm: StrId) -> &mut Slot {
         let i = match self.index.get(tid) {
             Some(i) => i,
-            None => {
-                let i = self.threads.len();
-                self.index.insert(tid, i);
-                self.threads.push(Slot {
-                    tid,
-                    comm: StrId(0),
-                    bound: 1,
-                    woken: false,
-                });
-                i
-            }
+            None => self.register(tid),
         };
         let slot = &mut self.threads[i];
         if comm != StrId(0) {
             slot.comm = comm;
         }
         slot
+    }
+
+    /// First sight of `tid` (out of line: once per thread).
+    #[cold]
+    #[inline(never)]
+    fn register(&mut self, tid: Tid) -> usize {
+        let i = self.threads.len();
+        self.index.insert(tid, i);
+        self.threads.push(Slot {
+            tid,
+            comm: StrId(0),
+            bound: 1,
+            woken: false,
+        });
+        i
     }
 
     #[inline]
@@ -388,21 +393,27 @@ struct Builder {
 impl Builder {
     /// Index of `tid`'s timeline. The census registered every thread the
     /// events name; a thread it missed is created here all the same.
-    #[inline]
+    #[inline(always)]
     fn idx(&mut self, tid: Tid) -> usize {
         match self.tl.index.get(tid) {
             Some(i) => i,
-            None => {
-                let i = self.tl.threads.len();
-                self.tl.index.insert(tid, i);
-                self.tl.threads.push(ThreadTimeline {
-                    tid,
-                    ..ThreadTimeline::default()
-                });
-                self.hot.push(Hot::default());
-                i
-            }
+            None => self.add_thread(tid),
         }
+    }
+
+    /// A thread the census did not register (out of line: never taken
+    /// when the census and this pass agree).
+    #[cold]
+    #[inline(never)]
+    fn add_thread(&mut self, tid: Tid) -> usize {
+        let i = self.tl.threads.len();
+        self.tl.index.insert(tid, i);
+        self.tl.threads.push(ThreadTimeline {
+            tid,
+            ..ThreadTimeline::default()
+        });
+        self.hot.push(Hot::default());
+        i
     }
 
     /// The open interval of thread `i`, if any.
