@@ -870,7 +870,9 @@ fn merge(
             start = r;
         }
     }
-    trace.events = order::merge_runs(&runs, &|c, ev| {
+    // (nothing reads the slots after the merge: their pages can go)
+    let reclaim = slots.as_ptr() as usize..slots.as_ptr() as usize + std::mem::size_of_val(slots);
+    trace.events = order::merge_runs(&runs, Some(reclaim), &|c, ev| {
         let Some((smap, mmap, kmap)) = maps.get(c) else {
             return;
         };
