@@ -784,13 +784,13 @@ struct WakeeTotals {
     sleep_ns: u64,
 }
 
-/// The wakeups of a contiguous range of wakee threads, bucketed by waker:
-/// waker `a`'s are `items[off[a]..off[a + 1]]`, each wakee's as one run in
-/// time order (wakees ascending).
+/// The wakeups of a contiguous range of wakee threads, bucketed by waker
+/// (each wakee's wakeups as one run in time order, wakees ascending).
 struct Chunk {
     /// First wakee thread index of the range.
     first: usize,
-    off: Vec<u32>,
+    /// The non-empty buckets: (waker, start, end) into `items`, by waker.
+    buckets: Vec<(u32, u32, u32)>,
     items: Vec<Woken>,
     /// Sleep starts of the items with a [`LONG_GAP`], by item position.
     long: Vec<(u32, u64)>,
@@ -864,33 +864,49 @@ fn find_wakes(
     (m, tot)
 }
 
+/// Scratch of [`bucket_chunk`], reused across chunks.
+#[derive(Default)]
+struct ChunkScratch {
+    found: Vec<Found>,
+    /// Per waker: count, then next free position.
+    next: Vec<u32>,
+}
+
 /// Bucket the wakeups of wakee threads `first..first + threads.len()` by
 /// waker (a counting sort: stable, so each wakee's wakeups stay one
-/// time-ordered run). `buf` is scratch reused across chunks: the only
-/// memory a chunk keeps is its exact-size bucketed list.
+/// time-ordered run). The only memory a chunk keeps is its exact-size
+/// bucketed list and the list of its non-empty buckets.
 fn bucket_chunk(
     first: usize,
     threads: &[ThreadTimeline],
     nthreads: usize,
     index: &TidIndex,
-    buf: &mut Vec<Found>,
+    scratch: &mut ChunkScratch,
 ) -> Chunk {
+    let ChunkScratch { found, next } = scratch;
     let mut totals = Vec::with_capacity(threads.len());
     let mut len = 0;
     for (k, t) in threads.iter().enumerate() {
-        let (m, tot) = find_wakes(t, (first + k) as u32, index, buf, len);
+        let (m, tot) = find_wakes(t, (first + k) as u32, index, found, len);
         totals.push(tot);
         len = m;
     }
-    let found = &buf[..len];
-    let mut off = vec![0u32; nthreads + 1];
+    let found = &found[..len];
+    next.clear();
+    next.resize(nthreads, 0);
     for f in found {
-        off[f.waker as usize + 1] += 1;
+        next[f.waker as usize] += 1;
     }
-    for a in 0..nthreads {
-        off[a + 1] += off[a];
+    let mut buckets = Vec::new();
+    let mut start = 0u32;
+    for (a, slot) in next.iter_mut().enumerate() {
+        let count = *slot;
+        if count > 0 {
+            buckets.push((a as u32, start, start + count));
+        }
+        *slot = start;
+        start += count;
     }
-    let mut next = off.clone();
     let mut items = vec![Woken::default(); len];
     let mut long = Vec::new();
     for f in found {
@@ -914,7 +930,7 @@ fn bucket_chunk(
     long.sort_unstable_by_key(|l| l.0);
     Chunk {
         first,
-        off,
+        buckets,
         items,
         long,
         totals,
@@ -931,13 +947,16 @@ struct PairRow {
     max: u64,
 }
 
-/// The (waker, wakee) rows of `waker` from its wakeups in chunk `c`: one
-/// galloping cursor per wakee run answers both ends of every wait.
-fn waker_rows(waker: u32, steps: &[Step], c: &Chunk, mut emit: impl FnMut(PairRow)) {
-    let (mut k, end) = (
-        c.off[waker as usize] as usize,
-        c.off[waker as usize + 1] as usize,
-    );
+/// The (waker, wakee) rows of `waker` from its wakeups `items[k..end]` in
+/// chunk `c`: one galloping cursor per wakee run answers both ends of
+/// every wait.
+fn waker_rows(
+    waker: u32,
+    steps: &[Step],
+    c: &Chunk,
+    (mut k, end): (usize, usize),
+    mut emit: impl FnMut(PairRow),
+) {
     while k < end {
         let wakee = c.items[k].wakee;
         let mut row = PairRow {
@@ -965,7 +984,7 @@ fn waker_rows(waker: u32, steps: &[Step], c: &Chunk, mut emit: impl FnMut(PairRo
 
 /// Intervals per chunk of wakee threads (scratch stays in cache, and
 /// enough chunks to share among threads).
-const CHUNK_INTERVALS: usize = 1 << 16;
+const CHUNK_INTERVALS: usize = 1 << 12;
 
 /// Compute the bare-metal waker-preempted table.
 ///
@@ -1004,22 +1023,45 @@ fn waker_preempted_chunked(
     }
     let chunks: Vec<Chunk> = ranges
         .into_par_iter()
-        .map_init(Vec::new, |buf, r| {
+        .map_init(ChunkScratch::default, |buf, r| {
             bucket_chunk(r.start, &tl.threads[r.clone()], n, &index, buf)
         })
         .collect();
     drop(index);
+    // Per waker, its buckets in chunk order (a transpose of the chunks'
+    // bucket lists, so that each waker reads one list): (chunk, start, end).
+    let mut part_off = vec![0u32; n + 1];
+    for c in &chunks {
+        for &(a, _, _) in &c.buckets {
+            part_off[a as usize + 1] += 1;
+        }
+    }
+    for a in 0..n {
+        part_off[a + 1] += part_off[a];
+    }
+    let mut parts = vec![(0u32, 0u32, 0u32); part_off[n] as usize];
+    let mut fill = part_off.clone();
+    for (ci, c) in chunks.iter().enumerate() {
+        for &(a, s, e) in &c.buckets {
+            let f = &mut fill[a as usize];
+            parts[*f as usize] = (ci as u32, s, e);
+            *f += 1;
+        }
+    }
+    drop(fill);
     // Rows with time (all rows when tids repeat: they are merged by tid below).
     let keep = |r: &PairRow| r.ns > 0 || dup;
     let (mut rows, wakee_ns) = (0..n)
         .into_par_iter()
-        .filter(|&a| chunks.iter().any(|c| c.off[a] < c.off[a + 1]))
+        .filter(|&a| part_off[a] < part_off[a + 1])
         .fold(
             || (Vec::new(), Vec::new(), vec![0u64; n]),
             |(mut rows, mut steps, mut wakee_ns), a| {
                 let m = runnable_steps(&tl.threads[a].intervals, end, &mut steps);
-                for c in &chunks {
-                    waker_rows(a as u32, &steps[..m], c, |r| {
+                let mine = &parts[part_off[a] as usize..part_off[a + 1] as usize];
+                for &(ci, s, e) in mine {
+                    let c = &chunks[ci as usize];
+                    waker_rows(a as u32, &steps[..m], c, (s as usize, e as usize), |r| {
                         wakee_ns[r.wakee as usize] += r.ns;
                         if keep(&r) {
                             rows.push(r);
@@ -1071,9 +1113,19 @@ fn waker_preempted_chunked(
             tl.threads[i as usize].comm.clone()
         }
     };
-    // Largest first; keys are unique, so an unstable sort is deterministic.
-    // (Sorted as compact rows, before the strings exist.)
-    rows.sort_unstable_by_key(|r| (Reverse(r.ns), tid(r.waker), tid(r.wakee)));
+    // Largest first, then by waker and wakee tid: one integer key per row
+    // (i32 order kept by flipping the sign bit), sorted before the strings
+    // exist. Keys are unique, so an unstable sort is deterministic.
+    let flipped: Vec<u32> = tl
+        .threads
+        .iter()
+        .map(|t| t.tid.0 as u32 ^ 0x8000_0000)
+        .collect();
+    let order_key = |r: &PairRow| {
+        let t = |i: u32| u128::from(flipped[i as usize]);
+        (u128::from(!r.ns) << 64) | (t(r.waker) << 32) | t(r.wakee)
+    };
+    rows.sort_unstable_by_key(order_key);
     let pairs: Vec<WakerPair> = rows
         .iter()
         .map(|r| WakerPair {
