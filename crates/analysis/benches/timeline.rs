@@ -9,6 +9,13 @@
 //! (and loading itself is measured too). `timeline_output_floor` only
 //! allocates and writes as many intervals and runs as the timeline holds:
 //! the part of `timeline_build` that is the kernel faulting in fresh pages.
+//!
+//! Whether an iteration faults its output in afresh depends on whether the
+//! allocator hands it the pages the previous iteration freed, which small
+//! changes of heap layout flip (on big.data: 12k faults per build, or
+//! almost none and 15 ms less). Check with `perf stat -e page-faults`
+//! before trusting a difference, and confirm with `SCHEDSCOPE_TIMING=1
+//! schedscope report`, whose one build per process always faults.
 
 use schedscope_analysis::{latency, CpuRun, StateInterval, Timeline};
 use schedscope_trace::{
