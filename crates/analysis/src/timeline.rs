@@ -13,11 +13,10 @@
 //! allocated once at that size (growing them by doubling cost more than a
 //! pass: each regrowth copies and faults in fresh memory). Threads are found
 //! in a table indexed by tid, not hashed. Per thread the second pass keeps
-//! the open (last) interval; a transition closes it and pushes the next one.
-//! Contradictions (a
-//! switch-out of a task that was not running there, a switch-in of a task
-//! that was already running elsewhere, ...) are counted in
-//! [`Timeline::anomalies`] and resolved in favour of the newer event.
+//! the open (last) interval aside; a transition closes it and appends it.
+//! Contradictions (a switch-out of a task that was not running there, a
+//! switch-in of a task that was already running elsewhere, ...) are counted
+//! in [`Timeline::anomalies`] and resolved in favour of the newer event.
 //!
 //! Details that the analyses rely on:
 //! * A migration of a Runnable task splits its Runnable interval: the new
