@@ -14,12 +14,14 @@
 //! during which A was Runnable is `waker_preempted_ns`, summed per (waker,
 //! wakee) pair and per wakee process.
 //!
-//! Both parts are single passes: PLE exits walk the sorted events with one
-//! monotonic cursor per vCPU sibling; the bare-metal part walks each thread's
-//! intervals once (threads in parallel), keeping its wakeups and a compact
-//! index of its Runnable time, then answers each waker's wakeups together
-//! from that waker's index ("Runnable time of A before t" by galloping
-//! forward), with no per-wakeup hashing or global sort.
+//! PLE exits are one pass over the sorted events with one monotonic cursor
+//! per vCPU sibling. The bare-metal part reads each thread's intervals
+//! twice: as a wakee, to find its wakeups, which are bucketed by waker (a
+//! counting sort per chunk of wakees); then as a waker, to rebuild the
+//! steps of its Runnable time in cache and answer its whole bucket ("Runnable
+//! time of A before t" by galloping forward, one cursor per (waker, wakee)
+//! run). No per-wakeup hashing or global sort, and little fresh memory,
+//! which costs more here than reading the timeline again.
 
 use crate::gang::{self, GangDef, GangKind};
 use crate::hash::IntMap;
@@ -683,7 +685,9 @@ fn seek(steps: &[Step], t: u64, hint: usize) -> usize {
 fn runnable_before(steps: &[Step], p: usize, t: u64) -> u64 {
     match p.checked_sub(1).map(|i| &steps[i]) {
         // ts < t (partition point) and ts <= cap: no underflow.
-        Some(s) => s.base + (t.min(s.cap) - s.ts),
+        // (Sums wrap like the u64 additions they stand for: no panic on
+        // absurd timestamps.)
+        Some(s) => s.base.wrapping_add(t.min(s.cap) - s.ts),
         None => 0,
     }
 }
@@ -709,7 +713,7 @@ fn runnable_steps(ivs: &[StateInterval], end: Ts, buf: &mut Vec<Step>) -> usize 
         // Written always, kept when it is a step (m <= this index < len).
         buf[m] = Step { ts, cap, base: acc };
         m += usize::from(runnable | (overhang > ts));
-        acc += cap - ts;
+        acc = acc.wrapping_add(cap - ts);
         overhang = if runnable { cap } else { 0 };
     }
     m
