@@ -63,3 +63,14 @@ fn lhp_analyze(b: divan::Bencher) {
     b.counter(divan::counter::ItemsCount::new(n))
         .bench(|| with_ctx(|ctx| lhp::analyze(divan::black_box(ctx)).map(|r| r.ple.0.is_ok())));
 }
+
+/// The bare-metal part alone (most of `lhp` on a recorded trace without
+/// kvm events, such as the messaging benchmark file).
+#[divan::bench(sample_count = 10)]
+fn lhp_waker_preempted(b: divan::Bencher) {
+    let n = input().0.events.len();
+    b.counter(divan::counter::ItemsCount::new(n)).bench(|| {
+        let (trace, tl) = input();
+        lhp::waker_preempted(divan::black_box(trace), divan::black_box(tl)).wakeups
+    });
+}
