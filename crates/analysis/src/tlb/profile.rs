@@ -54,9 +54,12 @@ pub struct ProfileReport {
     pub top: Vec<ProfileRow>,
 }
 
-/// Whether `name` is a profile sample event.
+/// Whether `name` is a profile sample event: `cpu-clock` or `task-clock`
+/// with any perf modifiers (`cpu-clock:u`, `cpu-clock/period=2000000/`). The
+/// same rule as the `cpu-clock*` / `task-clock*` patterns with which
+/// `report` keeps these events when it loads only what its sections read.
 pub fn is_profile_event(name: &str) -> bool {
-    name.contains("cpu-clock") || name.contains("task-clock")
+    name.starts_with("cpu-clock") || name.starts_with("task-clock")
 }
 
 /// Whether `sym` is one of the highlighted flush functions.
