@@ -44,27 +44,12 @@ const TIMELINE_EVENTS: [&str; 5] = [
 ];
 /// VM detection (gang) and PLE exits (lhp).
 const KVM_EVENTS: [&str; 2] = ["kvm:kvm_exit", "kvm:kvm_entry"];
-/// The idle pass: thread states plus the idle-balancing proxies.
-const IDLE_EVENTS: [&str; 10] = [
-    "sched:sched_switch",
-    "sched:sched_wakeup",
-    "sched:sched_wakeup_new",
-    "sched:sched_waking",
-    "sched:sched_migrate_task",
-    "irq:softirq_entry",
-    "irq:softirq_exit",
-    "irq:softirq_raise",
-    "csd:csd_queue_cpu",
-    "sched:sched_wake_idle_without_ipi",
-];
-/// IPIs, TLB flushes and the cpu-clock profile.
-const TLB_EVENTS: [&str; 11] = [
-    "csd:csd_queue_cpu",
-    "csd:csd_function_entry",
-    "csd:csd_function_exit",
-    "ipi:ipi_send_cpu",
-    "ipi:ipi_send_cpumask",
-    "tlb:tlb_flush",
+/// Besides its required events, wakeups and proxies ([`idle`]'s lists): the
+/// wakeup of new tasks and the rest of the SCHED softirq events it reads.
+const IDLE_MORE: [&str; 2] = ["sched:sched_wakeup_new", "irq:softirq_raise"];
+/// Besides [`tlb::EVENTS`]: the IPI vectors and the cpu-clock profile
+/// (any modifiers, see [`tlb::profile::is_profile_event`]).
+const TLB_MORE: [&str; 5] = [
     "irq_vectors:call_function_entry",
     "irq_vectors:call_function_single_entry",
     "irq_vectors:reschedule_entry",
@@ -107,10 +92,14 @@ impl Sections {
             v.extend(KVM_EVENTS);
         }
         if self.idle {
-            v.extend(IDLE_EVENTS);
+            v.extend(idle::REQUIRED);
+            v.extend(idle::WAKEUPS);
+            v.extend(idle::PROXIES);
+            v.extend(IDLE_MORE);
         }
         if self.tlb {
-            v.extend(TLB_EVENTS);
+            v.extend(tlb::EVENTS);
+            v.extend(TLB_MORE);
         }
         v.sort_unstable();
         v.dedup();

@@ -53,11 +53,11 @@ use std::collections::BTreeMap;
 pub use stats::{percentile_nearest_rank, population_stddev};
 
 /// Events the analysis cannot do without.
-const REQUIRED: &[&str] = &["sched:sched_switch"];
+pub(crate) const REQUIRED: &[&str] = &["sched:sched_switch"];
 /// One of these is needed to know when tasks become runnable.
-const WAKEUPS: &[&str] = &["sched:sched_waking", "sched:sched_wakeup"];
+pub(crate) const WAKEUPS: &[&str] = &["sched:sched_waking", "sched:sched_wakeup"];
 /// Idle-balancing proxies; without them the balance table is incomplete.
-const PROXIES: &[&str] = &[
+pub(crate) const PROXIES: &[&str] = &[
     "sched:sched_migrate_task",
     "irq:softirq_entry",
     "irq:softirq_exit",
