@@ -44,7 +44,9 @@ pub struct RecordArgs {
     /// Tracepoint (system:event). Replaces the default set; `+system:event` adds to it.
     #[arg(short = 'e', long = "event")]
     pub events: Vec<String>,
-    /// Stop after this many seconds.
+    /// Stop recording after this many seconds. A COMMAND still running then
+    /// is left to finish (its output and exit status still pass through);
+    /// only the recording stops.
     #[arg(long)]
     pub duration: Option<f64>,
     /// Per-CPU ring buffer size (e.g. 4M, 512K, or pages as a plain number).

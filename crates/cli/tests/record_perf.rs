@@ -284,3 +284,34 @@ fn unknown_event_and_unprivileged_user_exit_with_code_2() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn duration_stops_the_recording_and_the_command_finishes_with_its_status() {
+    require_root_and_perf!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmpdir("duration-cmd");
+    let t0 = std::time::Instant::now();
+    let out = record(
+        &dir,
+        "d.data",
+        &["-e", "sched:sched_switch", "--duration", "0.3"],
+        &["sh", "-c", "sleep 1.5; echo finished; exit 4"],
+    );
+    let wall = t0.elapsed().as_secs_f64();
+    // The command ran to its end: its output and status pass through.
+    assert_eq!(out.status.code(), Some(4), "exit status of the command");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("finished"));
+    assert!(
+        wall >= 1.5,
+        "returned after {wall:.2} s, before the command ended"
+    );
+    // The recording itself stopped at the duration: the file's events span
+    // well under the command's 1.5 s.
+    let trace = schedscope_parser::load(&dir.join("d.data")).unwrap();
+    let span = (trace.end().0 - trace.start().0) as f64 / 1e9;
+    assert!(
+        span < 1.0,
+        "recording spans {span:.2} s with --duration 0.3"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
