@@ -622,3 +622,60 @@ fn a_cpu_that_idles_with_a_preempted_task_queued_proves_the_throttle_from_its_sw
     // CPU0: 25-60 throttled.
     assert_eq!(r.cpus[0].throttled_ns, 35 * MS);
 }
+
+#[test]
+fn a_woken_task_left_queued_on_a_cpu_that_idles_is_dropped_unless_it_runs_next() {
+    // As on this VM's CPU 1: P is woken (sched_waking, target CPU0) and
+    // placed on CPU1 (sched_migrate_task), but its sched_wakeup and switch-in
+    // are never traced. CPU0 idles from 10. P waits on busy CPU1 from 20
+    // (imbalance on CPU0); CPU1 idles at 30 with P still queued, which a
+    // scheduler never does with a runnable task, and P never shows up
+    // again: the wait is a lost-event artifact and ends at 30, so CPU1's
+    // later busy spell (40-60) does not make CPU0's idle wasted.
+    const P: i32 = 110;
+    const X: i32 = 111;
+    let mut b = B::new();
+    b.switch(0, 0, 0, "R", A);
+    b.switch(0, 1, 0, "R", X);
+    b.switch(10, 0, A, "S", 0);
+    let comm = b.comm(P);
+    b.push(
+        20,
+        0,
+        0,
+        "sched:sched_waking",
+        EventData::Wakeup {
+            kind: WakeKind::Waking,
+            tid: Tid(P),
+            comm,
+            prio: 120,
+            target_cpu: Cpu(0),
+        },
+    );
+    b.migrate(20, 0, 0, P, 0, 1);
+    b.switch(30, 1, X, "S", 0);
+    b.wake(40, 1, 0, X, 1);
+    b.switch(40, 1, 0, "R", X);
+    b.switch(60, 1, X, "S", 0);
+    b.t.finish();
+    let r = run(&b.t).expect("events present");
+    assert_eq!((r.throttled_ns, r.imbalance_ns), (0, 10 * MS));
+    assert!(r.anomalies >= 1, "the dropped wait is counted");
+
+    // The other case: P is switched in next (at 40, on CPU1), without having
+    // run or been woken in between: its wakeup raced with CPU1's pick, and
+    // it stays CPU1's incoming work (not stuck). CPU0 20-30 imbalance only.
+    let mut b = B::new();
+    b.switch(0, 0, 0, "R", A);
+    b.switch(0, 1, 0, "R", X);
+    b.switch(10, 0, A, "S", 0);
+    b.wake(20, 1, X, P, 1);
+    b.switch(30, 1, X, "S", 0);
+    b.switch(40, 1, 0, "R", P);
+    b.switch(50, 1, P, "S", 0);
+    b.wake(60, 0, 0, A, 0);
+    b.t.finish();
+    let r = run(&b.t).expect("events present");
+    assert_eq!((r.throttled_ns, r.imbalance_ns), (0, 10 * MS));
+    assert_eq!(r.anomalies, 0);
+}

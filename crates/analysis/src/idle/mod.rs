@@ -35,7 +35,11 @@
 //!   the tracked current task means a switch was lost (perf can drop records
 //!   without a LOST record): the CPU is resynchronised and the event counted
 //!   in [`IdleReport::anomalies`], so that a lost switch-in cannot leave a
-//!   task waiting forever. The analysis reads only the trace, not the
+//!   task waiting forever. Likewise a CPU never idles with a woken task
+//!   queued on it: when the trace shows that and the task is not switched
+//!   in next (a race with the CPU's pick), its wait is dropped as an
+//!   artifact of lost events (counted in the anomalies). The analysis reads
+//!   only the trace, not the
 //!   [`crate::Timeline`].
 //! * the per-second table of the seeds (idle %, work done), idle-balancing
 //!   proxies (SCHED softirqs, nohz kicks, wake_idle_without_ipi, pulls into

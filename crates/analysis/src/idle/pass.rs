@@ -602,6 +602,35 @@ impl<'t> Pass<'t> {
                 self.mark_capped(tid);
             }
         }
+        // Nor does a CPU idle with a woken task queued on it. When the task
+        // is switched in next (without having run or been woken in
+        // between), the wakeup raced with this CPU's pick, and it stays
+        // this CPU's incoming work. Otherwise its events were lost (this
+        // VM's CPU 1 does not trace every wakeup and switch out of idle):
+        // the wait is an artifact and is dropped, so that it cannot count
+        // as stuck work until the trace ends.
+        if self.nonthr_on[c] > 0 {
+            let queued: Vec<Tid> = self
+                .waiting
+                .iter()
+                .copied()
+                .filter(|tid| {
+                    self.tasks
+                        .get(tid)
+                        .and_then(|t| t.wait)
+                        .is_some_and(|w| w.cpu == c as u32 && !w.throttled && !w.preempted)
+                })
+                .collect();
+            for tid in queued {
+                if !self.switched_in_next(tid) {
+                    self.remove_wait(tid);
+                    if let Some(t) = self.tasks.get_mut(&tid) {
+                        t.in_wake = false;
+                    }
+                    self.anomalies += 1;
+                }
+            }
+        }
         // A task already seen throttled, waiting preempted on a busy CPU while
         // this one goes idle without pulling it (newidle balancing would have):
         // throttled again.
@@ -866,6 +895,35 @@ impl<'t> Pass<'t> {
                 EventData::Migrate { tid: t, .. } | EventData::Exit { tid: t, .. } if t == tid => {
                     return false
                 }
+                _ => {}
+            }
+        }
+        false
+    }
+
+    /// Whether the next thing the rest of the trace shows of `tid` (from
+    /// the event after the current one, within [`LOOKAHEAD_EVENTS`]) is its
+    /// switch-in, rather than it running (an event of its own, a switch
+    /// out), being woken, moving or exiting.
+    fn switched_in_next(&self, tid: Tid) -> bool {
+        let events = &self.trace.events;
+        let from = self.idx + 1;
+        let to = events.len().min(from.saturating_add(LOOKAHEAD_EVENTS));
+        for ev in &events[from.min(to)..to] {
+            if !names_current(&ev.data) {
+                continue;
+            }
+            match ev.data {
+                EventData::Switch { next_tid, .. } if next_tid == tid => return true,
+                EventData::Switch { prev_tid, .. } if prev_tid == tid => return false,
+                EventData::Wakeup { tid: t, .. }
+                | EventData::Migrate { tid: t, .. }
+                | EventData::Exit { tid: t, .. }
+                    if t == tid =>
+                {
+                    return false
+                }
+                _ if ev.tid == tid => return false,
                 _ => {}
             }
         }
