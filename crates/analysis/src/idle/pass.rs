@@ -830,11 +830,14 @@ impl<'t> Pass<'t> {
                 let trace = self.trace;
                 let thr = match self.recorded.as_mut() {
                     Some(r) => r.throttled(trace, prev, prev_comm, ts),
-                    None => self.held_off(c as u32, prev, ts),
+                    None => {
+                        let thr = self.held_off(c as u32, prev, ts);
+                        if thr {
+                            self.mark_capped(prev);
+                        }
+                        thr
+                    }
                 };
-                if thr && self.recorded.is_none() {
-                    self.mark_capped(prev);
-                }
                 self.add_wait(prev, c as u32, ts, true, thr);
             }
         }
@@ -863,6 +866,15 @@ impl<'t> Pass<'t> {
         self.cpus[c].since = ts;
     }
 
+    /// The events after the current one that a look-ahead may read (at
+    /// most [`LOOKAHEAD_EVENTS`]).
+    fn ahead(&self) -> &'t [schedscope_trace::Event] {
+        let events = &self.trace.events;
+        let from = (self.idx + 1).min(events.len());
+        let to = events.len().min(from.saturating_add(LOOKAHEAD_EVENTS));
+        &events[from..to]
+    }
+
     fn mark_capped(&mut self, tid: Tid) {
         let t = self.tasks.entry(tid).or_default();
         if !t.capped {
@@ -882,10 +894,7 @@ impl<'t> Pass<'t> {
     ///   before: throttled (see [`HOLD_NS`]).
     fn held_off(&self, cpu: u32, tid: Tid, ts: u64) -> bool {
         let capped = self.tasks.get(&tid).is_some_and(|t| t.capped);
-        let events = &self.trace.events;
-        let from = self.idx + 1;
-        let to = events.len().min(from.saturating_add(LOOKAHEAD_EVENTS));
-        for ev in &events[from.min(to)..to] {
+        for ev in self.ahead() {
             if ev.ts.0 > ts.saturating_add(HOLD_NS) {
                 return capped;
             }
@@ -906,10 +915,7 @@ impl<'t> Pass<'t> {
     /// switch-in, rather than it running (an event of its own, a switch
     /// out), being woken, moving or exiting.
     fn switched_in_next(&self, tid: Tid) -> bool {
-        let events = &self.trace.events;
-        let from = self.idx + 1;
-        let to = events.len().min(from.saturating_add(LOOKAHEAD_EVENTS));
-        for ev in &events[from.min(to)..to] {
+        for ev in self.ahead() {
             if !names_current(&ev.data) {
                 continue;
             }
