@@ -550,6 +550,21 @@ fn a_task_seen_throttled_is_throttled_when_preempted_while_another_cpu_idles() {
     assert_eq!((r.throttled_ns, r.imbalance_ns), (0, 20 * MS));
 }
 
+/// A is seen throttled (CPU0 idles with it queued, 10-50), runs again, and
+/// at 61 leaves CPU0 runnable for C (woken at 55) while CPU1 idles (B,
+/// throttled, since 60).
+fn held_off_until_61() -> B {
+    let mut b = B::new();
+    b.switch(0, 0, 0, "R", A);
+    b.switch(0, 1, 0, "R", BB);
+    b.switch(10, 0, A, "R", 0);
+    b.switch(50, 0, 0, "R", A);
+    b.wake(55, 0, A, C, 0);
+    b.switch(60, 1, BB, "R", 0);
+    b.switch(61, 0, A, "R", C);
+    b
+}
+
 #[test]
 fn a_throttled_task_held_off_a_cpu_that_never_switched_is_throttled_from_its_switch_out() {
     // The pattern of a real capped recording (3 burners at 50% on 2 CPUs):
@@ -559,14 +574,7 @@ fn a_throttled_task_held_off_a_cpu_that_never_switched_is_throttled_from_its_swi
     // queued runnable task would have had CPU0 back within a slice or been
     // pulled by idle CPU1: A was throttled from 61, so CPU1's 60-100 is
     // throttled wasted idle, not imbalance.
-    let mut b = B::new();
-    b.switch(0, 0, 0, "R", A);
-    b.switch(0, 1, 0, "R", BB);
-    b.switch(10, 0, A, "R", 0);
-    b.switch(50, 0, 0, "R", A);
-    b.wake(55, 0, A, C, 0);
-    b.switch(60, 1, BB, "R", 0);
-    b.switch(61, 0, A, "R", C);
+    let mut b = held_off_until_61();
     b.switch(100, 0, C, "S", A);
     b.switch(100, 1, 0, "R", BB);
     b.switch(110, 0, A, "S", 0);
@@ -584,14 +592,7 @@ fn a_throttled_task_held_off_a_cpu_that_never_switched_is_throttled_from_its_swi
     // runnable all along, so 60-75 is imbalance (C then A queued on busy
     // CPU0), and then CPU1 stays idle with only the throttled B waiting
     // (75-100).
-    let mut b = B::new();
-    b.switch(0, 0, 0, "R", A);
-    b.switch(0, 1, 0, "R", BB);
-    b.switch(10, 0, A, "R", 0);
-    b.switch(50, 0, 0, "R", A);
-    b.wake(55, 0, A, C, 0);
-    b.switch(60, 1, BB, "R", 0);
-    b.switch(61, 0, A, "R", C);
+    let mut b = held_off_until_61();
     b.switch(75, 0, C, "S", A);
     b.switch(100, 1, 0, "R", BB);
     b.switch(110, 0, A, "S", 0);
@@ -623,6 +624,18 @@ fn a_cpu_that_idles_with_a_preempted_task_queued_proves_the_throttle_from_its_sw
     assert_eq!(r.cpus[0].throttled_ns, 35 * MS);
 }
 
+const P: i32 = 110;
+const X: i32 = 111;
+
+/// A runs on CPU0 until it sleeps at 10; X runs on CPU1.
+fn cpu0_idle_from_10() -> B {
+    let mut b = B::new();
+    b.switch(0, 0, 0, "R", A);
+    b.switch(0, 1, 0, "R", X);
+    b.switch(10, 0, A, "S", 0);
+    b
+}
+
 #[test]
 fn a_woken_task_left_queued_on_a_cpu_that_idles_is_dropped_unless_it_runs_next() {
     // As on this VM's CPU 1: P is woken (sched_waking, target CPU0) and
@@ -632,12 +645,7 @@ fn a_woken_task_left_queued_on_a_cpu_that_idles_is_dropped_unless_it_runs_next()
     // scheduler never does with a runnable task, and P never shows up
     // again: the wait is a lost-event artifact and ends at 30, so CPU1's
     // later busy spell (40-60) does not make CPU0's idle wasted.
-    const P: i32 = 110;
-    const X: i32 = 111;
-    let mut b = B::new();
-    b.switch(0, 0, 0, "R", A);
-    b.switch(0, 1, 0, "R", X);
-    b.switch(10, 0, A, "S", 0);
+    let mut b = cpu0_idle_from_10();
     let comm = b.comm(P);
     b.push(
         20,
@@ -665,10 +673,7 @@ fn a_woken_task_left_queued_on_a_cpu_that_idles_is_dropped_unless_it_runs_next()
     // The other case: P is switched in next (at 40, on CPU1), without having
     // run or been woken in between: its wakeup raced with CPU1's pick, and
     // it stays CPU1's incoming work (not stuck). CPU0 20-30 imbalance only.
-    let mut b = B::new();
-    b.switch(0, 0, 0, "R", A);
-    b.switch(0, 1, 0, "R", X);
-    b.switch(10, 0, A, "S", 0);
+    let mut b = cpu0_idle_from_10();
     b.wake(20, 1, X, P, 1);
     b.switch(30, 1, X, "S", 0);
     b.switch(40, 1, 0, "R", P);
