@@ -1145,7 +1145,9 @@ mod tests {
     use super::*;
     use schedscope_trace::{Cpu, NameId};
 
-    fn ev(ts: u64, tag: i32) -> Event {
+    /// A placeholder event at `ts` whose tid is `tag` (the ordering tests
+    /// here and in `order` tell events apart by it).
+    pub(super) fn ev(ts: u64, tag: i32) -> Event {
         Event {
             ts: Ts(ts),
             cpu: Cpu(0),

@@ -362,18 +362,8 @@ fn advise_huge_pages(addr: usize, len: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use schedscope_trace::{Cpu, EventData, NameId, StackId, Tid};
-
-    fn ev(ts: u64, tag: i32) -> Event {
-        Event {
-            ts: Ts(ts),
-            cpu: Cpu(0),
-            tid: Tid(tag),
-            name: NameId(0),
-            stack: StackId::NONE,
-            data: EventData::Other(None),
-        }
-    }
+    use crate::perf_data::tests::ev;
+    use schedscope_trace::Cpu;
 
     /// Cut `v` into runs where the time decreases, merge them, compare
     /// with a stable sort of the whole vector (the oracle).
