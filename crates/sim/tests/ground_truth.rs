@@ -19,6 +19,20 @@ fn load_perf(sim: &Simulation) -> Trace {
     schedscope_parser::load_bytes("sim.data", &bytes).expect("decode simulated perf.data")
 }
 
+/// Run `f` with the timeline of `trace` and `--gang-of` specs `specs`.
+fn with_ctx<R>(trace: &Trace, specs: &[&str], f: impl FnOnce(&Context) -> R) -> R {
+    let tl = Timeline::build(trace);
+    let opts = Options {
+        gang_specs: specs.iter().map(|s| s.to_string()).collect(),
+        top: 10,
+    };
+    f(&Context {
+        trace,
+        timeline: &tl,
+        opts: &opts,
+    })
+}
+
 fn run(
     trace: &Trace,
     specs: &[&str],
@@ -26,17 +40,7 @@ fn run(
     Result<GangReport, AnalysisError>,
     Result<LhpReport, AnalysisError>,
 ) {
-    let tl = Timeline::build(trace);
-    let opts = Options {
-        gang_specs: specs.iter().map(|s| s.to_string()).collect(),
-        top: 10,
-    };
-    let ctx = Context {
-        trace,
-        timeline: &tl,
-        opts: &opts,
-    };
-    (gang::analyze(&ctx), lhp::analyze(&ctx))
+    with_ctx(trace, specs, |ctx| (gang::analyze(ctx), lhp::analyze(ctx)))
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -527,98 +531,90 @@ fn old_kvm_text_format_gives_the_same_ple_numbers() {
 fn json_keys_and_text_verdicts() {
     let sim = simulate(&Config::scenario("mixed", 1).expect("scenario"));
     let trace = load_perf(&sim);
-    let tl = Timeline::build(&trace);
-    let opts = Options {
-        gang_specs: Vec::new(),
-        top: 10,
-    };
-    let ctx = Context {
-        trace: &trace,
-        timeline: &tl,
-        opts: &opts,
-    };
-    let g = gang::analyze(&ctx).expect("gang");
-    let l = lhp::analyze(&ctx).expect("lhp");
-    // The JSON keys named in issue 4 are a public contract.
-    let gj = serde_json::to_value(&g).expect("gang json");
-    for k in [
-        "name",
-        "tgid",
-        "members",
-        "corun_ratio",
-        "fragmented_ns",
-        "running_hist_ns",
-        "pair_corun",
-    ] {
-        assert!(gj["gangs"][0].get(k).is_some(), "gang.gangs[0].{k}");
-    }
-    let lj = serde_json::to_value(&l).expect("lhp json");
-    for k in [
-        "total",
-        "sibling_preempted",
-        "all_running",
-        "siblings_idle",
-        "per_vm",
-        "exit_reasons",
-    ] {
-        assert!(lj["ple"].get(k).is_some(), "lhp.ple.{k}");
-    }
-    for k in [
-        "tgid",
-        "name",
-        "vcpus",
-        "total",
-        "sibling_preempted",
-        "all_running",
-        "siblings_idle",
-        "per_second",
-    ] {
-        assert!(
-            lj["ple"]["per_vm"][0].get(k).is_some(),
-            "lhp.ple.per_vm[0].{k}"
+    with_ctx(&trace, &[], |ctx| {
+        let g = gang::analyze(ctx).expect("gang");
+        let l = lhp::analyze(ctx).expect("lhp");
+        // The JSON keys named in issue 4 are a public contract.
+        let gj = serde_json::to_value(&g).expect("gang json");
+        for k in [
+            "name",
+            "tgid",
+            "members",
+            "corun_ratio",
+            "fragmented_ns",
+            "running_hist_ns",
+            "pair_corun",
+        ] {
+            assert!(gj["gangs"][0].get(k).is_some(), "gang.gangs[0].{k}");
+        }
+        let lj = serde_json::to_value(&l).expect("lhp json");
+        for k in [
+            "total",
+            "sibling_preempted",
+            "all_running",
+            "siblings_idle",
+            "per_vm",
+            "exit_reasons",
+        ] {
+            assert!(lj["ple"].get(k).is_some(), "lhp.ple.{k}");
+        }
+        for k in [
+            "tgid",
+            "name",
+            "vcpus",
+            "total",
+            "sibling_preempted",
+            "all_running",
+            "siblings_idle",
+            "per_second",
+        ] {
+            assert!(
+                lj["ple"]["per_vm"][0].get(k).is_some(),
+                "lhp.ple.per_vm[0].{k}"
+            );
+        }
+        for k in ["total_ns", "pairs", "processes"] {
+            assert!(
+                lj["waker_preempted"].get(k).is_some(),
+                "lhp.waker_preempted.{k}"
+            );
+        }
+        assert_eq!(
+            lj["ple"]["total"],
+            serde_json::json!(sim.truth.ple.counts[0])
         );
-    }
-    for k in ["total_ns", "pairs", "processes"] {
-        assert!(
-            lj["waker_preempted"].get(k).is_some(),
-            "lhp.waker_preempted.{k}"
+        // Text: one verdict per gang first, with the truth's percentages.
+        let mut out = Vec::new();
+        g.render_text(ctx, &mut out).expect("render gang");
+        let text = String::from_utf8(out).expect("utf8");
+        let vm0 = &sim.truth.gangs[0];
+        let verdict = format!(
+            "VM 1000 (qemu-vm0): all 4 vCPUs co-ran {:.0}% of the time it ran; {:.0}% fragmented",
+            vm0.corun_ratio * 100.0,
+            vm0.fragmented_ns as f64 * 100.0 / vm0.any_running_ns as f64
         );
-    }
-    assert_eq!(
-        lj["ple"]["total"],
-        serde_json::json!(sim.truth.ple.counts[0])
-    );
-    // Text: one verdict per gang first, with the truth's percentages.
-    let mut out = Vec::new();
-    g.render_text(&ctx, &mut out).expect("render gang");
-    let text = String::from_utf8(out).expect("utf8");
-    let vm0 = &sim.truth.gangs[0];
-    let verdict = format!(
-        "VM 1000 (qemu-vm0): all 4 vCPUs co-ran {:.0}% of the time it ran; {:.0}% fragmented",
-        vm0.corun_ratio * 100.0,
-        vm0.fragmented_ns as f64 * 100.0 / vm0.any_running_ns as f64
-    );
-    let first_lines: Vec<&str> = text.lines().take(sim.truth.gangs.len()).collect();
-    assert!(
-        first_lines.iter().any(|l| l.trim() == verdict),
-        "{verdict} not in {first_lines:?}"
-    );
-    assert!(
-        text.contains("running  time (ms)  share (%)"),
-        "histogram table"
-    );
-    let mut out = Vec::new();
-    l.render_text(&ctx, &mut out).expect("render lhp");
-    let text = String::from_utf8(out).expect("utf8");
-    let first = text.lines().next().unwrap_or("");
-    assert!(
-        first.contains(&format!("{} pause-loop exits", sim.truth.ple.counts[0])),
-        "{first}"
-    );
-    assert!(
-        text.contains("PAUSE_INSTRUCTION") && text.contains("pause"),
-        "exit reasons in context"
-    );
+        let first_lines: Vec<&str> = text.lines().take(sim.truth.gangs.len()).collect();
+        assert!(
+            first_lines.iter().any(|l| l.trim() == verdict),
+            "{verdict} not in {first_lines:?}"
+        );
+        assert!(
+            text.contains("running  time (ms)  share (%)"),
+            "histogram table"
+        );
+        let mut out = Vec::new();
+        l.render_text(ctx, &mut out).expect("render lhp");
+        let text = String::from_utf8(out).expect("utf8");
+        let first = text.lines().next().unwrap_or("");
+        assert!(
+            first.contains(&format!("{} pause-loop exits", sim.truth.ple.counts[0])),
+            "{first}"
+        );
+        assert!(
+            text.contains("PAUSE_INSTRUCTION") && text.contains("pause"),
+            "exit reasons in context"
+        );
+    })
 }
 
 #[test]
@@ -680,58 +676,50 @@ fn exported_rows_add_up_to_the_truth() {
     use schedscope_analysis::lhp::{PleClass, YieldOutcome};
     let sim = simulate(&Config::scenario("mixed", 6).expect("scenario"));
     let trace = load_perf(&sim);
-    let tl = Timeline::build(&trace);
-    let opts = Options {
-        gang_specs: Vec::new(),
-        top: 10,
-    };
-    let ctx = Context {
-        trace: &trace,
-        timeline: &tl,
-        opts: &opts,
-    };
-    let defs = gang::resolve_gangs(&ctx).expect("gangs");
-    for (def, tg) in defs.iter().zip(&sim.truth.gangs) {
-        let rows = gang::intervals(def, &tl, &trace);
-        let mut hist = vec![0u64; def.members.len() + 1];
-        let mut frag = 0;
-        for r in &rows {
-            let d = r.end_ns - r.start_ns;
-            hist[r.running as usize] += d;
-            if r.running >= 1 && r.running < r.active {
-                frag += d;
+    with_ctx(&trace, &[], |ctx| {
+        let defs = gang::resolve_gangs(ctx).expect("gangs");
+        for (def, tg) in defs.iter().zip(&sim.truth.gangs) {
+            let rows = gang::intervals(def, ctx.timeline, &trace);
+            let mut hist = vec![0u64; def.members.len() + 1];
+            let mut frag = 0;
+            for r in &rows {
+                let d = r.end_ns - r.start_ns;
+                hist[r.running as usize] += d;
+                if r.running >= 1 && r.running < r.active {
+                    frag += d;
+                }
             }
+            assert_eq!(hist, tg.running_hist_ns, "{}", def.name);
+            assert_eq!(frag, tg.fragmented_ns, "{}", def.name);
+            assert!(
+                rows.windows(2).all(|w| w[0].end_ns == w[1].start_ns),
+                "contiguous"
+            );
         }
-        assert_eq!(hist, tg.running_hist_ns, "{}", def.name);
-        assert_eq!(frag, tg.fragmented_ns, "{}", def.name);
-        assert!(
-            rows.windows(2).all(|w| w[0].end_ns == w[1].start_ns),
-            "contiguous"
+        let exits = lhp::ple_exits(ctx).expect("ple exits");
+        let count = |c: PleClass| exits.iter().filter(|e| e.class == c).count() as u64;
+        assert_eq!(
+            [
+                exits.len() as u64,
+                count(PleClass::SiblingPreempted),
+                count(PleClass::AllRunning),
+                count(PleClass::SiblingsIdle)
+            ],
+            sim.truth.ple.counts
         );
-    }
-    let exits = lhp::ple_exits(&ctx).expect("ple exits");
-    let count = |c: PleClass| exits.iter().filter(|e| e.class == c).count() as u64;
-    assert_eq!(
-        [
-            exits.len() as u64,
-            count(PleClass::SiblingPreempted),
-            count(PleClass::AllRunning),
-            count(PleClass::SiblingsIdle)
-        ],
-        sim.truth.ple.counts
-    );
-    let out = |o: YieldOutcome| exits.iter().filter(|e| e.outcome == o).count() as u64;
-    assert_eq!(
-        [
-            out(YieldOutcome::ToSibling),
-            out(YieldOutcome::ToOther),
-            out(YieldOutcome::NoSwitch)
-        ],
-        [
-            sim.truth.ple.to_sibling,
-            sim.truth.ple.to_other,
-            sim.truth.ple.no_switch
-        ]
-    );
-    assert!(exits.windows(2).all(|w| w[0].ts <= w[1].ts));
+        let out = |o: YieldOutcome| exits.iter().filter(|e| e.outcome == o).count() as u64;
+        assert_eq!(
+            [
+                out(YieldOutcome::ToSibling),
+                out(YieldOutcome::ToOther),
+                out(YieldOutcome::NoSwitch)
+            ],
+            [
+                sim.truth.ple.to_sibling,
+                sim.truth.ple.to_other,
+                sim.truth.ple.no_switch
+            ]
+        );
+        assert!(exits.windows(2).all(|w| w[0].ts <= w[1].ts));
+    })
 }
