@@ -382,7 +382,7 @@ fn ple_pass(
             d.members
                 .iter()
                 .map(|t| Cursor {
-                    ivs: tl.thread(*t).map(|x| x.intervals.as_slice()).unwrap_or(&[]),
+                    ivs: tl.thread(*t).map(|x| &x.intervals[..]).unwrap_or(&[]),
                     i: 0,
                 })
                 .collect()
@@ -1581,7 +1581,7 @@ mod tests {
                     tid: tid_of(i),
                     tgid: Some(Tid(10 + (i % 3) as i32)),
                     comm: format!("t{i}"),
-                    intervals: ivs,
+                    intervals: ivs.into(),
                 });
             }
             let mut tl = Timeline::default();

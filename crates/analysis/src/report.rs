@@ -223,12 +223,29 @@ fn maybe<T>(on: bool, f: impl FnOnce() -> Result<T, AnalysisError>) -> Option<Se
 }
 
 /// Run `f`; with `SCHEDSCOPE_TIMING` set in the environment, print its wall
-/// time on stderr (`timing: NAME MS ms`) for the benchmarks.
+/// time and the process's resident memory on stderr (`timing: NAME MS ms
+/// (rss R MiB, peak P MiB)`) for the benchmarks.
 fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
     let t = std::time::Instant::now();
     let r = f();
     if std::env::var_os("SCHEDSCOPE_TIMING").is_some() {
-        eprintln!("timing: {name} {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+        // (and the memory so far: sections run in parallel, so the
+        // resident size when each ends shows who adds how much)
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let mib = |key: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|kb| kb.parse::<u64>().ok())
+                .map_or(0, |kb| kb / 1024)
+        };
+        eprintln!(
+            "timing: {name} {:.1} ms (rss {} MiB, peak {} MiB)",
+            t.elapsed().as_secs_f64() * 1e3,
+            mib("VmRSS:"),
+            mib("VmHWM:")
+        );
     }
     r
 }

@@ -37,8 +37,14 @@
 //! * After sched_process_exit the next switch-out makes the task Dead,
 //!   whatever its prev_state; so does a switch-out with prev_state X or Z.
 
+use schedscope_trace::mem::{words_as_slots, words_as_slots_ref, Word};
 use schedscope_trace::{Cpu, EventData, PrevState, StrId, Tid, Trace, Ts};
 use serde::Serialize;
+use std::mem::MaybeUninit;
+use std::sync::Arc;
+
+/// Size of a [`StateInterval`] in 8-byte words.
+const INTERVAL_WORDS: usize = std::mem::size_of::<StateInterval>() / 8;
 
 /// The state of a thread during an interval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -95,7 +101,80 @@ pub struct ThreadTimeline {
     /// Command name (latest).
     pub comm: String,
     /// Intervals, sorted, each starting where the previous ended.
-    pub intervals: Vec<StateInterval>,
+    pub intervals: Intervals,
+}
+
+/// A thread's intervals: a slice (it derefs to `[StateInterval]`) of the
+/// store that [`Timeline::build`] fills for all threads at once.
+///
+/// The build writes every thread's intervals into one allocation, each
+/// thread in a region sized by the census, instead of one vector per
+/// thread: a few huge pages to fault in instead of thousands of small
+/// pages (see [`schedscope_trace::mem`]). Cloning shares the store.
+#[derive(Clone, Default)]
+pub struct Intervals {
+    store: Arc<Store>,
+    start: usize,
+    end: usize,
+}
+
+/// Interval slots, in words (memory reused from the decoder, see
+/// [`schedscope_trace::mem::Spare`]); only the ranges that an
+/// [`Intervals`] names are initialised.
+#[derive(Default)]
+struct Store(Vec<Word>);
+
+impl std::ops::Deref for Intervals {
+    type Target = [StateInterval];
+    fn deref(&self) -> &[StateInterval] {
+        let slots = &words_as_slots_ref::<StateInterval>(&self.store.0)[self.start..self.end];
+        // SAFETY: an Intervals is only made over initialised slots (by
+        // `From<Vec<_>>`, or by the builder over the slots it wrote), the
+        // store is never written once shared, and MaybeUninit<T> has T's
+        // layout.
+        unsafe { &*(slots as *const [MaybeUninit<StateInterval>] as *const [StateInterval]) }
+    }
+}
+
+impl From<Vec<StateInterval>> for Intervals {
+    fn from(v: Vec<StateInterval>) -> Intervals {
+        let end = v.len();
+        let mut words = vec![MaybeUninit::uninit(); end * INTERVAL_WORDS];
+        for (slot, iv) in words_as_slots(&mut words).iter_mut().zip(v) {
+            slot.write(iv);
+        }
+        Intervals {
+            store: Arc::new(Store(words)),
+            start: 0,
+            end,
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a Intervals {
+    type Item = &'a StateInterval;
+    type IntoIter = std::slice::Iter<'a, StateInterval>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl std::fmt::Debug for Intervals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl PartialEq for Intervals {
+    fn eq(&self, other: &Intervals) -> bool {
+        self[..] == other[..]
+    }
+}
+
+impl Serialize for Intervals {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self[..].serialize(s)
+    }
 }
 
 /// Who ran on a CPU from `ts` to `end` (tid 0 = idle).
@@ -376,6 +455,12 @@ struct Hot {
     open: Option<StateInterval>,
     /// sched_process_exit seen; the next switch-out makes it Dead.
     exiting: bool,
+    /// Its region of the interval store: first slot, slots written, size.
+    base: usize,
+    len: u32,
+    cap: u32,
+    /// Its intervals moved to [`Builder::spill`] (the region was full).
+    spilled: bool,
 }
 
 /// The mutable state of [`Timeline::build`]'s second pass.
@@ -383,6 +468,12 @@ struct Builder {
     tl: Timeline,
     /// Per thread, by index.
     hot: Vec<Hot>,
+    /// The interval store: every thread's region, as the census sized it
+    /// (in words; see [`Store`]).
+    store: Vec<Word>,
+    /// Intervals of threads whose region was full (never, when the census
+    /// bounds hold), by thread index.
+    spill: crate::hash::IntMap<usize, Vec<StateInterval>>,
     cpus: Vec<CpuTracker>,
     /// Interval or run pushes that found their vector full (the census
     /// bound was too small); tests check that it stays 0.
@@ -428,26 +519,82 @@ impl Builder {
         let Some(mut last) = hot.open.replace(next) else {
             return;
         };
-        let ivs = &mut self.tl.threads[i].intervals;
         if last.ts == next.ts {
             // A zero-length interval: drop it, and reopen the one before
             // when it is the same state (e.g. woken and run at one instant).
-            if let Some(&prev) = ivs.last() {
+            if let Some(prev) = self.last_interval(i) {
                 if prev.end == Some(next.ts)
                     && prev.state == next.state
                     && prev.cpu == next.cpu
                     && prev.preempted == next.preempted
                     && prev.waker == next.waker
                 {
-                    ivs.pop();
-                    hot.open = Some(StateInterval { end: None, ..prev });
+                    self.pop_interval(i);
+                    self.hot[i].open = Some(StateInterval { end: None, ..prev });
                 }
             }
             return;
         }
         last.end = Some(next.ts);
-        self.regrown += (ivs.len() == ivs.capacity()) as u64;
-        ivs.push(last);
+        self.push_interval(i, last);
+    }
+
+    /// The last interval written for thread `i`.
+    #[inline(always)]
+    fn last_interval(&self, i: usize) -> Option<StateInterval> {
+        let h = &self.hot[i];
+        if h.spilled {
+            return self.spill.get(&i).and_then(|v| v.last().copied());
+        }
+        // SAFETY: the first `len` slots of the thread's region are written.
+        (h.len > 0).then(|| unsafe {
+            words_as_slots_ref::<StateInterval>(&self.store)[h.base + h.len as usize - 1]
+                .assume_init()
+        })
+    }
+
+    /// Drop the last interval written for thread `i`.
+    #[inline(always)]
+    fn pop_interval(&mut self, i: usize) {
+        let h = &mut self.hot[i];
+        if h.spilled {
+            self.spill.get_mut(&i).and_then(|v| v.pop());
+        } else {
+            h.len -= 1;
+        }
+    }
+
+    /// Append `iv` to thread `i`'s intervals.
+    #[inline(always)]
+    fn push_interval(&mut self, i: usize, iv: StateInterval) {
+        let h = &mut self.hot[i];
+        if !h.spilled && h.len < h.cap {
+            words_as_slots(&mut self.store)[h.base + h.len as usize] = MaybeUninit::new(iv);
+            h.len += 1;
+        } else {
+            self.spill_push(i, iv);
+        }
+    }
+
+    /// [`Builder::push_interval`] when the region is full: move the
+    /// thread's intervals out of the store (out of line: never taken when
+    /// the census bounds hold).
+    #[cold]
+    #[inline(never)]
+    fn spill_push(&mut self, i: usize, iv: StateInterval) {
+        self.regrown += 1;
+        let h = &mut self.hot[i];
+        if !h.spilled {
+            h.spilled = true;
+            // SAFETY: the first `len` slots of the region are written.
+            let moved = words_as_slots_ref::<StateInterval>(&self.store)
+                [h.base..h.base + h.len as usize]
+                .iter()
+                .map(|s| unsafe { s.assume_init() })
+                .collect();
+            self.spill.insert(i, moved);
+        }
+        self.spill.entry(i).or_default().push(iv);
     }
 
     /// Append a run to CPU slot `c`.
@@ -708,12 +855,14 @@ impl Timeline {
     ///
     /// Events must be time-sorted (as every decoder returns them).
     pub fn build(trace: &Trace) -> Timeline {
-        Timeline::build_counting(trace).0
+        Timeline::build_counting(trace, false).0
     }
 
     /// [`Timeline::build`], also returning how many pushes outgrew the
-    /// vectors sized by the census (0 when its bounds hold).
-    fn build_counting(trace: &Trace) -> (Timeline, u64) {
+    /// vectors sized by the census (0 when its bounds hold). `squeeze`
+    /// (tests): give each thread room for 2 intervals only, so that the
+    /// spill path runs.
+    fn build_counting(trace: &Trace, squeeze: bool) -> (Timeline, u64) {
         // Pass 1: the threads, their comms, and how much room each needs.
         let census = Census::of(trace);
         let threads = census
@@ -721,17 +870,36 @@ impl Timeline {
             .iter()
             .map(|s| ThreadTimeline {
                 tid: s.tid,
-                intervals: Vec::with_capacity(s.bound as usize),
                 ..ThreadTimeline::default()
             })
             .collect::<Vec<_>>();
+        // One store for every thread's intervals, each thread a region.
+        let mut hot = Vec::with_capacity(census.threads.len());
+        let mut total = 0usize;
+        for s in &census.threads {
+            hot.push(Hot {
+                base: total,
+                cap: if squeeze { s.bound.min(2) } else { s.bound },
+                ..Hot::default()
+            });
+            total += s.bound as usize;
+        }
+        // (memory the decoder is done with, when there is enough)
+        let words = total * INTERVAL_WORDS;
+        let mut store = trace
+            .spare
+            .take(words)
+            .unwrap_or_else(|| schedscope_trace::mem::vec_with_huge_pages(words));
+        store.resize(words, MaybeUninit::uninit());
         let cpus = census
             .cpu_bound
             .iter()
-            .map(|&n| Vec::with_capacity(n))
+            .map(|&n| schedscope_trace::mem::vec_with_huge_pages(n))
             .collect::<Vec<_>>();
         let mut b = Builder {
-            hot: vec![Hot::default(); threads.len()],
+            hot,
+            store,
+            spill: Default::default(),
             cpus: vec![CpuTracker::default(); cpus.len()],
             tl: Timeline {
                 start: trace.start(),
@@ -760,17 +928,29 @@ impl Timeline {
                 _ => {}
             }
         }
+        for i in 0..b.hot.len() {
+            if let Some(open) = b.hot[i].open {
+                b.push_interval(i, open);
+            }
+        }
         let Builder {
             mut tl,
             hot,
-            mut regrown,
+            store,
+            mut spill,
+            regrown,
             ..
         } = b;
+        let store = Arc::new(Store(store));
         for (i, (t, h)) in tl.threads.iter_mut().zip(&hot).enumerate() {
-            if let Some(open) = h.open {
-                regrown += (t.intervals.len() == t.intervals.capacity()) as u64;
-                t.intervals.push(open);
-            }
+            t.intervals = match spill.remove(&i) {
+                Some(v) => Intervals::from(v),
+                None => Intervals {
+                    store: Arc::clone(&store),
+                    start: h.base,
+                    end: h.base + h.len as usize,
+                },
+            };
             let task = trace.tasks.by_tid(t.tid);
             t.tgid = task.and_then(|k| k.tgid);
             t.comm = match task {
@@ -927,7 +1107,7 @@ pub(crate) mod test_trace {
         /// The timeline, checking that the census sized every vector.
         pub(crate) fn build(&mut self) -> Timeline {
             self.0.finish();
-            let (tl, regrown) = Timeline::build_counting(&self.0);
+            let (tl, regrown) = Timeline::build_counting(&self.0, false);
             assert_eq!(regrown, 0, "census bound too small");
             tl
         }
@@ -1249,13 +1429,31 @@ mod tests {
         ] {
             let trace =
                 schedscope_parser::load(&root.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-            let (tl, regrown) = Timeline::build_counting(&trace);
+            let spare = trace.spare.bytes();
+            let (tl, regrown) = Timeline::build_counting(&trace, false);
             assert_eq!(regrown, 0, "{name}");
+            if name.ends_with(".data") {
+                // the decoder's slots held the intervals: reused
+                assert!(spare > 0 && trace.spare.bytes() == 0, "{name}: {spare}");
+            }
+            // Threads whose region is full spill into vectors of their
+            // own: the same timeline.
+            let (squeezed, spilled) = Timeline::build_counting(&trace, true);
+            assert!(spilled > 0, "{name}");
+            assert_eq!(squeezed.threads.len(), tl.threads.len(), "{name}");
+            for (a, b) in squeezed.threads.iter().zip(&tl.threads) {
+                assert_eq!((a.tid, &a.intervals), (b.tid, &b.intervals), "{name}");
+            }
             assert!(!tl.threads.is_empty(), "{name}");
             // The bound is a bound, not a guess: nowhere near the 2x a
             // doubling vector leaves.
             let len: usize = tl.threads.iter().map(|t| t.intervals.len()).sum();
-            let cap: usize = tl.threads.iter().map(|t| t.intervals.capacity()).sum();
+            // (the store's size: one region of `bound` slots per thread)
+            let cap: usize = Census::of(&trace)
+                .threads
+                .iter()
+                .map(|s| s.bound as usize)
+                .sum();
             assert!(
                 cap * 4 <= len * 5 + 4 * tl.threads.len(),
                 "{name}: {cap} for {len}"

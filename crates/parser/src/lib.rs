@@ -59,9 +59,9 @@ pub fn load(path: &Path) -> Result<Trace, ParseError> {
 /// Read and decode the trace file at `path`, as `opts` says.
 ///
 /// A perf.data file is mapped and its pages are dropped from memory as soon
-/// as they are decoded, so that the peak memory is the decoded events (twice,
-/// briefly: file order and time order while the runs are merged), not the
-/// file.
+/// as they are decoded, so that the peak memory is the decoded events (twice:
+/// in file order and in time order; the file-order memory is then left in
+/// [`Trace::spare`] for the analyses to reuse), not the file.
 pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Trace, ParseError> {
     let name = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|e| ParseError::io(&name, e))?;

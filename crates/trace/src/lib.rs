@@ -1,4 +1,4 @@
-//! Core schedscope types, shared by every other crate. No I/O lives here.
+//! Core schedscope types, shared by every other crate. No I/O lives here (one madvise in [`mem`]).
 //!
 //! Data flows through these types as follows: a decoder (crate
 //! `schedscope-parser`) turns a file into a [`Trace`]: a time-sorted vector of
@@ -11,6 +11,7 @@
 //! * [`event`]: the typed event model ([`EventData`]) for the tracepoints
 //!   schedscope understands; other tracepoints are kept and counted.
 //! * [`kvm`]: kvm_exit reason names from this kernel's format file.
+//! * [`mem`]: huge-page-backed vectors for the big tables.
 //! * [`strings`]: a string interner ([`Strings`], [`StrId`]).
 //! * [`task`]: the task table (tid -> tgid, comm).
 //! * [`trace`]: the [`Trace`] container, its metadata and warnings.
@@ -18,6 +19,7 @@
 pub mod event;
 pub mod ids;
 pub mod kvm;
+pub mod mem;
 pub mod strings;
 pub mod task;
 pub mod trace;

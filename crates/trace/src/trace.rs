@@ -168,6 +168,9 @@ pub struct Trace {
     /// and the time span still describe the whole file. `None`: `events`
     /// holds every event.
     pub dropped: Option<Dropped>,
+    /// Memory the decoder is done with (already faulted in), for the
+    /// analyses to reuse instead of asking the kernel for fresh pages.
+    pub spare: crate::mem::Spare,
 }
 
 /// What a filtered load left out of [`Trace::events`].
@@ -203,6 +206,7 @@ impl Trace {
             mappings: Vec::new(),
             meta: TraceMeta::default(),
             dropped: None,
+            spare: crate::mem::Spare::default(),
         }
     }
 

@@ -20,7 +20,9 @@
 //! the chunk-local ids on the way. The task table is built from
 //! COMM/FORK/EXIT records, sample tids and event comms. Both event vectors
 //! ask for transparent huge pages: faulting in ~100 MB of 4 KiB pages cost
-//! more than decoding the events that fill them.
+//! more than decoding the events that fill them. The file-order vector is
+//! not freed after the merge but left in [`Trace::spare`], already faulted
+//! in, for the timeline to reuse (see `schedscope_trace::mem`).
 //!
 //! Why not the `linux-perf-data` crate for the container: measured on the
 //! same 120 MB, 1.17 M-sample `perf record -a -e 'sched:*,ipi:*,tlb:tlb_flush'`
@@ -389,7 +391,8 @@ fn decode_pass(
     }
     timing.mark("walk+decode");
     merge(&mut trace, outs, &slots, &td, &mut damage, &timing);
-    drop(slots);
+    // The slots' pages are faulted in: the analyses reuse them.
+    trace.spare.put(slots);
     timing.mark("tasks");
 
     if trace.events.is_empty() {
@@ -870,9 +873,7 @@ fn merge(
             start = r;
         }
     }
-    // (nothing reads the slots after the merge: their pages can go)
-    let reclaim = slots.as_ptr() as usize..slots.as_ptr() as usize + std::mem::size_of_val(slots);
-    trace.events = order::merge_runs(&runs, Some(reclaim), &|c, ev| {
+    trace.events = order::merge_runs(&runs, &|c, ev| {
         let Some((smap, mmap, kmap)) = maps.get(c) else {
             return;
         };

@@ -17,8 +17,6 @@
 use rayon::prelude::*;
 use schedscope_trace::{Event, Ts};
 use std::mem::MaybeUninit;
-use std::ops::Range;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A sorted run of decoded events and the chunk it came from (whose
 /// chunk-local ids the renumbering closure maps).
@@ -36,12 +34,7 @@ const MIN_EVENTS_PER_RUN: usize = 64;
 /// Merge `runs` (in file order, each sorted by time) into one vector sorted
 /// by time, stable, applying `fix(chunk, &mut event)` to every event.
 ///
-/// `reclaim`: the address range of the memory holding the runs, which the
-/// caller will not read again; the merge gives its huge pages back to the
-/// kernel as soon as every part that reads them is merged, so that the
-/// peak memory stays below both vectors (and the output's page faults can
-/// reuse them).
-pub(crate) fn merge_runs<F>(runs: &[Run<'_>], reclaim: Option<Range<usize>>, fix: &F) -> Vec<Event>
+pub(crate) fn merge_runs<F>(runs: &[Run<'_>], fix: &F) -> Vec<Event>
 where
     F: Fn(usize, &mut Event) + Sync,
 {
@@ -105,19 +98,11 @@ where
                 .collect()
         })
         .collect();
-    let pages = reclaim.map(|r| Pages::new(r, runs, &cursors));
     let spare = &mut out.spare_capacity_mut()[..total];
     let written: usize = super::split_slots(spare, sizes.iter().copied())
         .into_par_iter()
         .zip(cursors.into_par_iter())
-        .enumerate()
-        .map(|(p, (dst, cursors))| {
-            let n = merge_part(runs, cursors, dst, fix);
-            if let Some(pages) = &pages {
-                pages.done(p);
-            }
-            n
-        })
+        .map(|(dst, cursors)| merge_part(runs, cursors, dst, fix))
         .sum();
     assert_eq!(written, total, "every slot of the merged vector is written");
     // SAFETY: the parts cover `out`'s first `total` slots (split_slots cut
@@ -125,76 +110,6 @@ where
     // part (the sum of what they wrote is `total`, checked above).
     unsafe { out.set_len(total) };
     out
-}
-
-/// The huge pages of the runs' memory and how many parts still read each.
-struct Pages {
-    /// Address of page 0.
-    first: usize,
-    /// Per page: parts that read it and are not merged yet.
-    readers: Vec<AtomicUsize>,
-    /// Per part: the pages it reads.
-    of_part: Vec<Vec<usize>>,
-}
-
-impl Pages {
-    fn new(mem: Range<usize>, runs: &[Run<'_>], parts: &[Vec<Cursor>]) -> Pages {
-        let first = mem.start.next_multiple_of(HUGE);
-        let n = (mem.end / HUGE * HUGE).saturating_sub(first) / HUGE;
-        let readers: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
-        let size = std::mem::size_of::<Event>();
-        let of_part: Vec<Vec<usize>> = parts
-            .iter()
-            .map(|cursors| {
-                let mut v: Vec<usize> = Vec::new();
-                for c in cursors {
-                    let base = runs[c.run].events.as_ptr() as usize;
-                    let (a, b) = (base + c.pos * size, base + c.end * size);
-                    // pages wholly or partly under [a, b), within `mem`
-                    let lo = a.saturating_sub(first) / HUGE;
-                    let hi = (b.saturating_sub(first)).div_ceil(HUGE).min(n);
-                    v.extend(lo..hi);
-                }
-                v.sort_unstable();
-                v.dedup();
-                v
-            })
-            .collect();
-        for v in &of_part {
-            for &pg in v {
-                readers[pg].fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        Pages {
-            first,
-            readers,
-            of_part,
-        }
-    }
-
-    /// Part `p` is merged: release the pages no other part still reads.
-    fn done(&self, p: usize) {
-        for &pg in self.of_part.get(p).into_iter().flatten() {
-            if self.readers[pg].fetch_sub(1, Ordering::AcqRel) == 1 {
-                release_huge_page(self.first + pg * HUGE);
-            }
-        }
-    }
-}
-
-/// madvise(MADV_DONTNEED) on the huge page at `addr` of the runs' memory.
-fn release_huge_page(addr: usize) {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: `addr` is a whole 2 MiB page inside the memory that the
-        // caller of merge_runs handed over (`reclaim`: never read again
-        // once merged), and every part that reads from it has finished;
-        // the page then reads as zeros, which nothing looks at before the
-        // memory is freed. Failure only costs memory.
-        unsafe { libc::madvise(addr as *mut libc::c_void, HUGE, libc::MADV_DONTNEED) };
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = addr;
 }
 
 /// Splitter times for about one part per 64 Ki events (at most 8 per
@@ -322,41 +237,10 @@ where
     w
 }
 
-/// A vector with room for `n` events whose memory the kernel is asked to
-/// back with transparent huge pages: faulting in 2 MiB pages instead of
-/// 4 KiB ones makes first writes to a ~100 MB event vector several times
-/// cheaper. Empty (growing on demand) when the room cannot be reserved.
+/// A vector with room for `n` events, backed by transparent huge pages
+/// (see [`schedscope_trace::mem`]).
 pub(crate) fn alloc_events<T>(n: usize) -> Vec<T> {
-    let mut v = Vec::new();
-    if v.try_reserve_exact(n).is_err() {
-        return Vec::new();
-    }
-    advise_huge_pages(
-        v.as_mut_ptr() as usize,
-        v.capacity() * std::mem::size_of::<T>(),
-    );
-    v
-}
-
-/// Transparent huge page size (x86-64, arm64 with 4 KiB pages).
-const HUGE: usize = 2 << 20;
-
-/// madvise(MADV_HUGEPAGE) on the whole 2 MiB pages inside `[addr, addr+len)`.
-fn advise_huge_pages(addr: usize, len: usize) {
-    #[cfg(target_os = "linux")]
-    {
-        let start = addr.next_multiple_of(HUGE);
-        let end = addr.saturating_add(len) / HUGE * HUGE;
-        if end > start {
-            // SAFETY: the range lies inside an allocation this process owns
-            // and is not yet in use; MADV_HUGEPAGE only changes how the
-            // kernel backs it, never its contents or validity. A failure
-            // (THP disabled) only costs speed.
-            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (addr, len);
+    schedscope_trace::mem::vec_with_huge_pages(n)
 }
 
 #[cfg(test)]
@@ -380,9 +264,7 @@ mod tests {
             })
             .collect();
         // the fix-up marks each event with its chunk, to see it applied once
-        let got = merge_runs(&runs, None, &|c, e| {
-            e.cpu = Cpu(e.cpu.0 * 10 + c as u32 + 1)
-        });
+        let got = merge_runs(&runs, &|c, e| e.cpu = Cpu(e.cpu.0 * 10 + c as u32 + 1));
         let mut want: Vec<Event> = Vec::new();
         for r in &runs {
             for e in r.events {
@@ -428,45 +310,6 @@ mod tests {
         }
         assert!(v.len() > 200_000, "enough for several parts");
         check(&v);
-    }
-
-    /// Released pages of the source never feed wrong events into the
-    /// output: a source of many huge pages merged with reclaim gives what
-    /// a stable sort of a copy made beforehand gives.
-    #[test]
-    fn merge_with_reclaim_equals_stable_sort() {
-        let n = 400_000usize; // ~22 MB: about ten huge pages
-        let mut src: Vec<Event> = alloc_events(n);
-        let mut seed = 11;
-        let mut t0 = 0u64;
-        while src.len() < n {
-            for _cpu in 0..2 {
-                let mut t = t0 + lcg(&mut seed) % 100;
-                for _ in 0..(lcg(&mut seed) % 20_000).min((n - src.len()) as u64) {
-                    t += lcg(&mut seed) % 3;
-                    let tag = src.len() as i32;
-                    src.push(ev(t, tag));
-                }
-            }
-            t0 += 20_000;
-        }
-        let mut want = src.clone();
-        want.sort_by_key(|e| e.ts);
-        let mut starts = vec![0];
-        starts.extend((1..src.len()).filter(|&i| src[i].ts < src[i - 1].ts));
-        starts.push(src.len());
-        let mem = src.as_ptr() as usize..src.as_ptr() as usize + n * std::mem::size_of::<Event>();
-        let runs: Vec<Run<'_>> = starts
-            .windows(2)
-            .map(|w| Run {
-                events: &src[w[0]..w[1]],
-                chunk: 0,
-            })
-            .collect();
-        assert!(runs.len() > 10, "{}", runs.len());
-        let got = merge_runs(&runs, Some(mem), &|_, _| {});
-        drop(runs);
-        assert_eq!(got, want);
     }
 
     #[test]

@@ -1,0 +1,194 @@
+//! Memory for the big vectors: events, timeline intervals, CPU runs.
+//!
+//! On the VMs this project runs on, the first touch of a fresh 4 KiB page
+//! costs about as much as decoding the events that fill it (a fault, the
+//! kernel zeroing the page, often the host backing it). Vectors of tens of
+//! megabytes are therefore asked to be backed by transparent huge pages:
+//! one fault per 2 MiB instead of 512. Better still is memory that is
+//! already faulted in: a stage that is done with a big buffer leaves it in
+//! a [`Spare`] for a later stage to reuse.
+
+use std::mem::MaybeUninit;
+use std::sync::Mutex;
+
+/// Transparent huge page size (x86-64, arm64 with 4 KiB pages).
+pub const HUGE_PAGE: usize = 2 << 20;
+
+/// An empty vector with room for `n` elements whose memory the kernel is
+/// asked to back with transparent huge pages (the whole huge pages inside
+/// it: none when it is shorter than two). Empty (growing on demand) when the room cannot be
+/// reserved.
+pub fn vec_with_huge_pages<T>(n: usize) -> Vec<T> {
+    let mut v = Vec::new();
+    if v.try_reserve_exact(n).is_err() {
+        return Vec::new();
+    }
+    let len = v.capacity().saturating_mul(std::mem::size_of::<T>());
+    advise_huge_pages(v.as_mut_ptr() as usize, len);
+    v
+}
+
+/// madvise(MADV_HUGEPAGE) on the whole 2 MiB pages inside `[addr, addr+len)`.
+fn advise_huge_pages(addr: usize, len: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        let start = addr.next_multiple_of(HUGE_PAGE);
+        let end = addr.saturating_add(len) / HUGE_PAGE * HUGE_PAGE;
+        if end > start {
+            // SAFETY: the range lies inside an allocation this process owns
+            // and is not yet in use; MADV_HUGEPAGE only changes how the
+            // kernel backs it, never its contents or validity. A failure
+            // (THP disabled) only costs speed.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (addr, len);
+}
+
+/// An 8-byte word of a reusable buffer.
+pub type Word = MaybeUninit<u64>;
+
+/// A buffer one stage is done with, kept for the next one (see the module
+/// docs). Holds at most one buffer: the largest put. Cloning gives an
+/// empty one.
+#[derive(Default)]
+pub struct Spare(Mutex<Vec<Word>>);
+
+impl Spare {
+    /// Keep `v`'s memory for reuse (when it is larger than what is kept;
+    /// element types of any size that is a multiple of 8 bytes and of
+    /// alignment 8, like the event and interval types).
+    pub fn put<T>(&self, v: Vec<MaybeUninit<T>>) {
+        let Some(words) = into_words(v) else {
+            return;
+        };
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if words.capacity() > kept.capacity() {
+            *kept = words;
+        }
+    }
+
+    /// The kept buffer, when it has room for at least `words` words
+    /// (its length is 0, its capacity at least `words`).
+    pub fn take(&self, words: usize) -> Option<Vec<Word>> {
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        (kept.capacity() >= words).then(|| std::mem::take(&mut *kept))
+    }
+}
+
+impl Spare {
+    /// Size of the kept buffer in bytes (0: none).
+    pub fn bytes(&self) -> usize {
+        self.0.lock().map_or(0, |k| k.capacity() * 8)
+    }
+}
+
+impl Clone for Spare {
+    fn clone(&self) -> Spare {
+        Spare::default()
+    }
+}
+
+impl std::fmt::Debug for Spare {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Spare({} bytes)", self.bytes())
+    }
+}
+
+/// The memory of `v` as words (its length dropped; nothing in it is
+/// initialised as far as the words are concerned). `None` when `T` is not
+/// a whole number of 8-byte words aligned to 8.
+fn into_words<T>(v: Vec<MaybeUninit<T>>) -> Option<Vec<Word>> {
+    let size = std::mem::size_of::<T>();
+    if std::mem::align_of::<T>() != 8 || !whole_words::<T>() {
+        return None;
+    }
+    let mut v = std::mem::ManuallyDrop::new(v);
+    let (ptr, cap) = (v.as_mut_ptr(), v.capacity());
+    // SAFETY: the allocation was made for `cap` elements of `T` with
+    // alignment 8, i.e. `cap * size` bytes aligned to 8, which is exactly
+    // the layout of `cap * size / 8` words; the words are MaybeUninit, so
+    // whatever the bytes hold is valid, and `v` is not used again.
+    Some(unsafe { Vec::from_raw_parts(ptr.cast::<Word>(), 0, cap * (size / 8)) })
+}
+
+/// Whether `T` fills whole words and needs no more than word alignment.
+fn whole_words<T>() -> bool {
+    let size = std::mem::size_of::<T>();
+    std::mem::align_of::<T>() <= 8 && size.is_multiple_of(8) && size > 0
+}
+
+/// `words` seen as slots of `T` (alignment at most 8, size a multiple of
+/// 8): as many whole slots as fit.
+pub fn words_as_slots<T>(words: &mut [Word]) -> &mut [MaybeUninit<T>] {
+    let size = std::mem::size_of::<T>();
+    assert!(whole_words::<T>(), "slots must be whole words");
+    let n = words.len() * 8 / size;
+    // SAFETY: the words are aligned to 8 >= align_of::<T>() and span
+    // `n * size` bytes or more; MaybeUninit<T> accepts any bytes; the
+    // result borrows `words` mutably, so nothing else aliases it.
+    unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<MaybeUninit<T>>(), n) }
+}
+
+/// [`words_as_slots`] for reading.
+pub fn words_as_slots_ref<T>(words: &[Word]) -> &[MaybeUninit<T>] {
+    let size = std::mem::size_of::<T>();
+    assert!(whole_words::<T>(), "slots must be whole words");
+    let n = words.len() * 8 / size;
+    // SAFETY: as in words_as_slots, shared.
+    unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<MaybeUninit<T>>(), n) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn room_is_reserved_and_usable() {
+        for n in [0usize, 1, 1000, 3 << 20] {
+            let mut v: Vec<u64> = vec_with_huge_pages(n);
+            assert!(v.capacity() >= n && v.is_empty());
+            v.extend((0..n as u64).map(|i| i * 3));
+            assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64 * 3));
+        }
+        // an impossible size gives an empty vector instead of aborting
+        let v: Vec<u64> = vec_with_huge_pages(usize::MAX / 4);
+        assert_eq!(v.capacity(), 0);
+    }
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    struct Six([u64; 6]);
+
+    #[test]
+    fn spare_memory_is_reused_as_other_slots() {
+        let spare = Spare::default();
+        assert!(spare.take(1).is_none());
+        // a 7-word element type, as Event is
+        let v: Vec<MaybeUninit<[u64; 7]>> = Vec::with_capacity(100);
+        let addr = v.as_ptr() as usize;
+        spare.put(v);
+        // a smaller buffer does not replace the kept one
+        spare.put(Vec::<MaybeUninit<[u64; 7]>>::with_capacity(10));
+        assert!(spare.take(701).is_none());
+        let mut words = spare.take(700).expect("700 words kept");
+        assert_eq!(words.as_ptr() as usize, addr);
+        assert!(spare.take(1).is_none(), "taken once");
+        words.resize(words.capacity(), MaybeUninit::uninit());
+        let slots = words_as_slots::<Six>(&mut words);
+        assert_eq!(slots.len(), 700 / 6);
+        for (i, s) in slots.iter_mut().enumerate() {
+            s.write(Six([i as u64; 6]));
+        }
+        let read = words_as_slots_ref::<Six>(&words);
+        // SAFETY: every slot was written above.
+        assert!(read
+            .iter()
+            .enumerate()
+            .all(|(i, s)| unsafe { s.assume_init() } == Six([i as u64; 6])));
+        // types that are not whole aligned words are not kept
+        spare.put(Vec::<MaybeUninit<u32>>::with_capacity(1000));
+        assert!(spare.take(1).is_none());
+        assert_eq!(format!("{:?}", spare.clone()), "Spare(0 bytes)");
+    }
+}
