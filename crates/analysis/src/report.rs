@@ -254,15 +254,21 @@ impl Report {
     /// Compute the requested sections of `trace`.
     ///
     /// The timeline is built once (only when a section needs it), in
-    /// parallel with latency and idle, which have their own passes over the
-    /// events; then gang, lhp and tlb run in parallel on it (rayon). Results
-    /// do not depend on the number of threads.
+    /// parallel with the work that does not read it: latency and idle
+    /// (their own passes over the events) and the bulk of tlb (its pass
+    /// and symbolization, [`tlb::prepare`]); then gang and lhp run on the
+    /// timeline, and tlb finishes on it. Results do not depend on the
+    /// number of threads.
     pub fn compute(trace: &Trace, sections: Sections, opts: &Options) -> Report {
-        // Latency and idle read the events only; gang, lhp and tlb read the
-        // timeline. Two strands, balanced by rayon's work stealing: the
-        // timeline and its readers, beside latency and idle.
+        // Two strands, balanced by rayon's work stealing: the timeline and
+        // its readers, beside the sections that need no timeline.
         let no_timeline = Timeline::default();
-        let ((timeline, (gang, lhp), (tlb, profile)), (latency, idle)) = rayon::join(
+        let free = Context {
+            trace,
+            timeline: &no_timeline,
+            opts,
+        };
+        let ((timeline, (gang, lhp), profile), (latency, (idle, tlb_prepared))) = rayon::join(
             || {
                 let timeline = if sections.need_timeline() {
                     timed("timeline", || Timeline::build(trace))
@@ -274,7 +280,7 @@ impl Report {
                     timeline: &timeline,
                     opts,
                 };
-                let (gang_lhp, tlb) = rayon::join(
+                let (gang_lhp, profile) = rayon::join(
                     || {
                         rayon::join(
                             || timed("gang", || maybe(sections.gang, || gang::analyze(&ctx))),
@@ -282,34 +288,42 @@ impl Report {
                         )
                     },
                     || {
-                        if sections.tlb {
-                            rayon::join(
-                                || timed("tlb", || Some(Section(tlb::analyze(&ctx)))),
-                                || timed("profile", || tlb::analyze_profile(&ctx)),
-                            )
-                        } else {
-                            (None, None)
-                        }
+                        sections
+                            .tlb
+                            .then(|| timed("profile", || tlb::analyze_profile(&ctx)))
+                            .flatten()
                     },
                 );
-                (timeline, gang_lhp, tlb)
+                (timeline, gang_lhp, profile)
             },
             || {
-                let ctx = Context {
-                    trace,
-                    timeline: &no_timeline,
-                    opts,
-                };
                 rayon::join(
                     || {
                         timed("latency", || {
                             maybe(sections.latency, || latency::compute(trace))
                         })
                     },
-                    || timed("idle", || maybe(sections.idle, || idle::analyze(&ctx))),
+                    || {
+                        rayon::join(
+                            || timed("idle", || maybe(sections.idle, || idle::analyze(&free))),
+                            || {
+                                sections
+                                    .tlb
+                                    .then(|| timed("tlb prepare", || tlb::prepare(&free)))
+                            },
+                        )
+                    },
                 )
             },
         );
+        let tlb = tlb_prepared.map(|p| {
+            let ctx = Context {
+                trace,
+                timeline: &timeline,
+                opts,
+            };
+            Section(p.and_then(|p| timed("tlb finish", || tlb::finish(&ctx, p))))
+        });
         Report {
             trace: TraceSummary::of(trace),
             latency,

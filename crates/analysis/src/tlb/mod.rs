@@ -408,6 +408,24 @@ fn fired(ctx: &Context, name: &str) -> bool {
 
 /// Compute the tlb section.
 pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
+    finish(ctx, prepare(ctx)?)
+}
+
+/// What [`prepare`] computes for [`finish`].
+pub(crate) struct Prepared<'a> {
+    has_ipi: bool,
+    has_csd: bool,
+    scan: requests::Scan,
+    tgids: Tgids<'a>,
+    req_stack_pid: Vec<Option<Tid>>,
+    syms: SymbolTable,
+    func_class: IntMap<Sym, (IpiClass, bool)>,
+}
+
+/// The part of [`analyze`] that does not read the timeline (most of its
+/// time: the pass over the events and the symbolization), so that it can
+/// run while the timeline is built; `ctx.timeline` is not read.
+pub(crate) fn prepare<'a>(ctx: &Context<'a>) -> Result<Prepared<'a>, AnalysisError> {
     let trace = ctx.trace;
     if !EVENTS.iter().any(|n| recorded(ctx, n)) {
         return Err(AnalysisError::missing("tlb", EVENTS));
@@ -469,7 +487,30 @@ pub fn analyze(ctx: &Context) -> Result<TlbReport, AnalysisError> {
             (s, (IpiClass::of_function(name.as_deref()), generic))
         })
         .collect();
+    Ok(Prepared {
+        has_ipi,
+        has_csd,
+        scan,
+        tgids,
+        req_stack_pid,
+        syms,
+        func_class,
+    })
+}
 
+/// The rest of [`analyze`], on the timeline.
+pub(crate) fn finish(ctx: &Context, p: Prepared<'_>) -> Result<TlbReport, AnalysisError> {
+    let Prepared {
+        has_ipi,
+        has_csd,
+        scan,
+        mut tgids,
+        req_stack_pid,
+        syms,
+        func_class,
+    } = p;
+    let trace = ctx.trace;
+    let ipi_events = &EVENTS[..5];
     let duration = trace.duration();
     let secs = duration.0 as f64 / 1e9;
     let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
