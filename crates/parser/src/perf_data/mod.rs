@@ -607,9 +607,6 @@ impl<'a, 'w> Walker<'a, 'w> {
         let mut chunk_start = pos;
         let mut samples = 0usize;
         let until = until.min(stream.len());
-        if let Some(b) = stream.get(pos..until) {
-            populate(b);
-        }
         while pos < until && w.damage.is_none() {
             // Each header's address depends on the size in the previous
             // one: ask for the memory a few records ahead, so that the
@@ -676,32 +673,6 @@ impl<'a, 'w> Walker<'a, 'w> {
         }
         self.pos = pos;
     }
-}
-
-/// Map the pages of `b` (a window of a mapped file) in one call rather
-/// than one fault per 64 KiB as the walk first touches them.
-fn populate(b: &[u8]) {
-    #[cfg(target_os = "linux")]
-    {
-        const PAGE: usize = 4096;
-        let start = b.as_ptr() as usize / PAGE * PAGE;
-        let end = b.as_ptr() as usize + b.len();
-        if end > start {
-            // SAFETY: every page of the range holds bytes of `b`, which is
-            // readable memory; MADV_POPULATE_READ only maps them (as a read
-            // would) and never changes them. Failure is harmless (the walk
-            // faults them in instead).
-            unsafe {
-                libc::madvise(
-                    start as *mut libc::c_void,
-                    end - start,
-                    libc::MADV_POPULATE_READ,
-                )
-            };
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = b;
 }
 
 /// How far ahead of the header it reads the walk prefetches.
