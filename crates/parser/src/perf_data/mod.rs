@@ -276,12 +276,12 @@ fn decode_pass(
         damage = Some((data.len() as u64, msg));
     }
     let stream = &data[ds_start..ds_end.max(ds_start)];
-    // The walk over the record headers is sequential: walk the next window
-    // while the chunks of the current one are decoded on the other cores;
-    // each chunk's pages are released once decoded, so only about two
-    // windows of the file are resident at a time.
+    // The walk over the record headers is sequential. Every chunk it cuts
+    // is handed to the pool at once (a rayon scope), so the other cores
+    // decode while it walks on, never waiting for one another at window
+    // boundaries; once the walk is done, its thread decodes too. Each
+    // chunk's pages are released once decoded.
     let mut walker = Walker::new(stream, ds_start as u64, "", filter.as_ref());
-    walker.advance(WINDOW_BYTES);
     // One slot per SAMPLE record, reserved once for the whole file (the
     // smallest sample the attrs allow bounds their number).
     let min_sample = ctx
@@ -291,34 +291,51 @@ fn decode_pass(
         .min()
         .unwrap_or(8);
     let mut slots: Vec<MaybeUninit<Event>> = order::alloc_events(stream.len() / min_sample);
-    let mut outs: Vec<Decoded<'_>> = Vec::new();
-    let mut next_chunk = 0usize;
-    loop {
-        let jobs: Vec<Job<'_>> = walker.w.chunks[next_chunk..]
-            .iter()
-            .map(|(r, n)| Job {
-                stream,
-                range: r.clone(),
-                samples: *n,
-                base: ds_start as u64,
-                decompressed: false,
-            })
-            .collect();
-        next_chunk = walker.w.chunks.len();
-        if jobs.is_empty() && walker.done() {
-            break;
-        }
-        let until = walker.pos.saturating_add(WINDOW_BYTES);
-        let (o, _) = rayon::join(
-            || decode_jobs(&ctx, &jobs, n_names, &mut slots, release),
-            || {
-                if !walker.done() {
-                    walker.advance(until)
+    let cap = slots.capacity();
+    // SAFETY: the room is reserved and MaybeUninit<Event> needs no
+    // initialisation; the length is set back to the slots handed out below.
+    unsafe { slots.set_len(cap) };
+    let decoded: std::sync::Mutex<Vec<(usize, Decoded<'_>)>> = Default::default();
+    let mut used = 0usize;
+    {
+        let mut rest: &mut [MaybeUninit<Event>] = &mut slots[..];
+        let (ctx, decoded) = (&ctx, &decoded);
+        rayon::scope(|s| {
+            let mut next_chunk = 0usize;
+            while !walker.done() {
+                let until = walker.pos.saturating_add(WINDOW_BYTES);
+                walker.advance(until);
+                for (i, (range, n)) in walker.w.chunks.iter().enumerate().skip(next_chunk) {
+                    // (too few slots: the chunk reports the overflow)
+                    let k = (*n).min(rest.len());
+                    let (mine, tail) = std::mem::take(&mut rest).split_at_mut(k);
+                    rest = tail;
+                    let job = Job {
+                        stream,
+                        range: range.clone(),
+                        samples: *n,
+                        base: ds_start as u64,
+                        decompressed: false,
+                    };
+                    let offset = used;
+                    used += k;
+                    s.spawn(move |_| {
+                        let d = decode_job(ctx, &job, n_names, mine, offset, release);
+                        decoded
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push((i, d));
+                    });
                 }
-            },
-        );
-        outs.extend(o);
+                next_chunk = walker.w.chunks.len();
+            }
+        });
     }
+    // SAFETY: `used` <= the capacity; slots are MaybeUninit.
+    unsafe { slots.set_len(used) };
+    let mut outs = decoded.into_inner().unwrap_or_else(|e| e.into_inner());
+    outs.sort_unstable_by_key(|(i, _)| *i);
+    let mut outs: Vec<Decoded<'_>> = outs.into_iter().map(|(_, d)| d).collect();
     let walk = walker.w;
     if let Some((off, msg, skipped)) = &walk.damage {
         trace.warn(Severity::Error, msg.clone(), *skipped);
@@ -453,10 +470,7 @@ struct Decoded<'a> {
 }
 
 /// Decode `jobs` in parallel, each into its own range of new slots at the
-/// end of `slots` (one slot per SAMPLE record; a chunk fills the start of
-/// its range, in file order, and slots of samples that are skipped or not
-/// kept are never written, so their pages are never touched). File chunks
-/// copy their strings out and `release` their pages.
+/// end of `slots` (see [`decode_job`]).
 fn decode_jobs<'a>(
     ctx: &Ctx<'a>,
     jobs: &[Job<'a>],
@@ -480,27 +494,40 @@ fn decode_jobs<'a>(
         .into_par_iter()
         .zip(jobs.par_iter())
         .zip(offsets.into_par_iter())
-        .map(|((slots, j), offset)| {
-            let mut out =
-                chunk::decode_chunk(ctx, j.stream, j.range.clone(), j.base, n_names, slots);
-            if !j.decompressed {
-                // Copy the few distinct strings out before the pages go:
-                // reading them later would fault 64 KiB back in per string.
-                for st in &mut out.local.strings {
-                    if let std::borrow::Cow::Borrowed(b) = st {
-                        *st = std::borrow::Cow::Owned(b.to_vec());
-                    }
-                }
-                let base = j.base as usize;
-                release(base + j.range.start..base + j.range.end);
-            }
-            Decoded {
-                out,
-                offset,
-                decompressed: j.decompressed,
-            }
-        })
+        .map(|((slots, j), offset)| decode_job(ctx, j, n_names, slots, offset, release))
         .collect()
+}
+
+/// Decode one chunk into `slots` (one slot per SAMPLE record of the chunk;
+/// it fills their start, in file order, and slots of samples that are
+/// skipped or not kept are never written, so their pages are never
+/// touched); `offset`: where `slots` starts in the slot vector. File
+/// chunks copy their strings out and `release` their pages.
+fn decode_job<'a>(
+    ctx: &Ctx<'a>,
+    j: &Job<'a>,
+    n_names: usize,
+    slots: &mut [MaybeUninit<Event>],
+    offset: usize,
+    release: &(dyn Fn(Range<usize>) + Sync),
+) -> Decoded<'a> {
+    let mut out = chunk::decode_chunk(ctx, j.stream, j.range.clone(), j.base, n_names, slots);
+    if !j.decompressed {
+        // Copy the few distinct strings out before the pages go:
+        // reading them later would fault 64 KiB back in per string.
+        for st in &mut out.local.strings {
+            if let std::borrow::Cow::Borrowed(b) = st {
+                *st = std::borrow::Cow::Owned(b.to_vec());
+            }
+        }
+        let base = j.base as usize;
+        release(base + j.range.start..base + j.range.end);
+    }
+    Decoded {
+        out,
+        offset,
+        decompressed: j.decompressed,
+    }
 }
 
 /// One chunk to decode.
