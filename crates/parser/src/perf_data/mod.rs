@@ -62,6 +62,10 @@ use tracepoint::TpDecoder;
 /// The header walk runs this far ahead of the chunk decoders.
 const WINDOW_BYTES: usize = if cfg!(test) { 256 << 10 } else { 8 << 20 };
 
+/// How many chunks the walk may cut before the decoders have finished
+/// them: beyond this it decodes one itself.
+const MAX_CHUNKS_AHEAD: usize = 24;
+
 /// Target size of one parallel decoding chunk.
 /// (Small in unit tests, so that the small fixtures span several chunks.)
 const CHUNK_BYTES: usize = if cfg!(test) { 64 << 10 } else { 1 << 20 };
@@ -296,13 +300,23 @@ fn decode_pass(
     // initialisation; the length is set back to the slots handed out below.
     unsafe { slots.set_len(cap) };
     let decoded: std::sync::Mutex<Vec<(usize, Decoded<'_>)>> = Default::default();
+    let finished = std::sync::atomic::AtomicUsize::new(0);
     let mut used = 0usize;
     {
         let mut rest: &mut [MaybeUninit<Event>] = &mut slots[..];
-        let (ctx, decoded) = (&ctx, &decoded);
+        let (ctx, decoded, finished) = (&ctx, &decoded, &finished);
         rayon::scope(|s| {
             let mut next_chunk = 0usize;
             while !walker.done() {
+                // Far enough ahead (the pages it walked stay mapped until
+                // decoded): decode the newest chunk here instead.
+                while next_chunk - finished.load(std::sync::atomic::Ordering::Relaxed)
+                    > MAX_CHUNKS_AHEAD
+                {
+                    if rayon::yield_local() != Some(rayon::Yield::Executed) {
+                        break;
+                    }
+                }
                 let until = walker.pos.saturating_add(WINDOW_BYTES);
                 walker.advance(until);
                 for (i, (range, n)) in walker.w.chunks.iter().enumerate().skip(next_chunk) {
@@ -325,6 +339,7 @@ fn decode_pass(
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
                             .push((i, d));
+                        finished.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     });
                 }
                 next_chunk = walker.w.chunks.len();
