@@ -1104,6 +1104,11 @@ impl<'t> Pass<'t> {
 /// the live kernel's when the trace was recorded on it), see
 /// [`crate::symbolize`].
 fn nohz_funcs(trace: &Trace) -> HashSet<u64> {
+    // (the decoders give CsdQueue payloads to csd:csd_queue_cpu events
+    // only: without that event name, spare the pass over the events)
+    if trace.name_id("csd:csd_queue_cpu").is_none() {
+        return HashSet::new();
+    }
     let funcs: HashSet<Sym> = trace
         .events
         .iter()
