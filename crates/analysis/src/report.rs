@@ -516,7 +516,11 @@ mod tests {
                 let keep = s
                     .needed_events()
                     .map(|n| n.iter().map(|s| s.to_string()).collect());
-                let opts = schedscope_parser::LoadOptions { keep };
+                // (and the timeline sections on the decoder's spare memory)
+                let opts = schedscope_parser::LoadOptions {
+                    keep,
+                    spare: s.need_timeline(),
+                };
                 let part = schedscope_parser::load_with(&p, &opts).unwrap();
                 dropped_some |= part.events.len() < full.events.len();
                 let a = json_with_threads(&full, 2, s);

@@ -1455,8 +1455,13 @@ mod tests {
             "sim/bare-metal-s1.data",
             "sim/mixed-s1.data",
         ] {
-            let trace =
-                schedscope_parser::load(&root.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+            // (perf.data: the decoder leaves its memory for the timeline)
+            let spare = schedscope_parser::LoadOptions {
+                spare: true,
+                ..Default::default()
+            };
+            let trace = schedscope_parser::load_with(&root.join(name), &spare)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
             let spare = trace.spare.bytes();
             let (tl, regrown) = Timeline::build_counting(&trace, false);
             assert_eq!(regrown, 0, "{name}");

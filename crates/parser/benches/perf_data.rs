@@ -59,6 +59,7 @@ fn decode_big_file_latency_events(bencher: divan::Bencher) {
             .map(|s| s.to_string())
             .collect(),
         ),
+        ..Default::default()
     };
     bencher.bench(|| schedscope_parser::load_with(&path, &opts).map(|t| t.events.len()));
 }

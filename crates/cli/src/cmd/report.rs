@@ -135,6 +135,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             .sections
             .needed_events()
             .map(|names| names.iter().map(|n| n.to_string()).collect()),
+        // (the timeline reuses the decoder's memory)
+        spare: cfg.sections.need_timeline(),
     };
     let trace = load_with(&args.file, &progress, &load_opts)?;
     let t1 = Instant::now();

@@ -20,9 +20,11 @@
 //! the chunk-local ids on the way. The task table is built from
 //! COMM/FORK/EXIT records, sample tids and event comms. Both event vectors
 //! ask for transparent huge pages: faulting in ~100 MB of 4 KiB pages cost
-//! more than decoding the events that fill them. The file-order vector is
-//! not freed after the merge but left in [`Trace::spare`], already faulted
-//! in, for the timeline to reuse (see `schedscope_trace::mem`).
+//! more than decoding the events that fill them. When the caller asks for
+//! it ([`crate::LoadOptions::spare`]), the file-order vector is not freed
+//! after the merge but left in [`Trace::spare`], already faulted in, for
+//! the timeline to reuse (see `schedscope_trace::mem`); otherwise the merge
+//! gives its pages back as it goes, so that the peak stays below both.
 //!
 //! Why not the `linux-perf-data` crate for the container: measured on the
 //! same 120 MB, 1.17 M-sample `perf record -a -e 'sched:*,ipi:*,tlb:tlb_flush'`
@@ -422,9 +424,21 @@ fn decode_pass(
         trace.nr_cpus = trace.nr_cpus.max(o.out.kept_cpus);
     }
     timing.mark("walk+decode");
-    merge(&mut trace, outs, &slots, &td, &mut damage, &timing);
-    // The slots' pages are faulted in: the analyses reuse them.
-    trace.spare.put(slots);
+    merge(
+        &mut trace,
+        outs,
+        &slots,
+        &td,
+        &mut damage,
+        &timing,
+        opts.spare,
+    );
+    if opts.spare {
+        // The slots' pages are faulted in: the analyses reuse them.
+        trace.spare.put(slots);
+    } else {
+        drop(slots);
+    }
     timing.mark("tasks");
 
     if trace.events.is_empty() {
@@ -814,6 +828,7 @@ fn merge(
     td: &tracing_data::TracingData,
     damage: &mut Option<(u64, String)>,
     timing: &Timing,
+    spare: bool,
 ) {
     let mut counts = vec![0u64; trace.event_names.len()];
     let mut mask_ids: FxMap<Vec<u64>, u32> = FxMap::default();
@@ -886,7 +901,11 @@ fn merge(
             start = r;
         }
     }
-    trace.events = order::merge_runs(&runs, &|c, ev| {
+    // Without a spare to leave, nothing reads the slots after the merge:
+    // their pages can go as it proceeds.
+    let reclaim = (!spare)
+        .then(|| slots.as_ptr() as usize..slots.as_ptr() as usize + std::mem::size_of_val(slots));
+    trace.events = order::merge_runs(&runs, reclaim, &|c, ev| {
         let Some((smap, mmap, kmap)) = maps.get(c) else {
             return;
         };
@@ -1217,6 +1236,7 @@ mod tests {
         assert!(n > 100);
         let keep = crate::LoadOptions {
             keep: Some(vec!["sched:sched_switch".into()]),
+            ..Default::default()
         };
         assert!(
             decode_pass("x", &d, &keep, &|_| {}, true)

@@ -17,6 +17,8 @@
 use rayon::prelude::*;
 use schedscope_trace::{Event, Ts};
 use std::mem::MaybeUninit;
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A sorted run of decoded events and the chunk it came from (whose
 /// chunk-local ids the renumbering closure maps).
@@ -34,7 +36,12 @@ const MIN_EVENTS_PER_RUN: usize = 64;
 /// Merge `runs` (in file order, each sorted by time) into one vector sorted
 /// by time, stable, applying `fix(chunk, &mut event)` to every event.
 ///
-pub(crate) fn merge_runs<F>(runs: &[Run<'_>], fix: &F) -> Vec<Event>
+/// `reclaim`: the address range of the memory holding the runs, which the
+/// caller will not read again; the merge gives its huge pages back to the
+/// kernel as soon as every part that reads them is merged, so that the
+/// peak memory stays below both vectors (and the output's page faults can
+/// reuse them).
+pub(crate) fn merge_runs<F>(runs: &[Run<'_>], reclaim: Option<Range<usize>>, fix: &F) -> Vec<Event>
 where
     F: Fn(usize, &mut Event) + Sync,
 {
@@ -98,11 +105,19 @@ where
                 .collect()
         })
         .collect();
+    let pages = reclaim.map(|r| Pages::new(r, runs, &cursors));
     let spare = &mut out.spare_capacity_mut()[..total];
     let written: usize = super::split_slots(spare, sizes.iter().copied())
         .into_par_iter()
         .zip(cursors.into_par_iter())
-        .map(|(dst, cursors)| merge_part(runs, cursors, dst, fix))
+        .enumerate()
+        .map(|(p, (dst, cursors))| {
+            let n = merge_part(runs, cursors, dst, fix);
+            if let Some(pages) = &pages {
+                pages.done(p);
+            }
+            n
+        })
         .sum();
     assert_eq!(written, total, "every slot of the merged vector is written");
     // SAFETY: the parts cover `out`'s first `total` slots (split_slots cut
@@ -110,6 +125,76 @@ where
     // part (the sum of what they wrote is `total`, checked above).
     unsafe { out.set_len(total) };
     out
+}
+
+/// The huge pages of the runs' memory and how many parts still read each.
+struct Pages {
+    /// Address of page 0.
+    first: usize,
+    /// Per page: parts that read it and are not merged yet.
+    readers: Vec<AtomicUsize>,
+    /// Per part: the pages it reads.
+    of_part: Vec<Vec<usize>>,
+}
+
+impl Pages {
+    fn new(mem: Range<usize>, runs: &[Run<'_>], parts: &[Vec<Cursor>]) -> Pages {
+        let first = mem.start.next_multiple_of(HUGE);
+        let n = (mem.end / HUGE * HUGE).saturating_sub(first) / HUGE;
+        let readers: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+        let size = std::mem::size_of::<Event>();
+        let of_part: Vec<Vec<usize>> = parts
+            .iter()
+            .map(|cursors| {
+                let mut v: Vec<usize> = Vec::new();
+                for c in cursors {
+                    let base = runs[c.run].events.as_ptr() as usize;
+                    let (a, b) = (base + c.pos * size, base + c.end * size);
+                    // pages wholly or partly under [a, b), within `mem`
+                    let lo = a.saturating_sub(first) / HUGE;
+                    let hi = (b.saturating_sub(first)).div_ceil(HUGE).min(n);
+                    v.extend(lo..hi);
+                }
+                v.sort_unstable();
+                v.dedup();
+                v
+            })
+            .collect();
+        for v in &of_part {
+            for &pg in v {
+                readers[pg].fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Pages {
+            first,
+            readers,
+            of_part,
+        }
+    }
+
+    /// Part `p` is merged: release the pages no other part still reads.
+    fn done(&self, p: usize) {
+        for &pg in self.of_part.get(p).into_iter().flatten() {
+            if self.readers[pg].fetch_sub(1, Ordering::AcqRel) == 1 {
+                release_huge_page(self.first + pg * HUGE);
+            }
+        }
+    }
+}
+
+/// madvise(MADV_DONTNEED) on the huge page at `addr` of the runs' memory.
+fn release_huge_page(addr: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `addr` is a whole 2 MiB page inside the memory that the
+        // caller of merge_runs handed over (`reclaim`: never read again
+        // once merged), and every part that reads from it has finished;
+        // the page then reads as zeros, which nothing looks at before the
+        // memory is freed. Failure only costs memory.
+        unsafe { libc::madvise(addr as *mut libc::c_void, HUGE, libc::MADV_DONTNEED) };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = addr;
 }
 
 /// Splitter times for about one part per 64 Ki events (at most 8 per
@@ -243,6 +328,9 @@ pub(crate) fn alloc_events<T>(n: usize) -> Vec<T> {
     schedscope_trace::mem::vec_with_huge_pages(n)
 }
 
+/// Transparent huge page size.
+const HUGE: usize = schedscope_trace::mem::HUGE_PAGE;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,7 +352,9 @@ mod tests {
             })
             .collect();
         // the fix-up marks each event with its chunk, to see it applied once
-        let got = merge_runs(&runs, &|c, e| e.cpu = Cpu(e.cpu.0 * 10 + c as u32 + 1));
+        let got = merge_runs(&runs, None, &|c, e| {
+            e.cpu = Cpu(e.cpu.0 * 10 + c as u32 + 1)
+        });
         let mut want: Vec<Event> = Vec::new();
         for r in &runs {
             for e in r.events {
@@ -310,6 +400,45 @@ mod tests {
         }
         assert!(v.len() > 200_000, "enough for several parts");
         check(&v);
+    }
+
+    /// Released pages of the source never feed wrong events into the
+    /// output: a source of many huge pages merged with reclaim gives what
+    /// a stable sort of a copy made beforehand gives.
+    #[test]
+    fn merge_with_reclaim_equals_stable_sort() {
+        let n = 400_000usize; // ~22 MB: about ten huge pages
+        let mut src: Vec<Event> = alloc_events(n);
+        let mut seed = 11;
+        let mut t0 = 0u64;
+        while src.len() < n {
+            for _cpu in 0..2 {
+                let mut t = t0 + lcg(&mut seed) % 100;
+                for _ in 0..(lcg(&mut seed) % 20_000).min((n - src.len()) as u64) {
+                    t += lcg(&mut seed) % 3;
+                    let tag = src.len() as i32;
+                    src.push(ev(t, tag));
+                }
+            }
+            t0 += 20_000;
+        }
+        let mut want = src.clone();
+        want.sort_by_key(|e| e.ts);
+        let mut starts = vec![0];
+        starts.extend((1..src.len()).filter(|&i| src[i].ts < src[i - 1].ts));
+        starts.push(src.len());
+        let mem = src.as_ptr() as usize..src.as_ptr() as usize + n * std::mem::size_of::<Event>();
+        let runs: Vec<Run<'_>> = starts
+            .windows(2)
+            .map(|w| Run {
+                events: &src[w[0]..w[1]],
+                chunk: 0,
+            })
+            .collect();
+        assert!(runs.len() > 10, "{}", runs.len());
+        let got = merge_runs(&runs, Some(mem), &|_, _| {});
+        drop(runs);
+        assert_eq!(got, want);
     }
 
     #[test]
