@@ -106,6 +106,19 @@ impl Sections {
         Some(v)
     }
 
+    /// The event names the selected sections only count (for
+    /// `schedscope_parser::LoadOptions::tally`): tlb reads `tlb:tlb_flush`
+    /// (up to a third of a shootdown-heavy recording) only as counts by
+    /// reason, CPU and pages, from events or from tallies alike, and no
+    /// other section reads it.
+    pub fn tallied_events(&self) -> Vec<&'static str> {
+        if self.tlb {
+            vec![tlb::TALLIED]
+        } else {
+            Vec::new()
+        }
+    }
+
     /// Every section.
     pub fn all() -> Sections {
         Sections {
@@ -516,10 +529,12 @@ mod tests {
                 let keep = s
                     .needed_events()
                     .map(|n| n.iter().map(|s| s.to_string()).collect());
-                // (and the timeline sections on the decoder's spare memory)
+                // (the timeline sections on the decoder's spare memory, and
+                // what they only count tallied)
                 let opts = schedscope_parser::LoadOptions {
                     keep,
                     spare: s.need_timeline(),
+                    tally: s.tallied_events().iter().map(|n| n.to_string()).collect(),
                 };
                 let part = schedscope_parser::load_with(&p, &opts).unwrap();
                 dropped_some |= part.events.len() < full.events.len();

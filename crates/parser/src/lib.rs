@@ -55,6 +55,13 @@ pub struct LoadOptions {
     /// are put in time order. Faster when a timeline is built; without one,
     /// it only raises the peak memory (by up to the size of the events).
     pub spare: bool,
+    /// Count the events with these names (spelled as in `keep`) by CPU
+    /// and payload in [`Trace::tallies`] instead of keeping them: for
+    /// events a caller only counts, this spares storing and sorting them.
+    /// They are still counted in `events_by_name` and in
+    /// [`Trace::dropped`]; an event named here is tallied even when
+    /// `keep` names it too. Only the perf.data decoder tallies.
+    pub tally: Vec<String>,
 }
 
 /// Read and decode the trace file at `path`.
@@ -142,6 +149,7 @@ fn describe_unknown(data: &[u8]) -> String {
 mod tests {
     use super::*;
     use schedscope_trace::{Event, EventData};
+    use std::collections::BTreeMap;
     use std::path::PathBuf;
 
     fn fixture(name: &str) -> PathBuf {
@@ -229,6 +237,87 @@ mod tests {
             assert_eq!(part.nr_cpus, full.nr_cpus, "{f}");
             assert_eq!(tasks(&part), tasks(&full), "{f}");
             assert_eq!(full.dropped, None, "{f}");
+        }
+    }
+
+    /// `s` with every `StrId(N)` written `StrId`.
+    fn no_str_ids(s: &str) -> String {
+        let mut out = String::new();
+        let mut rest = s;
+        while let Some(i) = rest.find("StrId(") {
+            out.push_str(&rest[..i + 6]);
+            rest = rest[i + 6..].trim_start_matches(|c: char| c.is_ascii_digit());
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// A tallying load leaves the tallied events out of `events` and
+    /// counts them by (name, CPU, payload): the same multiset as the full
+    /// decode's events, whose other events it keeps as they were; counts
+    /// still describe the whole file.
+    #[test]
+    fn tallied_events_are_counted_by_cpu_and_payload() {
+        let tallied = "tlb:tlb_flush";
+        for f in ["sched_small.data", "sched_small_zstd.data"] {
+            let path = fixture(f);
+            let full = load(&path).unwrap();
+            let mut want: BTreeMap<String, u64> = BTreeMap::new();
+            for e in &full.events {
+                if full.event_name(e.name) == tallied {
+                    *want.entry(format!("{:?} {:?}", e.cpu, e.data)).or_default() += 1;
+                }
+            }
+            assert!(want.len() > 1, "{f}: too few tlb_flush kinds to test");
+            // tallied whether or not `keep` names it
+            for keep in [
+                None,
+                Some(vec![tallied.to_string(), "sched:sched_switch".into()]),
+            ] {
+                let opts = LoadOptions {
+                    keep: keep.clone(),
+                    tally: vec![tallied.to_string()],
+                    ..Default::default()
+                };
+                let part = load_with(&path, &opts).unwrap();
+                let mut got: BTreeMap<String, u64> = BTreeMap::new();
+                for t in &part.tallies {
+                    assert_eq!(part.event_name(t.name), tallied, "{f}");
+                    let k = format!("{:?} {:?}", t.cpu, t.data);
+                    assert!(got.insert(k, t.count).is_none(), "{f}: one entry per key");
+                }
+                assert_eq!(got, want, "{f}");
+                assert!(part
+                    .events
+                    .iter()
+                    .all(|e| part.event_name(e.name) != tallied));
+                let kept = |t: &Trace, e: &schedscope_trace::Event| {
+                    let n = t.event_name(e.name);
+                    n != tallied
+                        && (keep.is_none()
+                            || n == "sched:sched_switch"
+                            || perf_data::ALWAYS_KEEP.contains(&n))
+                };
+                let want_events: Vec<String> = full
+                    .events
+                    .iter()
+                    .filter(|e| kept(&full, e))
+                    .map(|e| norm(&full, e))
+                    .collect();
+                let got_events: Vec<String> = part.events.iter().map(|e| norm(&part, e)).collect();
+                // (string ids may be numbered differently: the strings are
+                // compared, in `norm`'s tail)
+                assert_eq!(
+                    got_events.iter().map(|e| no_str_ids(e)).collect::<Vec<_>>(),
+                    want_events
+                        .iter()
+                        .map(|e| no_str_ids(e))
+                        .collect::<Vec<_>>(),
+                    "{f}"
+                );
+                assert_eq!(part.events_by_name, full.events_by_name, "{f}");
+                assert_eq!(part.event_count(), full.events.len() as u64, "{f}");
+            }
         }
     }
 

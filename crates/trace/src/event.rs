@@ -224,7 +224,7 @@ impl KvmIsa {
 }
 
 /// Typed payload of the tracepoints schedscope understands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EventData {
     /// sched:sched_switch.
     Switch {

@@ -31,5 +31,5 @@ pub use ids::{Cpu, Dur, Tid, Ts, Utid};
 pub use strings::{StrId, Strings};
 pub use task::{Task, TaskTable};
 pub use trace::{
-    CgroupSample, KernelSymbols, Mapping, Severity, Trace, TraceFormat, TraceMeta, Warning,
+    CgroupSample, KernelSymbols, Mapping, Severity, Tally, Trace, TraceFormat, TraceMeta, Warning,
 };

@@ -1,7 +1,7 @@
 //! The [`Trace`] container: events sorted by time plus everything they refer to.
 
-use crate::event::{CpuMask, Event, NameId, StackId, Sym};
-use crate::ids::{Dur, Tid, Ts};
+use crate::event::{CpuMask, Event, EventData, NameId, StackId, Sym};
+use crate::ids::{Cpu, Dur, Tid, Ts};
 use crate::strings::Strings;
 use crate::task::TaskTable;
 use serde::Serialize;
@@ -171,6 +171,25 @@ pub struct Trace {
     /// Memory the decoder is done with (already faulted in), for the
     /// analyses to reuse instead of asking the kernel for fresh pages.
     pub spare: crate::mem::Spare,
+    /// Events a filtered load counted instead of keeping them in `events`
+    /// (`schedscope_parser::LoadOptions::tally`), grouped by name, CPU and
+    /// payload, in order of first appearance (per chunk of the file, in
+    /// file order). Their counts are also in `events_by_name`.
+    pub tallies: Vec<Tally>,
+}
+
+/// How many events of one name, on one CPU, had one payload (see
+/// [`Trace::tallies`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tally {
+    /// The event.
+    pub name: NameId,
+    /// The CPU it was recorded on.
+    pub cpu: Cpu,
+    /// Its payload (ids renumbered like those of kept events).
+    pub data: EventData,
+    /// How many times.
+    pub count: u64,
 }
 
 /// What a filtered load left out of [`Trace::events`].
@@ -207,6 +226,7 @@ impl Trace {
             meta: TraceMeta::default(),
             dropped: None,
             spare: crate::mem::Spare::default(),
+            tallies: Vec::new(),
         }
     }
 

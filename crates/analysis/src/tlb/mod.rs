@@ -38,6 +38,10 @@ use schedscope_trace::{Dur, StackId, Sym, TaskTable, Tid, Ts};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+/// The one event of [`EVENTS`] the section only counts (see
+/// `Sections::tallied_events`).
+pub const TALLIED: &str = "tlb:tlb_flush";
+
 /// Events this analysis reads (any of the IPI ones suffices).
 pub const EVENTS: &[&str] = &[
     "csd:csd_queue_cpu",

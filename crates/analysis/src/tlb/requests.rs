@@ -275,32 +275,11 @@ pub(super) fn scan(trace: &Trace, has_csd: bool) -> Scan {
                 }
             }
             EventData::TlbFlush { reason, pages } => {
-                open[c] = None;
-                // Few reasons: the last one used, else a short search.
-                if out.flushes.get(last_reason).is_none_or(|f| f.0 != reason) {
-                    last_reason = match out.flushes.iter().position(|f| f.0 == reason) {
-                        Some(i) => i,
-                        None => {
-                            out.flushes.push((
-                                reason,
-                                FlushTally {
-                                    count: 0,
-                                    by_cpu: Vec::new(),
-                                    pages: [0; PAGE_BUCKETS],
-                                },
-                            ));
-                            out.flushes.len() - 1
-                        }
-                    };
-                }
-                if let Some((_, f)) = out.flushes.get_mut(last_reason) {
-                    f.count += 1;
-                    if f.by_cpu.len() <= c {
-                        f.by_cpu.resize(c + 1, 0);
-                    }
-                    f.by_cpu[c] += 1;
-                    f.pages[page_bucket(pages)] += 1;
-                }
+                // (no csd group to close: the kernel traces a shootdown's
+                // "remote IPI send" flush before queueing its csds and the
+                // local flush after sending the IPIs; tallied loads do not
+                // even keep these events)
+                flush(&mut out, &mut last_reason, reason, pages, c, 1);
             }
             EventData::IrqVector { entry, .. } => {
                 open[c] = None;
@@ -314,8 +293,51 @@ pub(super) fn scan(trace: &Trace, has_csd: bool) -> Scan {
             _ => open[c] = None, // not reached: see `relevant`
         }
     }
+    // Flushes a filtered load tallied instead of keeping.
+    for t in &trace.tallies {
+        if let EventData::TlbFlush { reason, pages } = t.data {
+            flush(
+                &mut out,
+                &mut last_reason,
+                reason,
+                pages,
+                t.cpu.0 as usize,
+                t.count,
+            );
+        }
+    }
     out.undelivered += pending.len() as u64;
     out
+}
+
+/// Count `n` tlb_flush events of `reason` and `pages` on CPU `c`;
+/// `last_reason`: the index in `out.flushes` used last.
+fn flush(out: &mut Scan, last_reason: &mut usize, reason: i32, pages: i64, c: usize, n: u64) {
+    // Few reasons: the last one used, else a short search.
+    if out.flushes.get(*last_reason).is_none_or(|f| f.0 != reason) {
+        *last_reason = match out.flushes.iter().position(|f| f.0 == reason) {
+            Some(i) => i,
+            None => {
+                out.flushes.push((
+                    reason,
+                    FlushTally {
+                        count: 0,
+                        by_cpu: Vec::new(),
+                        pages: [0; PAGE_BUCKETS],
+                    },
+                ));
+                out.flushes.len() - 1
+            }
+        };
+    }
+    if let Some((_, f)) = out.flushes.get_mut(*last_reason) {
+        f.count += n;
+        if f.by_cpu.len() <= c {
+            f.by_cpu.resize(c + 1, 0);
+        }
+        f.by_cpu[c] += n;
+        f.pages[page_bucket(pages)] += n;
+    }
 }
 
 fn ipi(

@@ -137,6 +137,12 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             .map(|names| names.iter().map(|n| n.to_string()).collect()),
         // (the timeline reuses the decoder's memory)
         spare: cfg.sections.need_timeline(),
+        tally: cfg
+            .sections
+            .tallied_events()
+            .iter()
+            .map(|n| n.to_string())
+            .collect(),
     };
     let trace = load_with(&args.file, &progress, &load_opts)?;
     let t1 = Instant::now();

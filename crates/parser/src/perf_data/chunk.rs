@@ -369,6 +369,9 @@ pub(crate) struct Ctx<'a> {
     /// Per NameId: keep the event in the trace (empty: keep all). Events
     /// not kept are counted, their payloads are not decoded.
     pub keep: Vec<bool>,
+    /// Per NameId: tally the event instead (empty: none); see
+    /// `LoadOptions::tally`.
+    pub tally: Vec<bool>,
 }
 
 impl Ctx<'_> {
@@ -679,6 +682,11 @@ pub(crate) struct ChunkOut<'a> {
     /// More events were kept than slots were reserved (see
     /// [`super::decode_with`]).
     pub overflow: bool,
+    /// Tallied events (see [`Ctx::tally`]): (name, cpu, payload with
+    /// chunk-local ids) and count, in order of first appearance.
+    pub tallies: Vec<(NameId, Cpu, EventData, u64)>,
+    /// Index of each key in `tallies`.
+    pub tally_index: FxMap<(NameId, Cpu, EventData), usize>,
 }
 
 /// Decode the records in `stream[range]`. Record headers were validated by
@@ -869,6 +877,10 @@ fn decode_sample<'a>(
     } else {
         (a.name, None)
     };
+    if tally(ctx, name) {
+        out.tally_sample(tp, name, s.time, cpu, off);
+        return None;
+    }
     if !keep(ctx, name) {
         out.drop_sample(name, s.time, cpu);
         return None;
@@ -908,11 +920,54 @@ fn decode_sample<'a>(
 }
 
 #[inline]
+fn tally(ctx: &Ctx<'_>, name: NameId) -> bool {
+    ctx.tally.get(name.0 as usize).copied().unwrap_or(false)
+}
+
+#[inline]
 fn keep(ctx: &Ctx<'_>, name: NameId) -> bool {
     ctx.keep.is_empty() || ctx.keep.get(name.0 as usize).copied().unwrap_or(false)
 }
 
-impl ChunkOut<'_> {
+impl<'a> ChunkOut<'a> {
+    /// Count a sample that is tallied (see [`Ctx::tally`]): decode its
+    /// payload and add it to the tally of (name, cpu, payload).
+    fn tally_sample(
+        &mut self,
+        tp: Option<(&TpDecoder, &'a [u8])>,
+        name: NameId,
+        ts: u64,
+        cpu: Cpu,
+        off: u64,
+    ) {
+        let data = match tp {
+            Some((tp, raw)) => match tp.decode(raw, ts, &mut self.local) {
+                Some(d) => d,
+                None => {
+                    self.short_payload.hit(off, tp.name.0 as u64);
+                    return;
+                }
+            },
+            None => EventData::Other(None),
+        };
+        self.drop_sample(name, ts, cpu);
+        let key = (name, cpu, data);
+        // (the same key as the previous one is the usual case)
+        if let Some(last) = self.tallies.last_mut() {
+            if (last.0, last.1, last.2) == key {
+                last.3 += 1;
+                return;
+            }
+        }
+        match self.tally_index.get(&key) {
+            Some(&i) => self.tallies[i].3 += 1,
+            None => {
+                self.tally_index.insert(key, self.tallies.len());
+                self.tallies.push((name, cpu, data, 1));
+            }
+        }
+    }
+
     /// Count a sample that is not kept.
     fn drop_sample(&mut self, name: NameId, ts: u64, cpu: Cpu) {
         if let Some(c) = self.counts.get_mut(name.0 as usize) {

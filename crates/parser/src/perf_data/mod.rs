@@ -246,6 +246,15 @@ fn decode_pass(
                 .map(|n| k.iter().any(|x| keep_matches(x, n)) || ALWAYS_KEEP.contains(&n.as_str()))
                 .collect(),
         },
+        tally: if opts.tally.is_empty() {
+            Vec::new()
+        } else {
+            trace
+                .event_names
+                .iter()
+                .map(|n| opts.tally.iter().any(|x| keep_matches(x, n)))
+                .collect()
+        },
     };
     let n_names = trace.event_names.len();
     timing.mark("setup");
@@ -255,7 +264,11 @@ fn decode_pass(
         attr_keep: ctx
             .attrs
             .iter()
-            .map(|a| ctx.keep.get(a.name.0 as usize).copied().unwrap_or(true))
+            .map(|a| {
+                let n = a.name.0 as usize;
+                ctx.keep.get(n).copied().unwrap_or(true)
+                    && !ctx.tally.get(n).copied().unwrap_or(false)
+            })
             .collect(),
     });
 
@@ -402,7 +415,7 @@ fn decode_pass(
     if outs.iter().any(|d| d.out.overflow) {
         return Ok(None);
     }
-    if opts.keep.is_some() {
+    if opts.keep.is_some() || !opts.tally.is_empty() {
         let mut d = schedscope_trace::trace::Dropped {
             total: 0,
             first: Ts(u64::MAX),
@@ -922,6 +935,34 @@ fn merge(
         );
     });
     drop(runs);
+    // Tallies: chunk by chunk, in file order, ids renumbered as above.
+    let mut tally_index: FxMap<
+        (schedscope_trace::NameId, schedscope_trace::Cpu, EventData),
+        usize,
+    > = FxMap::default();
+    for (d, (smap, mmap, _)) in outs.iter().zip(&maps) {
+        for &(name, cpu, mut data, n) in &d.out.tallies {
+            remap(
+                &mut data,
+                &|id: StrId| smap.get(id.0 as usize).copied().unwrap_or_default(),
+                &|id: MaskId| mmap.get(id.0 as usize).copied().unwrap_or_default(),
+            );
+            match tally_index.entry((name, cpu, data)) {
+                std::collections::hash_map::Entry::Occupied(e) => {
+                    trace.tallies[*e.get()].count += n
+                }
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(trace.tallies.len());
+                    trace.tallies.push(schedscope_trace::Tally {
+                        name,
+                        cpu,
+                        data,
+                        count: n,
+                    });
+                }
+            }
+        }
+    }
     timing.mark("merge");
     for (
         Decoded {
