@@ -1,6 +1,7 @@
 //! The single time-ordered pass: IPI events -> logical requests, deliveries,
 //! handler run times, tlb_flush counts per reason (tallied in the pass, no
-//! record per event). No symbolization here; the caller classifies requests
+//! record per event, or taken from the decoder's [`Trace::tallies`] when
+//! the load tallied the events). No symbolization here; the caller classifies requests
 //! once their function names are known.
 
 use super::Timed;
