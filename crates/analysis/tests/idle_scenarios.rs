@@ -18,6 +18,16 @@ use schedscope_analysis::idle::{self, IdleReport};
 use schedscope_analysis::{Context, Options, Timeline};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+
+/// The scenarios measure the whole machine: one at a time, even when the
+/// test harness runs tests in parallel (`cargo test` without
+/// `--test-threads=1`), or the burners of one fill the idle of another.
+static MACHINE: Mutex<()> = Mutex::new(());
+
+fn machine() -> MutexGuard<'static, ()> {
+    MACHINE.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 const EVENTS: &str = "sched:sched_switch,sched:sched_waking,sched:sched_wakeup,sched:sched_migrate_task,irq:softirq_entry,irq:softirq_exit,csd:csd_queue_cpu,sched:sched_wake_idle_without_ipi";
 
@@ -180,6 +190,7 @@ fn cgroup_scenario(name: &str, extra: &[&str]) -> Option<(TmpDir, PathBuf, Strin
 
 #[test]
 fn capped_cgroups_show_throttled_wasted_idle() {
+    let _machine = machine();
     if let Some(why) = unavailable() {
         println!("SKIP capped_cgroups_show_throttled_wasted_idle: {why}");
         return;
@@ -236,6 +247,7 @@ fn capped_cgroups_show_throttled_wasted_idle() {
 
 #[test]
 fn uncapped_cgroups_have_near_zero_throttled_idle() {
+    let _machine = machine();
     if let Some(why) = unavailable() {
         println!("SKIP uncapped_cgroups_have_near_zero_throttled_idle: {why}");
         return;
@@ -260,6 +272,7 @@ fn uncapped_cgroups_have_near_zero_throttled_idle() {
 
 #[test]
 fn bursty_hackbench_shows_imbalance_ended_by_pulls() {
+    let _machine = machine();
     const TEST: &str = "bursty_hackbench_shows_imbalance_ended_by_pulls";
     if let Some(why) = unavailable() {
         println!("SKIP {TEST}: {why}");
