@@ -37,30 +37,11 @@
 //! * After sched_process_exit the next switch-out makes the task Dead,
 //!   whatever its prev_state; so does a switch-out with prev_state X or Z.
 
-use schedscope_trace::mem::{words_as_slots, words_as_slots_ref, Word};
+use schedscope_trace::mem::{prefetch, words_as_slots, words_as_slots_ref, Word};
 use schedscope_trace::{Cpu, EventData, PrevState, StrId, Tid, Trace, Ts};
 use serde::Serialize;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
-
-/// Ask the CPU to bring the cache lines of `slot` in (nothing on CPUs
-/// without a prefetch instruction).
-#[inline(always)]
-fn prefetch_write<T>(slot: &T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let p = (slot as *const T).cast::<i8>();
-        // SAFETY: SSE is part of the x86_64 baseline; a prefetch has no
-        // effect but on the caches, and both addresses are inside `slot`.
-        unsafe {
-            _mm_prefetch::<_MM_HINT_T0>(p);
-            _mm_prefetch::<_MM_HINT_T0>(p.add(std::mem::size_of::<T>() - 1));
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = slot;
-}
 
 /// Size of a [`StateInterval`] in 8-byte words.
 const INTERVAL_WORDS: usize = std::mem::size_of::<StateInterval>() / 8;
@@ -597,7 +578,7 @@ impl Builder {
             // does not wait for memory (the stores' misses were most of
             // this pass).
             if let Some(next) = slots.get(at + 1) {
-                prefetch_write(next);
+                prefetch(next);
             }
         } else {
             self.spill_push(i, iv);

@@ -16,8 +16,8 @@ pub const HUGE_PAGE: usize = 2 << 20;
 
 /// An empty vector with room for `n` elements whose memory the kernel is
 /// asked to back with transparent huge pages (the whole huge pages inside
-/// it: none when it is shorter than two). Empty (growing on demand) when the room cannot be
-/// reserved.
+/// it: none when it is shorter than two). Empty (growing on demand) when
+/// the room cannot be reserved.
 pub fn vec_with_huge_pages<T>(n: usize) -> Vec<T> {
     let mut v = Vec::new();
     if v.try_reserve_exact(n).is_err() {
@@ -44,6 +44,26 @@ fn advise_huge_pages(addr: usize, len: usize) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = (addr, len);
+}
+
+/// Ask the CPU to bring the cache lines of `item` in (its first and last
+/// byte), for a load or store a little later; nothing on CPUs without a
+/// prefetch instruction.
+#[inline(always)]
+pub fn prefetch<T>(item: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = (item as *const T).cast::<i8>();
+        // SAFETY: SSE is part of the x86_64 baseline; a prefetch has no
+        // effect but on the caches, and both addresses are inside `item`.
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(p);
+            _mm_prefetch::<_MM_HINT_T0>(p.add(std::mem::size_of::<T>().saturating_sub(1)));
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = item;
 }
 
 /// An 8-byte word of a reusable buffer.
@@ -75,9 +95,7 @@ impl Spare {
         let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
         (kept.capacity() >= words).then(|| std::mem::take(&mut *kept))
     }
-}
 
-impl Spare {
     /// Size of the kept buffer in bytes (0: none).
     pub fn bytes(&self) -> usize {
         self.0.lock().map_or(0, |k| k.capacity() * 8)
@@ -119,12 +137,17 @@ fn whole_words<T>() -> bool {
     std::mem::align_of::<T>() <= 8 && size.is_multiple_of(8) && size > 0
 }
 
+/// How many slots of `T` fit in `words` words (`T`: alignment at most 8,
+/// size a multiple of 8).
+fn slots_in<T>(words: usize) -> usize {
+    assert!(whole_words::<T>(), "slots must be whole words");
+    words * 8 / std::mem::size_of::<T>()
+}
+
 /// `words` seen as slots of `T` (alignment at most 8, size a multiple of
 /// 8): as many whole slots as fit.
 pub fn words_as_slots<T>(words: &mut [Word]) -> &mut [MaybeUninit<T>] {
-    let size = std::mem::size_of::<T>();
-    assert!(whole_words::<T>(), "slots must be whole words");
-    let n = words.len() * 8 / size;
+    let n = slots_in::<T>(words.len());
     // SAFETY: the words are aligned to 8 >= align_of::<T>() and span
     // `n * size` bytes or more; MaybeUninit<T> accepts any bytes; the
     // result borrows `words` mutably, so nothing else aliases it.
@@ -133,9 +156,7 @@ pub fn words_as_slots<T>(words: &mut [Word]) -> &mut [MaybeUninit<T>] {
 
 /// [`words_as_slots`] for reading.
 pub fn words_as_slots_ref<T>(words: &[Word]) -> &[MaybeUninit<T>] {
-    let size = std::mem::size_of::<T>();
-    assert!(whole_words::<T>(), "slots must be whole words");
-    let n = words.len() * 8 / size;
+    let n = slots_in::<T>(words.len());
     // SAFETY: as in words_as_slots, shared.
     unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<MaybeUninit<T>>(), n) }
 }

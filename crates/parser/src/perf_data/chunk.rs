@@ -7,7 +7,7 @@ use super::bytes::{u16_at, u32_at, u64_at, until_nul};
 use super::header::Attr;
 use super::tracepoint::TpDecoder;
 use crate::tracefs_format::{FieldKind, FieldRef};
-use schedscope_trace::{Cpu, Event, EventData, MaskId, NameId, StackId, StrId, Tid, Ts};
+use schedscope_trace::{Cpu, Event, EventData, MaskId, NameId, StackId, StrId, Tally, Tid, Ts};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -682,11 +682,42 @@ pub(crate) struct ChunkOut<'a> {
     /// More events were kept than slots were reserved (see
     /// [`super::decode_with`]).
     pub overflow: bool,
-    /// Tallied events (see [`Ctx::tally`]): (name, cpu, payload with
-    /// chunk-local ids) and count, in order of first appearance.
-    pub tallies: Vec<(NameId, Cpu, EventData, u64)>,
-    /// Index of each key in `tallies`.
-    pub tally_index: FxMap<(NameId, Cpu, EventData), usize>,
+    /// Tallied events (see [`Ctx::tally`]), payloads with chunk-local ids.
+    pub tallies: Tallies,
+}
+
+/// Tallied events in order of first appearance, with the index of each
+/// (name, CPU, payload) in that list: a chunk's, and the whole trace's as
+/// the chunks' are added up.
+#[derive(Default)]
+pub(crate) struct Tallies {
+    pub list: Vec<Tally>,
+    index: FxMap<(NameId, Cpu, EventData), usize>,
+}
+
+impl Tallies {
+    /// Add `count` events of `name` on `cpu` with payload `data`.
+    pub fn add(&mut self, name: NameId, cpu: Cpu, data: EventData, count: u64) {
+        // (the same key as the previous one is the usual case)
+        if let Some(last) = self.list.last_mut() {
+            if (last.name, last.cpu, last.data) == (name, cpu, data) {
+                last.count += count;
+                return;
+            }
+        }
+        match self.index.entry((name, cpu, data)) {
+            std::collections::hash_map::Entry::Occupied(e) => self.list[*e.get()].count += count,
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(self.list.len());
+                self.list.push(Tally {
+                    name,
+                    cpu,
+                    data,
+                    count,
+                });
+            }
+        }
+    }
 }
 
 /// Decode the records in `stream[range]`. Record headers were validated by
@@ -951,21 +982,7 @@ impl<'a> ChunkOut<'a> {
             None => EventData::Other(None),
         };
         self.drop_sample(name, ts, cpu);
-        let key = (name, cpu, data);
-        // (the same key as the previous one is the usual case)
-        if let Some(last) = self.tallies.last_mut() {
-            if (last.0, last.1, last.2) == key {
-                last.3 += 1;
-                return;
-            }
-        }
-        match self.tally_index.get(&key) {
-            Some(&i) => self.tallies[i].3 += 1,
-            None => {
-                self.tally_index.insert(key, self.tallies.len());
-                self.tallies.push((name, cpu, data, 1));
-            }
-        }
+        self.tallies.add(name, cpu, data, 1);
     }
 
     /// Count a sample that is not kept.

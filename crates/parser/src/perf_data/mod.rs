@@ -6,8 +6,8 @@
 //! walk over the record headers of the data section validates sizes, finds
 //! the damage point if any, collects `PERF_RECORD_COMPRESSED` payloads (one
 //! zstd stream across all of them, as perf writes it) and cuts the stream
-//! into chunks at record boundaries; it runs one window (8 MiB) ahead of
-//! the decoders, so walking and decoding overlap. The chunks (of the file
+//! into chunks at record boundaries; each chunk is handed to the decoders
+//! as soon as it is cut, so walking and decoding overlap. The chunks (of the file
 //! and of the decompressed stream) are decoded in parallel with rayon
 //! straight into one event vector, with chunk-local string/mask/stack ids;
 //! a file chunk's pages are released (through the `release` callback of
@@ -61,7 +61,8 @@ use std::mem::MaybeUninit;
 use std::ops::Range;
 use tracepoint::TpDecoder;
 
-/// The header walk runs this far ahead of the chunk decoders.
+/// How far the header walk goes in one step before it hands the chunks it
+/// cut to the decoders (and checks how far ahead of them it is).
 const WINDOW_BYTES: usize = if cfg!(test) { 256 << 10 } else { 8 << 20 };
 
 /// How many chunks the walk may cut before the decoders have finished
@@ -309,7 +310,8 @@ fn decode_pass(
         .map(|a| a.layout.min_sample_size())
         .min()
         .unwrap_or(8);
-    let mut slots: Vec<MaybeUninit<Event>> = order::alloc_events(stream.len() / min_sample);
+    let mut slots: Vec<MaybeUninit<Event>> =
+        schedscope_trace::mem::vec_with_huge_pages(stream.len() / min_sample);
     let cap = slots.capacity();
     // SAFETY: the room is reserved and MaybeUninit<Event> needs no
     // initialisation; the length is set back to the slots handed out below.
@@ -680,7 +682,9 @@ impl<'a, 'w> Walker<'a, 'w> {
             // Each header's address depends on the size in the previous
             // one: ask for the memory a few records ahead, so that the
             // walk does not wait for every cache line in turn.
-            prefetch(stream, pos + PREFETCH_AHEAD);
+            if let Some(ahead) = stream.get(pos + PREFETCH_AHEAD) {
+                schedscope_trace::mem::prefetch(ahead);
+            }
             let off = base + pos as u64;
             let (Some(ty), Some(size)) = (u32_at(stream, pos), u16_at(stream, pos + 6)) else {
                 w.damage = Some((
@@ -746,21 +750,6 @@ impl<'a, 'w> Walker<'a, 'w> {
 
 /// How far ahead of the header it reads the walk prefetches.
 const PREFETCH_AHEAD: usize = 2048;
-
-/// Hint the CPU to load the cache line holding `b[at]` (nothing when `at`
-/// is out of bounds or the CPU has no prefetch instruction).
-#[inline(always)]
-fn prefetch(b: &[u8], at: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(p) = b.get(at) {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: SSE is part of the x86_64 baseline, and a prefetch of an
-        // in-bounds address has no effect other than on the caches.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>((p as *const u8).cast()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (b, at);
-}
 
 /// Decompress the concatenated COMPRESSED payloads (a sequence of zstd
 /// frames). Returns the data and a problem message when the stream is
@@ -847,6 +836,7 @@ fn merge(
     let mut mask_ids: FxMap<Vec<u64>, u32> = FxMap::default();
     let mut stack_ids: FxMap<Vec<u64>, u32> = FxMap::default();
     let mut ops: Vec<(u64, TaskOp)> = Vec::new();
+    let mut tallies = chunk::Tallies::default();
     let mut comm_by_tid: FxMap<i32, (u64, StrId)> = FxMap::default();
     let mut tgid_by_tid: FxMap<i32, i32> = FxMap::default();
     let (mut saw_fork, mut saw_exit) = (false, false);
@@ -928,41 +918,9 @@ fn merge(
                 .copied()
                 .unwrap_or(StackId::NONE);
         }
-        remap(
-            &mut ev.data,
-            &|id: StrId| smap.get(id.0 as usize).copied().unwrap_or_default(),
-            &|id: MaskId| mmap.get(id.0 as usize).copied().unwrap_or_default(),
-        );
+        remap_local(&mut ev.data, smap, mmap);
     });
     drop(runs);
-    // Tallies: chunk by chunk, in file order, ids renumbered as above.
-    let mut tally_index: FxMap<
-        (schedscope_trace::NameId, schedscope_trace::Cpu, EventData),
-        usize,
-    > = FxMap::default();
-    for (d, (smap, mmap, _)) in outs.iter().zip(&maps) {
-        for &(name, cpu, mut data, n) in &d.out.tallies {
-            remap(
-                &mut data,
-                &|id: StrId| smap.get(id.0 as usize).copied().unwrap_or_default(),
-                &|id: MaskId| mmap.get(id.0 as usize).copied().unwrap_or_default(),
-            );
-            match tally_index.entry((name, cpu, data)) {
-                std::collections::hash_map::Entry::Occupied(e) => {
-                    trace.tallies[*e.get()].count += n
-                }
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(trace.tallies.len());
-                    trace.tallies.push(schedscope_trace::Tally {
-                        name,
-                        cpu,
-                        data,
-                        count: n,
-                    });
-                }
-            }
-        }
-    }
     timing.mark("merge");
     for (
         Decoded {
@@ -970,9 +928,14 @@ fn merge(
             decompressed: dec,
             ..
         },
-        (smap, _, _),
+        (smap, mmap, _),
     ) in outs.into_iter().zip(maps)
     {
+        // Tallies: chunk by chunk, in file order, ids renumbered as above.
+        for mut t in out.tallies.list {
+            remap_local(&mut t.data, &smap, &mmap);
+            tallies.add(t.name, t.cpu, t.data, t.count);
+        }
         let s = |id: StrId| smap.get(id.0 as usize).copied().unwrap_or_default();
         for (c, o) in counts.iter_mut().zip(&out.counts) {
             *c += o;
@@ -1047,6 +1010,7 @@ fn merge(
             format!("{} COMM/FORK/EXIT/LOST/MMAP records are too short (first at byte offset {}{w}); skipped", a.count, a.first_offset)
         });
     }
+    trace.tallies = tallies.list;
     // perf 6.x writes the kernel's PERF_RECORD_LOST records and, at the end,
     // LOST_SAMPLES records synthesized from the counters' read_format LOST
     // totals: both count the same dropped samples, so summing them would
@@ -1140,6 +1104,16 @@ fn split_slots<T>(events: &mut [T], sizes: impl Iterator<Item = usize>) -> Vec<&
         rest = b;
     }
     out
+}
+
+/// Renumber the chunk-local ids of an event payload with a chunk's maps
+/// (its local string and mask ids to the trace's).
+fn remap_local(d: &mut EventData, smap: &[StrId], mmap: &[MaskId]) {
+    remap(
+        d,
+        &|id: StrId| smap.get(id.0 as usize).copied().unwrap_or_default(),
+        &|id: MaskId| mmap.get(id.0 as usize).copied().unwrap_or_default(),
+    );
 }
 
 /// Renumber the chunk-local ids of an event payload.

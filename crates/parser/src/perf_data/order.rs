@@ -46,7 +46,7 @@ where
     F: Fn(usize, &mut Event) + Sync,
 {
     let total: usize = runs.iter().map(|r| r.events.len()).sum();
-    let mut out: Vec<Event> = alloc_events(total);
+    let mut out: Vec<Event> = schedscope_trace::mem::vec_with_huge_pages(total);
     if runs.len() > 64 && runs.len() > total / MIN_EVENTS_PER_RUN {
         // Not perf's flushed-rings shape (adversarial or synthetic input):
         // a stable sort is the safer bound.
@@ -322,12 +322,6 @@ where
     w
 }
 
-/// A vector with room for `n` events, backed by transparent huge pages
-/// (see [`schedscope_trace::mem`]).
-pub(crate) fn alloc_events<T>(n: usize) -> Vec<T> {
-    schedscope_trace::mem::vec_with_huge_pages(n)
-}
-
 /// Transparent huge page size.
 const HUGE: usize = schedscope_trace::mem::HUGE_PAGE;
 
@@ -408,7 +402,7 @@ mod tests {
     #[test]
     fn merge_with_reclaim_equals_stable_sort() {
         let n = 400_000usize; // ~22 MB: about ten huge pages
-        let mut src: Vec<Event> = alloc_events(n);
+        let mut src: Vec<Event> = schedscope_trace::mem::vec_with_huge_pages(n);
         let mut seed = 11;
         let mut t0 = 0u64;
         while src.len() < n {
