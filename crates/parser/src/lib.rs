@@ -64,6 +64,9 @@ pub struct LoadOptions {
     pub tally: Vec<String>,
 }
 
+/// How messages name standard input (the path `-`).
+pub const STDIN_NAME: &str = "<stdin>";
+
 /// Read and decode the trace file at `path`.
 pub fn load(path: &Path) -> Result<Trace, ParseError> {
     load_with(path, &LoadOptions::default())
@@ -76,7 +79,18 @@ pub fn load(path: &Path) -> Result<Trace, ParseError> {
 /// file order and in time order: the first is given back while the second
 /// is filled, or left in [`Trace::spare`] when `opts.spare` asks), not the
 /// file.
+///
+/// The path `-` reads standard input to its end (`perf record -o - ... |
+/// schedscope report -`); messages name it `<stdin>`. (A file named `-`
+/// is read as `./-`.)
 pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Trace, ParseError> {
+    if path == Path::new("-") {
+        let name = STDIN_NAME;
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut data)
+            .map_err(|e| ParseError::io(name, e))?;
+        return load_bytes_with(name, &data, opts);
+    }
     let name = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|e| ParseError::io(&name, e))?;
     let len = file.metadata().map_err(|e| ParseError::io(&name, e))?.len();

@@ -372,6 +372,9 @@ pub(crate) struct Ctx<'a> {
     /// Per NameId: tally the event instead (empty: none); see
     /// `LoadOptions::tally`.
     pub tally: Vec<bool>,
+    /// Samples naming a CPU at or above this are implausible (the CPU
+    /// count the file records, else the decoder's limit).
+    pub cpu_limit: u32,
 }
 
 impl Ctx<'_> {
@@ -664,6 +667,14 @@ pub(crate) struct ChunkOut<'a> {
     pub short_payload: Anomaly,
     pub unknown_record: Anomaly,
     pub short_record: Anomaly,
+    /// Samples naming a CPU the file's CPU count does not have.
+    pub bad_cpu: Anomaly,
+    /// Samples whose time is implausible next to their neighbours in the
+    /// record stream (see [`implausible_time`]); `value` is the time.
+    pub bad_time: Anomaly,
+    /// Time of the previous sample in file order (not counting samples
+    /// skipped as implausible).
+    prev_time: Option<u64>,
     /// Samples decoded but not kept (see [`Ctx::keep`]).
     pub dropped: u64,
     /// Smallest and largest time of the samples decoded, kept or not
@@ -757,7 +768,7 @@ pub(crate) fn decode_chunk<'a>(
         let off = base + pos as u64;
         match RecordType(ty) {
             RecordType::SAMPLE => {
-                if let Some(ev) = decode_sample(ctx, body, off, &mut out) {
+                if let Some(ev) = decode_sample(ctx, body, off, &mut out, (stream, pos + size)) {
                     match slots.get_mut(out.n) {
                         Some(slot) => {
                             if ev.ts.0 < last_ts {
@@ -845,12 +856,67 @@ fn is_known_record(ty: u32) -> bool {
     (1..=21).contains(&ty) || (64..=83).contains(&ty)
 }
 
+/// Slack of [`implausible_time`]: one minute.
+const TIME_SLACK_NS: u64 = 60_000_000_000;
+
+/// Whether a sample time `t` is implausible next to the times of its
+/// neighbours in the record stream (`lo` <= `hi`, the smaller and larger
+/// of the previous and next sample's times; equal when only one is
+/// known). perf writes each CPU's ring buffer in turn, so the stream is
+/// made of sorted runs and a neighbour may be earlier or later by the
+/// time between two reads of the buffers; but sample times count from
+/// boot, so a time more than twice its neighbours' (plus a minute), or
+/// less than half of them (minus a minute), is not one the kernel wrote:
+/// it is damage (one such sample made a damaged file span 576 million
+/// seconds).
+pub(crate) fn implausible_time(t: u64, lo: u64, hi: u64) -> bool {
+    t > hi.saturating_mul(2).saturating_add(TIME_SLACK_NS)
+        || t.saturating_mul(2).saturating_add(TIME_SLACK_NS) < lo
+}
+
+/// The times of the next two SAMPLE records after byte `pos` of `stream`
+/// (looking at most 64 records ahead; `None` where none is found or the
+/// records there are damaged). Only asked for samples whose time already
+/// looks implausible next to the previous one, and for a chunk's first.
+fn next_sample_times(ctx: &Ctx<'_>, stream: &[u8], mut pos: usize) -> [Option<u64>; 2] {
+    let mut out = [None; 2];
+    let mut found = 0;
+    for _ in 0..64 {
+        let (Some(ty), Some(size)) = (u32_at(stream, pos), u16_at(stream, pos + 6)) else {
+            break;
+        };
+        let size = size as usize;
+        let Some(body) = stream.get(pos + 8..pos + size.max(8)) else {
+            break;
+        };
+        if size < 8 {
+            break;
+        }
+        if ty == RecordType::SAMPLE.0 {
+            let Some(a) = ctx.attr_of_sample(body).ok().and_then(|i| ctx.attrs.get(i)) else {
+                break;
+            };
+            let Some(t) = parse_sample(body, &a.layout).map(|s| s.time) else {
+                break;
+            };
+            out[found] = Some(t);
+            found += 1;
+            if found == out.len() {
+                break;
+            }
+        }
+        pos += size;
+    }
+    out
+}
+
 #[inline]
 fn decode_sample<'a>(
     ctx: &Ctx<'a>,
     body: &'a [u8],
     off: u64,
     out: &mut ChunkOut<'a>,
+    (stream, after): (&[u8], usize),
 ) -> Option<Event> {
     let ai = match ctx.attr_of_sample(body) {
         Ok(i) => i,
@@ -867,12 +933,36 @@ fn decode_sample<'a>(
         out.short_sample.hit(off, ai as u64);
         return None;
     };
-    if s.cpu
-        .is_some_and(|c| u64::from(c) >= super::tracepoint::MAX_CPUS)
-    {
-        out.short_sample.hit(off, ai as u64);
+    if s.cpu.is_some_and(|c| c >= ctx.cpu_limit) {
+        out.bad_cpu.hit(off, u64::from(s.cpu.unwrap_or(0)));
         return None;
     }
+    // A time far from the previous sample's is checked against the next
+    // one's too (rare: the stream is sorted runs of nearby times).
+    // (A chunk's first sample has no previous one: it is checked against
+    // the next two, and is implausible only if it is next to both, so that
+    // a damaged second sample does not condemn a sound first one.)
+    let suspect = match out.prev_time {
+        Some(p) => implausible_time(s.time, p, p),
+        None => true,
+    };
+    if suspect {
+        let [n1, n2] = next_sample_times(ctx, stream, after);
+        let bad = |x: Option<u64>, y: Option<u64>| match (x, y) {
+            (Some(a), Some(b)) => implausible_time(s.time, a.min(b), a.max(b)),
+            (Some(a), None) | (None, Some(a)) => implausible_time(s.time, a, a),
+            (None, None) => false,
+        };
+        let implausible = match out.prev_time {
+            Some(p) => bad(Some(p), n1),
+            None => bad(n1, None) && (n2.is_none() || bad(n2, None)),
+        };
+        if implausible {
+            out.bad_time.hit(off, s.time);
+            return None;
+        }
+    }
+    out.prev_time = Some(s.time);
     if let (Some(pid), Some(tid)) = (s.pid, s.tid) {
         // consecutive samples are mostly of one thread: skip the hash then
         if tid >= 0 && (pid > 0 || tid == 0) && out.local.last_tgid != Some((tid, pid)) {

@@ -38,8 +38,10 @@
 pub mod abi;
 mod bytes;
 mod chunk;
+mod container;
 pub mod header;
 mod mmap;
+mod names;
 mod order;
 mod task_cgroups;
 mod tracepoint;
@@ -50,7 +52,6 @@ use crate::ParseError;
 use abi::{attr_type, RecordType};
 use bytes::{u16_at, u32_at, u64_at, Cursor};
 use chunk::{Anomaly, AttrCtx, ChunkOut, Ctx, DenseMap, FxMap, Layout, TaskOp};
-use header::FileHeader;
 use rayon::prelude::*;
 use schedscope_trace::{
     CgroupSample, CpuMask, Event, EventData, MaskId, Severity, StackId, StrId, Tid, Trace,
@@ -129,9 +130,14 @@ fn decode_pass(
     exact: bool,
 ) -> Result<Option<Trace>, ParseError> {
     let timing = Timing::new();
-    let hdr = FileHeader::parse(name, data)?;
-    let mut attrs = header::read_attrs(name, data, &hdr)?;
-    let feats = header::read_features(data, &hdr);
+    let container::Container {
+        mut attrs,
+        feats,
+        data_start,
+        data_end,
+        attrs_at,
+        shape,
+    } = container::read(name, data)?;
     let mut trace = Trace::new(name, TraceFormat::PerfData);
     for p in &feats.problems {
         trace.warn(Severity::DataLoss, p.clone(), 1);
@@ -194,7 +200,7 @@ fn decode_pass(
         let ename = match (fmt_name, a.name.is_empty()) {
             (Some(n), _) => n,
             (None, false) => a.name.clone(),
-            (None, true) => format!("type{}:0x{:x}", a.attr.type_, a.attr.config),
+            (None, true) => names::event_name(&a.attr),
         };
         let nid = trace.intern_name(&ename);
         for &id in &a.ids {
@@ -221,7 +227,7 @@ fn decode_pass(
                 format!(
                     "{} attrs without a common sample id position (attr table at byte offset {}): samples are attributed to the first attr",
                     ctx_attrs.len(),
-                    hdr.attrs.offset
+                    attrs_at
                 ),
                 1,
             );
@@ -256,6 +262,7 @@ fn decode_pass(
                 .map(|n| opts.tally.iter().any(|x| keep_matches(x, n)))
                 .collect()
         },
+        cpu_limit: cpu_limit(&feats),
     };
     let n_names = trace.event_names.len();
     timing.mark("setup");
@@ -274,10 +281,10 @@ fn decode_pass(
     });
 
     // The data section.
-    let ds_start = usize::try_from(hdr.data.offset)
+    let ds_start = usize::try_from(data_start)
         .unwrap_or(usize::MAX)
         .min(data.len());
-    let ds_end_decl = hdr.data.offset.saturating_add(hdr.data.size);
+    let ds_end_decl = data_end;
     let ds_end = usize::try_from(ds_end_decl)
         .unwrap_or(usize::MAX)
         .min(data.len());
@@ -369,7 +376,24 @@ fn decode_pass(
     outs.sort_unstable_by_key(|(i, _)| *i);
     let mut outs: Vec<Decoded<'_>> = outs.into_iter().map(|(_, d)| d).collect();
     let walk = walker.w;
-    if let Some((off, msg, skipped)) = &walk.damage {
+    if shape == container::Shape::Unfinished {
+        // One line: the recording was cut, so a cut last record is expected.
+        let end = walk.damage.as_ref().map_or(data.len() as u64, |d| d.0);
+        let recovered = end.saturating_sub(ds_start as u64);
+        let rest = match &walk.damage {
+            Some((off, _, skipped)) => format!(
+                " up to the damaged or cut-off record at byte offset {off} ({skipped} bytes after it skipped)"
+            ),
+            None => " up to the end of the file".into(),
+        };
+        trace.warn(
+            Severity::DataLoss,
+            format!(
+                "the recording was not finished (the header's data size is 0: perf was stopped before it wrote the header, so the file has no feature sections): recovered {recovered} bytes of records from byte offset {ds_start}{rest}"
+            ),
+            1,
+        );
+    } else if let Some((off, msg, skipped)) = &walk.damage {
         trace.warn(Severity::Error, msg.clone(), *skipped);
         damage.get_or_insert((*off, msg.clone()));
     }
@@ -446,7 +470,10 @@ fn decode_pass(
         &td,
         &mut damage,
         &timing,
-        opts.spare,
+        MergeHow {
+            spare: opts.spare,
+            cpu_count: feats.nr_cpus_avail.or(feats.nr_cpus_online),
+        },
     );
     if opts.spare {
         // The slots' pages are faulted in: the analyses reuse them.
@@ -821,33 +848,150 @@ fn anomaly_warn(
     }
 }
 
-/// Merge chunk outputs into `trace`: renumber ids, put the events of
-/// `slots` in time order, build the task table.
+/// Warn about the anomalies the chunks counted (of the file's record
+/// stream and of the decompressed one); `cpu_count`: the CPU count the
+/// file records, if any.
+fn warn_anomalies(
+    trace: &mut Trace,
+    anomalies: [[Anomaly; 9]; 2],
+    damage: &mut Option<(u64, String)>,
+    cpu_count: Option<u32>,
+) {
+    for (dec, a) in [false, true].into_iter().zip(anomalies) {
+        let w = if dec {
+            " of the decompressed record stream"
+        } else {
+            ""
+        };
+        anomaly_warn(trace, &a[0], Severity::Error, damage, |a| {
+            format!("{} samples carry a sample id that no attr owns (first: id {} at byte offset {}{w}); skipped", a.count, a.value, a.first_offset)
+        });
+        anomaly_warn(trace, &a[1], Severity::Error, damage, |a| {
+            format!("{} tracepoint samples have a common_type with no format in the file's tracing data (first: type {} at byte offset {}{w}); skipped", a.count, a.value as i64, a.first_offset)
+        });
+        anomaly_warn(trace, &a[2], Severity::DataLoss, damage, |a| {
+            format!(
+                "{} tracepoint samples carry no RAW payload (first at byte offset {}{w}); skipped",
+                a.count, a.first_offset
+            )
+        });
+        anomaly_warn(trace, &a[3], Severity::Error, damage, |a| {
+            format!("{} samples are shorter than their attr's sample_type demands (first at byte offset {}{w}); skipped", a.count, a.first_offset)
+        });
+        anomaly_warn(trace, &a[4], Severity::Error, damage, |a| {
+            format!("{} tracepoint payloads are shorter than their format or name a CPU >= 65536 (first at byte offset {}{w}); skipped", a.count, a.first_offset)
+        });
+        anomaly_warn(trace, &a[5], Severity::Info, damage, |a| {
+            format!(
+                "{} records of unknown type (first: type {} at byte offset {}{w}); skipped",
+                a.count, a.value, a.first_offset
+            )
+        });
+        anomaly_warn(trace, &a[6], Severity::DataLoss, damage, |a| {
+            format!("{} COMM/FORK/EXIT/LOST/MMAP records are too short (first at byte offset {}{w}); skipped", a.count, a.first_offset)
+        });
+        anomaly_warn(trace, &a[7], Severity::Error, damage, |a| {
+            let limit = match cpu_count {
+                Some(n) => format!("the file records {n} CPUs"),
+                None => format!(
+                    "the file records no CPU count; the limit is {}",
+                    tracepoint::MAX_CPUS
+                ),
+            };
+            format!("{} samples name a CPU that does not exist (first: CPU {} at byte offset {}{w}; {limit}); skipped", a.count, a.value, a.first_offset)
+        });
+        anomaly_warn(trace, &a[8], Severity::Error, damage, |a| {
+            format!("{} samples have a time implausible next to their neighbours in the record stream (more than twice or less than half of theirs, give or take a minute; first: {} ns at byte offset {}{w}); skipped", a.count, a.value, a.first_offset)
+        });
+    }
+}
+
+/// Merge chunk outputs into `trace`, in phases: give the chunk-local
+/// strings, masks and stacks global ids; put the events of `slots` in time
+/// order, renumbering their ids; gather the chunks' other facts (counts,
+/// tallies, task records, anomalies) and report them; build the task table.
 fn merge(
     trace: &mut Trace,
-    outs: Vec<Decoded<'_>>,
+    mut outs: Vec<Decoded<'_>>,
     slots: &[MaybeUninit<Event>],
     td: &tracing_data::TracingData,
     damage: &mut Option<(u64, String)>,
     timing: &Timing,
-    spare: bool,
+    how: MergeHow,
 ) {
-    let mut counts = vec![0u64; trace.event_names.len()];
+    let maps = global_ids(trace, &mut outs);
+    merge_events(trace, &outs, &maps, slots, how.spare);
+    timing.mark("merge");
+    let f = gather(trace, outs, maps);
+    warn_anomalies(trace, f.anomalies, damage, how.cpu_count);
+    let ChunkFacts {
+        counts,
+        ops,
+        tallies,
+        comm_by_tid,
+        tgid_by_tid,
+        saw_fork,
+        saw_exit,
+        lost_records,
+        lost_samples,
+        ..
+    } = f;
+    trace.tallies = tallies.list;
+    // perf 6.x writes the kernel's PERF_RECORD_LOST records and, at the end,
+    // LOST_SAMPLES records synthesized from the counters' read_format LOST
+    // totals: both count the same dropped samples, so summing them would
+    // double the loss. The larger of the two is the loss.
+    trace.lost = lost_records.max(lost_samples);
+    if trace.lost > 0 {
+        trace.warn(
+            Severity::DataLoss,
+            format!(
+                "the kernel lost {} events (PERF_RECORD_LOST / LOST_SAMPLES): increase the buffer size (-m)",
+                trace.lost
+            ),
+            trace.lost,
+        );
+    }
+    for (i, c) in counts.iter().enumerate() {
+        if *c > 0 {
+            trace
+                .events_by_name
+                .insert(trace.event_names[i].clone(), *c);
+        }
+    }
+
+    build_tasks(
+        trace,
+        TaskFacts {
+            ops,
+            comm_by_tid,
+            tgid_by_tid,
+            saw_fork,
+            saw_exit,
+        },
+        td,
+    );
+}
+
+/// How [`merge`] is to proceed.
+#[derive(Clone, Copy)]
+struct MergeHow {
+    /// The slots are left as a spare: do not give their pages back.
+    spare: bool,
+    /// The CPU count the file records (for messages).
+    cpu_count: Option<u32>,
+}
+
+/// Per chunk: its string, mask and stack ids in the trace.
+type IdMaps = Vec<(Vec<StrId>, Vec<MaskId>, Vec<StackId>)>;
+
+/// Give the chunk-local strings, masks and stacks their trace ids
+/// (sequential: the tables are small); the events are renumbered as they
+/// are merged.
+fn global_ids(trace: &mut Trace, outs: &mut [Decoded<'_>]) -> IdMaps {
     let mut mask_ids: FxMap<Vec<u64>, u32> = FxMap::default();
     let mut stack_ids: FxMap<Vec<u64>, u32> = FxMap::default();
-    let mut ops: Vec<(u64, TaskOp)> = Vec::new();
-    let mut tallies = chunk::Tallies::default();
-    let mut comm_by_tid: FxMap<i32, (u64, StrId)> = FxMap::default();
-    let mut tgid_by_tid: FxMap<i32, i32> = FxMap::default();
-    let (mut saw_fork, mut saw_exit) = (false, false);
-    let (mut lost_records, mut lost_samples) = (0u64, 0u64);
-    let mut an = [Anomaly::default(); 8];
-    let mut an_dec = [Anomaly::default(); 8];
-    // Global ids for the chunk-local strings, masks and stacks (sequential:
-    // the tables are small); the events are renumbered as they are merged.
-    let mut outs = outs;
-    let maps: Vec<(Vec<StrId>, Vec<MaskId>, Vec<StackId>)> = outs
-        .iter_mut()
+    outs.iter_mut()
         .map(|Decoded { out, .. }| {
             let smap: Vec<StrId> = out
                 .local
@@ -882,7 +1026,19 @@ fn merge(
                 .collect();
             (smap, mmap, kmap)
         })
-        .collect();
+        .collect()
+}
+
+/// Put the events of every chunk (`slots`) in time order into
+/// `trace.events`, renumbering their ids with `maps`; without a spare to
+/// leave, the slots' pages are given back as the merge proceeds.
+fn merge_events(
+    trace: &mut Trace,
+    outs: &[Decoded<'_>],
+    maps: &IdMaps,
+    slots: &[MaybeUninit<Event>],
+    spare: bool,
+) {
     // The sorted runs of every chunk, in file order.
     let mut runs: Vec<order::Run<'_>> = Vec::new();
     for (i, d) in outs.iter().enumerate() {
@@ -921,7 +1077,34 @@ fn merge(
         remap_local(&mut ev.data, smap, mmap);
     });
     drop(runs);
-    timing.mark("merge");
+}
+
+/// What the chunks found besides their events, added up in file order.
+#[derive(Default)]
+struct ChunkFacts {
+    /// Events per name id.
+    counts: Vec<u64>,
+    /// Task records (time, change), ids renumbered.
+    ops: Vec<(u64, TaskOp)>,
+    tallies: chunk::Tallies,
+    /// tid -> latest (time, comm) seen in events.
+    comm_by_tid: FxMap<i32, (u64, StrId)>,
+    tgid_by_tid: FxMap<i32, i32>,
+    saw_fork: bool,
+    saw_exit: bool,
+    lost_records: u64,
+    lost_samples: u64,
+    /// Of the file's records, and of the decompressed stream's.
+    anomalies: [[Anomaly; 9]; 2],
+}
+
+/// Add up the chunks' facts (see [`ChunkFacts`]); memory mappings go
+/// straight to the trace.
+fn gather(trace: &mut Trace, outs: Vec<Decoded<'_>>, maps: IdMaps) -> ChunkFacts {
+    let mut f = ChunkFacts {
+        counts: vec![0u64; trace.event_names.len()],
+        ..ChunkFacts::default()
+    };
     for (
         Decoded {
             out,
@@ -934,10 +1117,10 @@ fn merge(
         // Tallies: chunk by chunk, in file order, ids renumbered as above.
         for mut t in out.tallies.list {
             remap_local(&mut t.data, &smap, &mmap);
-            tallies.add(t.name, t.cpu, t.data, t.count);
+            f.tallies.add(t.name, t.cpu, t.data, t.count);
         }
         let s = |id: StrId| smap.get(id.0 as usize).copied().unwrap_or_default();
-        for (c, o) in counts.iter_mut().zip(&out.counts) {
+        for (c, o) in f.counts.iter_mut().zip(&out.counts) {
             *c += o;
         }
         for (ts, op) in out.task_ops {
@@ -949,21 +1132,21 @@ fn merge(
                 },
                 o => o,
             };
-            ops.push((ts, op));
+            f.ops.push((ts, op));
         }
         for (tid, (ts, c)) in out.local.comm_by_tid {
-            let e = comm_by_tid.entry(tid).or_insert((ts, s(c)));
+            let e = f.comm_by_tid.entry(tid).or_insert((ts, s(c)));
             if e.0 <= ts {
                 *e = (ts, s(c));
             }
         }
-        tgid_by_tid.extend(out.local.tgid_by_tid);
+        f.tgid_by_tid.extend(out.local.tgid_by_tid);
         trace.mappings.extend(out.mappings);
-        saw_fork |= out.saw_fork_records;
-        saw_exit |= out.saw_exit_records;
-        lost_records = lost_records.saturating_add(out.lost);
-        lost_samples = lost_samples.saturating_add(out.lost_samples);
-        let a = if dec { &mut an_dec } else { &mut an };
+        f.saw_fork |= out.saw_fork_records;
+        f.saw_exit |= out.saw_exit_records;
+        f.lost_records = f.lost_records.saturating_add(out.lost);
+        f.lost_samples = f.lost_samples.saturating_add(out.lost_samples);
+        let a = &mut f.anomalies[usize::from(dec)];
         for (dst, src) in a.iter_mut().zip([
             &out.unknown_id,
             &out.unknown_common_type,
@@ -972,69 +1155,35 @@ fn merge(
             &out.short_payload,
             &out.unknown_record,
             &out.short_record,
+            &out.bad_cpu,
+            &out.bad_time,
         ]) {
             dst.merge(src);
         }
     }
-    for (dec, a) in [(false, an), (true, an_dec)] {
-        let w = if dec {
-            " of the decompressed record stream"
-        } else {
-            ""
-        };
-        anomaly_warn(trace, &a[0], Severity::Error, damage, |a| {
-            format!("{} samples carry a sample id that no attr owns (first: id {} at byte offset {}{w}); skipped", a.count, a.value, a.first_offset)
-        });
-        anomaly_warn(trace, &a[1], Severity::Error, damage, |a| {
-            format!("{} tracepoint samples have a common_type with no format in the file's tracing data (first: type {} at byte offset {}{w}); skipped", a.count, a.value as i64, a.first_offset)
-        });
-        anomaly_warn(trace, &a[2], Severity::DataLoss, damage, |a| {
-            format!(
-                "{} tracepoint samples carry no RAW payload (first at byte offset {}{w}); skipped",
-                a.count, a.first_offset
-            )
-        });
-        anomaly_warn(trace, &a[3], Severity::Error, damage, |a| {
-            format!("{} samples are shorter than their attr's sample_type demands or name a CPU >= 65536 (first at byte offset {}{w}); skipped", a.count, a.first_offset)
-        });
-        anomaly_warn(trace, &a[4], Severity::Error, damage, |a| {
-            format!("{} tracepoint payloads are shorter than their format or name a CPU >= 65536 (first at byte offset {}{w}); skipped", a.count, a.first_offset)
-        });
-        anomaly_warn(trace, &a[5], Severity::Info, damage, |a| {
-            format!(
-                "{} records of unknown type (first: type {} at byte offset {}{w}); skipped",
-                a.count, a.value, a.first_offset
-            )
-        });
-        anomaly_warn(trace, &a[6], Severity::DataLoss, damage, |a| {
-            format!("{} COMM/FORK/EXIT/LOST/MMAP records are too short (first at byte offset {}{w}); skipped", a.count, a.first_offset)
-        });
-    }
-    trace.tallies = tallies.list;
-    // perf 6.x writes the kernel's PERF_RECORD_LOST records and, at the end,
-    // LOST_SAMPLES records synthesized from the counters' read_format LOST
-    // totals: both count the same dropped samples, so summing them would
-    // double the loss. The larger of the two is the loss.
-    trace.lost = lost_records.max(lost_samples);
-    if trace.lost > 0 {
-        trace.warn(
-            Severity::DataLoss,
-            format!(
-                "the kernel lost {} events (PERF_RECORD_LOST / LOST_SAMPLES): increase the buffer size (-m)",
-                trace.lost
-            ),
-            trace.lost,
-        );
-    }
-    for (i, c) in counts.iter().enumerate() {
-        if *c > 0 {
-            trace
-                .events_by_name
-                .insert(trace.event_names[i].clone(), *c);
-        }
-    }
+    f
+}
 
-    // Task table: records in time order, then what the events tell.
+/// The task facts [`build_tasks`] reads.
+struct TaskFacts {
+    ops: Vec<(u64, TaskOp)>,
+    comm_by_tid: FxMap<i32, (u64, StrId)>,
+    tgid_by_tid: FxMap<i32, i32>,
+    saw_fork: bool,
+    saw_exit: bool,
+}
+
+/// Build the task table: COMM/FORK/EXIT records in time order, then what
+/// the events tell (fork/exit events when the file has no such records,
+/// the tracing data's saved cmdlines, sample tids, event comms).
+fn build_tasks(trace: &mut Trace, t: TaskFacts, td: &tracing_data::TracingData) {
+    let TaskFacts {
+        mut ops,
+        comm_by_tid,
+        tgid_by_tid,
+        saw_fork,
+        saw_exit,
+    } = t;
     ops.sort_by_key(|(ts, _)| *ts);
     let mut comm_rec_ts: FxMap<i32, u64> = FxMap::default(); // tid -> time of its last COMM record
     for (ts, op) in ops {
@@ -1090,6 +1239,16 @@ fn merge(
             let c = trace.strings.get(c).to_string();
             trace.tasks.set_comm(Tid(tid), &c);
         }
+    }
+}
+
+/// The CPU ids samples may name: below the CPU count the file records
+/// (HEADER_NRCPUS: available, else online), else below the decoder's limit.
+fn cpu_limit(feats: &header::Features<'_>) -> u32 {
+    let limit = tracepoint::MAX_CPUS as u32;
+    match feats.nr_cpus_avail.or(feats.nr_cpus_online) {
+        Some(n) if n > 0 => n.min(limit),
+        _ => limit,
     }
 }
 
@@ -1191,6 +1350,7 @@ fn parse_cgroup_samples(b: &[u8], base: u64) -> Result<Vec<CgroupSample>, String
 #[cfg(test)]
 mod tests {
     use super::*;
+    use header::FileHeader;
     use schedscope_trace::{Cpu, NameId};
 
     /// A placeholder event at `ts` whose tid is `tag` (the ordering tests
