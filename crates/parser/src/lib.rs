@@ -1,11 +1,16 @@
 //! Decoders that turn trace files into a [`schedscope_trace::Trace`].
 //!
-//! `load(path)` reads a file, detects its format from the content (never the
-//! file name), and hands the bytes to one decoder:
+//! `load(path)` reads a file (or standard input for the path `-`), detects
+//! its format from the content (never the file name), and hands the bytes
+//! to one decoder:
 //!
 //! * [`perf_data`]: perf.data (PERFILE2) from `perf record` or `schedscope
-//!   record`, plain or zstd-compressed; tracepoint payloads are decoded
-//!   through the tracefs format descriptions embedded in the file.
+//!   record`, plain or zstd-compressed, finished, unfinished (perf killed
+//!   before it wrote the header) or in pipe mode (`perf record -o -`);
+//!   tracepoint payloads are decoded through the tracefs format
+//!   descriptions embedded in the file. Samples the file itself shows to be
+//!   damaged (a CPU beyond its CPU count, a time far from its neighbours')
+//!   are skipped and counted in a warning.
 //! * [`ftrace_text`]: text from `/sys/kernel/tracing/trace`, `trace-cmd
 //!   report` and `perf script`.
 //! * [`tracefs_format`]: the nom parser for tracefs `format` files, shared by
