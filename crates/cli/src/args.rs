@@ -69,7 +69,8 @@ pub struct RecordArgs {
 /// `schedscope report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Trace file (perf.data or ftrace/trace-cmd/perf script text).
+    /// Trace file (perf.data, also pipe mode, or ftrace/trace-cmd/perf
+    /// script text); `-` reads standard input.
     #[arg(default_value = "schedscope.data")]
     pub file: PathBuf,
     /// Scheduling latency and run time per task.
@@ -104,7 +105,7 @@ pub struct ReportArgs {
 /// `schedscope info`.
 #[derive(Debug, Args)]
 pub struct InfoArgs {
-    /// Trace file.
+    /// Trace file; `-` reads standard input.
     #[arg(default_value = "schedscope.data")]
     pub file: PathBuf,
     /// Output format.

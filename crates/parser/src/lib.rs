@@ -1,11 +1,16 @@
 //! Decoders that turn trace files into a [`schedscope_trace::Trace`].
 //!
-//! `load(path)` reads a file, detects its format from the content (never the
-//! file name), and hands the bytes to one decoder:
+//! `load(path)` reads a file (or standard input for the path `-`), detects
+//! its format from the content (never the file name), and hands the bytes
+//! to one decoder:
 //!
 //! * [`perf_data`]: perf.data (PERFILE2) from `perf record` or `schedscope
-//!   record`, plain or zstd-compressed; tracepoint payloads are decoded
-//!   through the tracefs format descriptions embedded in the file.
+//!   record`, plain or zstd-compressed, finished, unfinished (perf killed
+//!   before it wrote the header) or in pipe mode (`perf record -o -`);
+//!   tracepoint payloads are decoded through the tracefs format
+//!   descriptions embedded in the file. Samples the file itself shows to be
+//!   damaged (a CPU beyond its CPU count, a time far from its neighbours')
+//!   are skipped and counted in a warning.
 //! * [`ftrace_text`]: text from `/sys/kernel/tracing/trace`, `trace-cmd
 //!   report` and `perf script`.
 //! * [`tracefs_format`]: the nom parser for tracefs `format` files, shared by
@@ -64,6 +69,9 @@ pub struct LoadOptions {
     pub tally: Vec<String>,
 }
 
+/// How messages name standard input (the path `-`).
+pub const STDIN_NAME: &str = "<stdin>";
+
 /// Read and decode the trace file at `path`.
 pub fn load(path: &Path) -> Result<Trace, ParseError> {
     load_with(path, &LoadOptions::default())
@@ -76,7 +84,18 @@ pub fn load(path: &Path) -> Result<Trace, ParseError> {
 /// file order and in time order: the first is given back while the second
 /// is filled, or left in [`Trace::spare`] when `opts.spare` asks), not the
 /// file.
+///
+/// The path `-` reads standard input to its end (`perf record -o - ... |
+/// schedscope report -`); messages name it `<stdin>`. (A file named `-`
+/// is read as `./-`.)
 pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Trace, ParseError> {
+    if path == Path::new("-") {
+        let name = STDIN_NAME;
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut data)
+            .map_err(|e| ParseError::io(name, e))?;
+        return load_bytes_with(name, &data, opts);
+    }
     let name = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|e| ParseError::io(&name, e))?;
     let len = file.metadata().map_err(|e| ParseError::io(&name, e))?.len();

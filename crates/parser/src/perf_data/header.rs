@@ -135,6 +135,10 @@ pub struct Attr {
     pub sample_regs_user: u64,
     /// sample_regs_intr mask.
     pub sample_regs_intr: u64,
+    /// The flag bits word (disabled, inherit, ..., exclude_user at bit 4,
+    /// exclude_kernel 5, exclude_hv 6, precise_ip 15-16, exclude_host 19,
+    /// exclude_guest 20), for naming events as perf does.
+    pub flags: u64,
 }
 
 impl Attr {
@@ -151,6 +155,7 @@ impl Attr {
             branch_sample_type: g(72),
             sample_regs_user: g(80),
             sample_regs_intr: g(96),
+            flags: g(40),
         }
     }
 }
@@ -289,51 +294,58 @@ pub fn read_features<'a>(data: &'a [u8], h: &FileHeader) -> Features<'a> {
             ));
             continue;
         };
-        let mut c = Cursor::new(bytes, sec.offset);
-        match bit {
-            feature::TRACING_DATA => f.tracing_data = Some((bytes, sec.offset)),
-            feature::HOSTNAME => f.hostname = c.perf_str(),
-            feature::OSRELEASE => f.os_release = c.perf_str(),
-            feature::ARCH => f.arch = c.perf_str(),
-            feature::NRCPUS => {
-                f.nr_cpus_avail = c.u32();
-                f.nr_cpus_online = c.u32();
-            }
-            feature::CMDLINE => {
-                let n = c.u32().unwrap_or(0);
-                let mut parts = Vec::new();
-                for _ in 0..n {
-                    match c.perf_str() {
-                        Some(s) => parts.push(s),
-                        None => break,
-                    }
-                }
-                f.cmdline = Some(parts.join(" "));
-            }
-            feature::EVENT_DESC if read_event_desc(&mut c, &mut f.event_desc).is_none() => {
-                f.problems.push(format!(
-                    "HEADER_EVENT_DESC at byte offset {} is truncated at byte offset {}",
-                    sec.offset,
-                    c.offset()
-                ));
-            }
-            feature::COMPRESSED => {
-                f.compressed = (|| {
-                    Some(CompressedInfo {
-                        version: c.u32()?,
-                        type_: c.u32()?,
-                        level: c.u32()?,
-                        ratio: c.u32()?,
-                        mmap_len: c.u32()?,
-                    })
-                })();
-            }
-            feature::SCHEDSCOPE_CGROUP_SAMPLES => f.cgroup_samples = Some((bytes, sec.offset)),
-            feature::SCHEDSCOPE_TASK_CGROUPS => f.task_cgroups = Some((bytes, sec.offset)),
-            _ => {}
-        }
+        read_feature(&mut f, bit, bytes, sec.offset);
     }
     f
+}
+
+/// Read one feature section (`bytes`, at byte offset `offset` of the
+/// file or pipe) of feature bit `bit` into `f`. Shared by the file's
+/// feature section table and pipe mode's PERF_RECORD_FEATURE records.
+pub fn read_feature<'a>(f: &mut Features<'a>, bit: u32, bytes: &'a [u8], offset: u64) {
+    let mut c = Cursor::new(bytes, offset);
+    match bit {
+        feature::TRACING_DATA => f.tracing_data = Some((bytes, offset)),
+        feature::HOSTNAME => f.hostname = c.perf_str(),
+        feature::OSRELEASE => f.os_release = c.perf_str(),
+        feature::ARCH => f.arch = c.perf_str(),
+        feature::NRCPUS => {
+            f.nr_cpus_avail = c.u32();
+            f.nr_cpus_online = c.u32();
+        }
+        feature::CMDLINE => {
+            let n = c.u32().unwrap_or(0);
+            let mut parts = Vec::new();
+            for _ in 0..n {
+                match c.perf_str() {
+                    Some(s) => parts.push(s),
+                    None => break,
+                }
+            }
+            f.cmdline = Some(parts.join(" "));
+        }
+        feature::EVENT_DESC if read_event_desc(&mut c, &mut f.event_desc).is_none() => {
+            f.problems.push(format!(
+                "HEADER_EVENT_DESC at byte offset {} is truncated at byte offset {}",
+                offset,
+                c.offset()
+            ));
+        }
+        feature::COMPRESSED => {
+            f.compressed = (|| {
+                Some(CompressedInfo {
+                    version: c.u32()?,
+                    type_: c.u32()?,
+                    level: c.u32()?,
+                    ratio: c.u32()?,
+                    mmap_len: c.u32()?,
+                })
+            })();
+        }
+        feature::SCHEDSCOPE_CGROUP_SAMPLES => f.cgroup_samples = Some((bytes, offset)),
+        feature::SCHEDSCOPE_TASK_CGROUPS => f.task_cgroups = Some((bytes, offset)),
+        _ => {}
+    }
 }
 
 fn read_event_desc(c: &mut Cursor<'_>, out: &mut Vec<(String, Vec<u64>)>) -> Option<()> {

@@ -1,23 +1,31 @@
 //! perf.data (PERFILE2) decoder.
 //!
-//! Data flow: [`header`] reads the file header, the attr table and the
-//! feature sections (metadata, [`tracing_data`] with the embedded tracefs
-//! formats and kallsyms, the schedscope cgroup section). A cheap sequential
-//! walk over the record headers of the data section validates sizes, finds
-//! the damage point if any, collects `PERF_RECORD_COMPRESSED` payloads (one
+//! Data flow, one module per step: `container` reads the header part of
+//! the three shapes perf writes (a finished file: the 104-byte header, the
+//! attr table and the feature sections ([`header`], [`tracing_data`] with
+//! the embedded tracefs formats and kallsyms, the schedscope cgroup
+//! section); an unfinished file, whose header perf never wrote back; pipe
+//! mode's header records) and says where the record stream lies. A cheap
+//! sequential `walk` over the record headers validates sizes, finds the
+//! damage point if any, collects `PERF_RECORD_COMPRESSED` payloads (one
 //! zstd stream across all of them, as perf writes it) and cuts the stream
 //! into chunks at record boundaries; each chunk is handed to the decoders
-//! as soon as it is cut, so walking and decoding overlap. The chunks (of the file
-//! and of the decompressed stream) are decoded in parallel with rayon
-//! straight into one event vector, with chunk-local string/mask/stack ids;
-//! a file chunk's pages are released (through the `release` callback of
-//! [`decode_with`]) once decoded, so a mapped file is never resident whole.
-//! Events the caller did not ask to keep ([`crate::LoadOptions`]) are
-//! counted, not decoded. The chunks leave their events in file order and
-//! note where time goes back (perf flushes one CPU's ring buffer after the
-//! other, so the stream is made of long sorted runs); [`order`] merges the
-//! runs into the final time-sorted vector in one parallel pass, renumbering
-//! the chunk-local ids on the way. The task table is built from
+//! as soon as it is cut, so walking and decoding overlap. The chunks (of
+//! the file and of the decompressed stream) are decoded in parallel with
+//! rayon (`chunk`, reading records with `layout` and tracepoint
+//! payloads with `tracepoint`) straight into one event vector, with
+//! chunk-local string/mask/stack ids (`local`); implausible samples (a
+//! CPU the file does not have, a time far from its neighbours') are
+//! skipped and counted. A file chunk's pages are released (through the
+//! `release` callback of [`decode_with`]) once decoded, so a mapped file is
+//! never resident whole. Events the caller did not ask to keep
+//! ([`crate::LoadOptions`]) are counted, not decoded. The chunks leave
+//! their events in file order and note where time goes back (perf flushes
+//! one CPU's ring buffer after the other, so the stream is made of long
+//! sorted runs); `assemble` gives the chunk-local ids their global ids,
+//! and `order` merges the runs into the final time-sorted vector in one
+//! parallel pass, renumbering the ids on the way; then the chunks' counts,
+//! tallies and anomalies are added up and the task table is built from
 //! COMM/FORK/EXIT records, sample tids and event comms. Both event vectors
 //! ask for transparent huge pages: faulting in ~100 MB of 4 KiB pages cost
 //! more than decoding the events that fill them. When the caller asks for
@@ -36,30 +44,36 @@
 //! not split into parallel chunks, which is where the speed comes from.
 
 pub mod abi;
+mod assemble;
 mod bytes;
 mod chunk;
+mod container;
+mod hash;
 pub mod header;
+mod layout;
+mod local;
 mod mmap;
+mod names;
 mod order;
 mod task_cgroups;
 mod tracepoint;
 pub mod tracing_data;
+mod walk;
 pub mod writer;
 
 use crate::ParseError;
-use abi::{attr_type, RecordType};
-use bytes::{u16_at, u32_at, u64_at, Cursor};
-use chunk::{Anomaly, AttrCtx, ChunkOut, Ctx, DenseMap, FxMap, Layout, TaskOp};
-use header::FileHeader;
+use abi::attr_type;
+use assemble::{merge, MergeHow};
+use bytes::Cursor;
+use chunk::{AttrCtx, ChunkOut, Ctx};
+use hash::{DenseMap, FxMap};
+use layout::Layout;
 use rayon::prelude::*;
-use schedscope_trace::{
-    CgroupSample, CpuMask, Event, EventData, MaskId, Severity, StackId, StrId, Tid, Trace,
-    TraceFormat, Ts,
-};
-use std::io::Read;
+use schedscope_trace::{CgroupSample, Event, Severity, Trace, TraceFormat, Ts};
 use std::mem::MaybeUninit;
 use std::ops::Range;
 use tracepoint::TpDecoder;
+use walk::{decompress, SampleFilter, Walker};
 
 /// How far the header walk goes in one step before it hands the chunks it
 /// cut to the decoders (and checks how far ahead of them it is).
@@ -129,9 +143,109 @@ fn decode_pass(
     exact: bool,
 ) -> Result<Option<Trace>, ParseError> {
     let timing = Timing::new();
-    let hdr = FileHeader::parse(name, data)?;
-    let mut attrs = header::read_attrs(name, data, &hdr)?;
-    let feats = header::read_features(data, &hdr);
+    let container::Container {
+        mut attrs,
+        feats,
+        data_start,
+        data_end,
+        attrs_at,
+        shape,
+    } = container::read(name, data)?;
+    let mut trace = new_trace(name, &feats);
+
+    let td = match feats.tracing_data {
+        Some((b, off)) => tracing_data::parse(b, off),
+        None => tracing_data::TracingData::default(),
+    };
+    for p in &td.problems {
+        trace.warn(Severity::DataLoss, p.clone(), 1);
+    }
+
+    let ctx = build_ctx(&mut trace, &mut attrs, &feats, &td, opts, attrs_at);
+    let n_names = trace.event_names.len();
+    timing.mark("setup");
+    let filter = exact.then(|| sample_filter(&ctx));
+
+    let (ds_start, stream, mut damage) = data_section(&mut trace, data, data_start, data_end);
+    let (mut slots, mut outs, walk) =
+        walk_and_decode(&ctx, stream, ds_start, filter.as_ref(), n_names, release);
+    report_walk_damage(&mut trace, shape, &walk, ds_start, data.len(), &mut damage);
+
+    // One zstd stream across all COMPRESSED records.
+    let decompressed = decompress_all(&mut trace, &feats, &walk.compressed, &mut damage);
+    let dwalk = walk::walk(
+        &decompressed,
+        0,
+        " of the decompressed record stream",
+        filter.as_ref(),
+    );
+    if let Some((off, msg, skipped)) = &dwalk.damage {
+        trace.warn(Severity::Error, msg.clone(), *skipped);
+        damage.get_or_insert((*off, msg.clone()));
+    }
+    let djobs: Vec<Job<'_>> = dwalk
+        .chunks
+        .iter()
+        .map(|(r, n)| Job {
+            stream: &decompressed,
+            range: r.clone(),
+            samples: *n,
+            base: 0,
+            decompressed: true,
+        })
+        .collect();
+    outs.extend(decode_jobs(&ctx, &djobs, n_names, &mut slots, release));
+    if outs.iter().any(|d| d.out.overflow) {
+        return Ok(None);
+    }
+    if opts.keep.is_some() || !opts.tally.is_empty() {
+        note_dropped(&mut trace, &outs);
+    }
+
+    for o in &outs {
+        trace.nr_cpus = trace.nr_cpus.max(o.out.kept_cpus);
+    }
+    timing.mark("walk+decode");
+    merge(
+        &mut trace,
+        outs,
+        &slots,
+        &td,
+        &mut damage,
+        &timing,
+        MergeHow {
+            spare: opts.spare,
+            cpu_count: feats.nr_cpus_avail.or(feats.nr_cpus_online),
+        },
+    );
+    if opts.spare {
+        // The slots' pages are faulted in: the analyses reuse them.
+        trace.spare.put(slots);
+    } else {
+        drop(slots);
+    }
+    timing.mark("tasks");
+
+    if trace.events.is_empty() {
+        if let Some((offset, detail)) = damage {
+            return Err(ParseError::Corrupt {
+                path: name.into(),
+                offset,
+                detail: format!("no usable events: {detail}"),
+            });
+        }
+    }
+
+    add_sections(&mut trace, td, &feats);
+    // (what Trace::finish does: the merge left the events sorted and the
+    // CPUs of the kept events are counted above)
+    timing.mark("rest");
+    Ok(Some(trace))
+}
+
+/// A new trace with the metadata of the feature sections (and their
+/// problems as warnings).
+fn new_trace(name: &str, feats: &header::Features<'_>) -> Trace {
     let mut trace = Trace::new(name, TraceFormat::PerfData);
     for p in &feats.problems {
         trace.warn(Severity::DataLoss, p.clone(), 1);
@@ -142,15 +256,21 @@ fn decode_pass(
     trace.meta.cmdline = feats.cmdline.clone();
     trace.meta.nr_cpus_online = feats.nr_cpus_online;
     trace.nr_cpus = feats.nr_cpus_online.unwrap_or(0).min(1 << 16);
+    trace
+}
 
-    let td = match feats.tracing_data {
-        Some((b, off)) => tracing_data::parse(b, off),
-        None => tracing_data::TracingData::default(),
-    };
-    for p in &td.problems {
-        trace.warn(Severity::DataLoss, p.clone(), 1);
-    }
-
+/// The chunk decoders' shared context: the attrs named (by the file's
+/// name records, else the tracepoint formats, else perf's names) and laid
+/// out, the sample id positions, the tracepoint decoders, and which events
+/// are kept or tallied.
+fn build_ctx<'t>(
+    trace: &mut Trace,
+    attrs: &mut [header::AttrEntry],
+    feats: &header::Features<'_>,
+    td: &'t tracing_data::TracingData,
+    opts: &crate::LoadOptions,
+    attrs_at: u64,
+) -> Ctx<'t> {
     if td.formats.is_empty() && attrs.iter().any(|a| a.attr.type_ == attr_type::TRACEPOINT) {
         trace.warn(
             Severity::Error,
@@ -194,7 +314,7 @@ fn decode_pass(
         let ename = match (fmt_name, a.name.is_empty()) {
             (Some(n), _) => n,
             (None, false) => a.name.clone(),
-            (None, true) => format!("type{}:0x{:x}", a.attr.type_, a.attr.config),
+            (None, true) => names::event_name(&a.attr),
         };
         let nid = trace.intern_name(&ename);
         for &id in &a.ids {
@@ -221,7 +341,7 @@ fn decode_pass(
                 format!(
                     "{} attrs without a common sample id position (attr table at byte offset {}): samples are attributed to the first attr",
                     ctx_attrs.len(),
-                    hdr.attrs.offset
+                    attrs_at
                 ),
                 1,
             );
@@ -230,7 +350,7 @@ fn decode_pass(
             (id_pos, is_pos)
         }
     };
-    let ctx = Ctx {
+    Ctx {
         attrs: ctx_attrs,
         ids: DenseMap::new(ids),
         id_pos,
@@ -256,10 +376,14 @@ fn decode_pass(
                 .map(|n| opts.tally.iter().any(|x| keep_matches(x, n)))
                 .collect()
         },
-    };
-    let n_names = trace.event_names.len();
-    timing.mark("setup");
-    let filter = exact.then(|| SampleFilter {
+        cpu_limit: cpu_limit(feats),
+    }
+}
+
+/// Which SAMPLE records an exact (filtered) pass reserves slots for: those
+/// of the attrs whose events are kept and not tallied.
+fn sample_filter<'c>(ctx: &'c Ctx<'_>) -> SampleFilter<'c> {
+    SampleFilter {
         id_pos: ctx.id_pos,
         ids: &ctx.ids,
         attr_keep: ctx
@@ -271,13 +395,35 @@ fn decode_pass(
                     && !ctx.tally.get(n).copied().unwrap_or(false)
             })
             .collect(),
-    });
+    }
+}
 
-    // The data section.
-    let ds_start = usize::try_from(hdr.data.offset)
+/// The trace's parts kept outside the record stream: kernel symbols from
+/// the tracing data, schedscope's cgroup sections.
+fn add_sections(trace: &mut Trace, td: tracing_data::TracingData, feats: &header::Features<'_>) {
+    trace.kernel_symbols.syms = td.kallsyms;
+    if let Some((b, off)) = feats.cgroup_samples {
+        match parse_cgroup_samples(b, off) {
+            Ok(s) => trace.cgroup_samples = s,
+            Err(e) => trace.warn(Severity::DataLoss, e, 1),
+        }
+    }
+    task_cgroups::load(trace, feats.task_cgroups);
+}
+
+/// The record stream of `data` (`data_start..data_end`, cut at the end of
+/// the data, which is warned about): its offset, its bytes, and the damage
+/// found (a truncated file).
+fn data_section<'d>(
+    trace: &mut Trace,
+    data: &'d [u8],
+    data_start: u64,
+    data_end: u64,
+) -> (usize, &'d [u8], Option<(u64, String)>) {
+    let ds_start = usize::try_from(data_start)
         .unwrap_or(usize::MAX)
         .min(data.len());
-    let ds_end_decl = hdr.data.offset.saturating_add(hdr.data.size);
+    let ds_end_decl = data_end;
     let ds_end = usize::try_from(ds_end_decl)
         .unwrap_or(usize::MAX)
         .min(data.len());
@@ -295,13 +441,27 @@ fn decode_pass(
         );
         damage = Some((data.len() as u64, msg));
     }
-    let stream = &data[ds_start..ds_end.max(ds_start)];
+    (ds_start, &data[ds_start..ds_end.max(ds_start)], damage)
+}
+
+/// Walk the record stream and decode its chunks in parallel as they are
+/// cut, into one slot vector: the slots (one per SAMPLE record the filter
+/// lets through), the decoded chunks in file order, and the walk (damage,
+/// compressed payloads).
+fn walk_and_decode<'a>(
+    ctx: &Ctx<'a>,
+    stream: &'a [u8],
+    ds_start: usize,
+    filter: Option<&SampleFilter<'_>>,
+    n_names: usize,
+    release: &(dyn Fn(Range<usize>) + Sync),
+) -> (Vec<MaybeUninit<Event>>, Vec<Decoded<'a>>, walk::Walk<'a>) {
     // The walk over the record headers is sequential. Every chunk it cuts
     // is handed to the pool at once (a rayon scope), so the other cores
     // decode while it walks on, never waiting for one another at window
     // boundaries; once the walk is done, its thread decodes too. Each
     // chunk's pages are released once decoded.
-    let mut walker = Walker::new(stream, ds_start as u64, "", filter.as_ref());
+    let mut walker = Walker::new(stream, ds_start as u64, "", filter);
     // One slot per SAMPLE record, reserved once for the whole file (the
     // smallest sample the attrs allow bounds their number).
     let min_sample = ctx
@@ -316,12 +476,12 @@ fn decode_pass(
     // SAFETY: the room is reserved and MaybeUninit<Event> needs no
     // initialisation; the length is set back to the slots handed out below.
     unsafe { slots.set_len(cap) };
-    let decoded: std::sync::Mutex<Vec<(usize, Decoded<'_>)>> = Default::default();
+    let decoded: std::sync::Mutex<Vec<(usize, Decoded<'a>)>> = Default::default();
     let finished = std::sync::atomic::AtomicUsize::new(0);
     let mut used = 0usize;
     {
         let mut rest: &mut [MaybeUninit<Event>] = &mut slots[..];
-        let (ctx, decoded, finished) = (&ctx, &decoded, &finished);
+        let (decoded, finished) = (&decoded, &finished);
         rayon::scope(|s| {
             let mut next_chunk = 0usize;
             while !walker.done() {
@@ -367,15 +527,52 @@ fn decode_pass(
     unsafe { slots.set_len(used) };
     let mut outs = decoded.into_inner().unwrap_or_else(|e| e.into_inner());
     outs.sort_unstable_by_key(|(i, _)| *i);
-    let mut outs: Vec<Decoded<'_>> = outs.into_iter().map(|(_, d)| d).collect();
-    let walk = walker.w;
-    if let Some((off, msg, skipped)) = &walk.damage {
+    let outs: Vec<Decoded<'a>> = outs.into_iter().map(|(_, d)| d).collect();
+    (slots, outs, walker.w)
+}
+
+/// Warn about the damage the walk found; an unfinished recording gets
+/// one line instead, saying how many bytes of records were recovered.
+fn report_walk_damage(
+    trace: &mut Trace,
+    shape: container::Shape,
+    walk: &walk::Walk<'_>,
+    ds_start: usize,
+    data_len: usize,
+    damage: &mut Option<(u64, String)>,
+) {
+    if shape == container::Shape::Unfinished {
+        // One line: the recording was cut, so a cut last record is expected.
+        let end = walk.damage.as_ref().map_or(data_len as u64, |d| d.0);
+        let recovered = end.saturating_sub(ds_start as u64);
+        let rest = match &walk.damage {
+            Some((off, _, skipped)) => format!(
+                " up to the damaged or cut-off record at byte offset {off} ({skipped} bytes after it skipped)"
+            ),
+            None => " up to the end of the file".into(),
+        };
+        trace.warn(
+            Severity::DataLoss,
+            format!(
+                "the recording was not finished (the header's data size is 0: perf was stopped before it wrote the header, so the file has no feature sections): recovered {recovered} bytes of records from byte offset {ds_start}{rest}"
+            ),
+            1,
+        );
+    } else if let Some((off, msg, skipped)) = &walk.damage {
         trace.warn(Severity::Error, msg.clone(), *skipped);
         damage.get_or_insert((*off, msg.clone()));
     }
+}
 
-    // One zstd stream across all COMPRESSED records.
-    let decompressed = if walk.compressed.is_empty() {
+/// The records of the PERF_RECORD_COMPRESSED payloads: one zstd stream
+/// across all of them (problems warned about and noted as damage).
+fn decompress_all(
+    trace: &mut Trace,
+    feats: &header::Features<'_>,
+    compressed: &[&[u8]],
+    damage: &mut Option<(u64, String)>,
+) -> Vec<u8> {
+    if compressed.is_empty() {
         Vec::new()
     } else {
         if feats.compressed.is_some_and(|c| c.type_ != 1) {
@@ -385,99 +582,33 @@ fn decode_pass(
                 1,
             );
         }
-        let (d, problem) = decompress(&walk.compressed);
+        let (d, problem) = decompress(compressed);
         if let Some(p) = problem {
             trace.warn(Severity::Error, p.clone(), 1);
             damage.get_or_insert((0, p));
         }
         d
+    }
+}
+
+/// For a filtered load: how many events the file had and their time span
+/// (the events left out included), and the CPUs they name.
+fn note_dropped(trace: &mut Trace, outs: &[Decoded<'_>]) {
+    let mut d = schedscope_trace::trace::Dropped {
+        total: 0,
+        first: Ts(u64::MAX),
+        last: Ts(0),
     };
-    let dwalk = self::walk(
-        &decompressed,
-        0,
-        " of the decompressed record stream",
-        filter.as_ref(),
-    );
-    if let Some((off, msg, skipped)) = &dwalk.damage {
-        trace.warn(Severity::Error, msg.clone(), *skipped);
-        damage.get_or_insert((*off, msg.clone()));
+    for Decoded { out: o, .. } in outs {
+        d.total += o.n as u64 + o.dropped;
+        d.first = d.first.min(Ts(o.first_ts));
+        d.last = d.last.max(Ts(o.last_ts));
+        trace.nr_cpus = trace.nr_cpus.max(o.cpus);
     }
-    let djobs: Vec<Job<'_>> = dwalk
-        .chunks
-        .iter()
-        .map(|(r, n)| Job {
-            stream: &decompressed,
-            range: r.clone(),
-            samples: *n,
-            base: 0,
-            decompressed: true,
-        })
-        .collect();
-    outs.extend(decode_jobs(&ctx, &djobs, n_names, &mut slots, release));
-    if outs.iter().any(|d| d.out.overflow) {
-        return Ok(None);
+    if d.total == 0 {
+        d.first = Ts(0);
     }
-    if opts.keep.is_some() || !opts.tally.is_empty() {
-        let mut d = schedscope_trace::trace::Dropped {
-            total: 0,
-            first: Ts(u64::MAX),
-            last: Ts(0),
-        };
-        for Decoded { out: o, .. } in &outs {
-            d.total += o.n as u64 + o.dropped;
-            d.first = d.first.min(Ts(o.first_ts));
-            d.last = d.last.max(Ts(o.last_ts));
-            trace.nr_cpus = trace.nr_cpus.max(o.cpus);
-        }
-        if d.total == 0 {
-            d.first = Ts(0);
-        }
-        trace.dropped = Some(d);
-    }
-
-    for o in &outs {
-        trace.nr_cpus = trace.nr_cpus.max(o.out.kept_cpus);
-    }
-    timing.mark("walk+decode");
-    merge(
-        &mut trace,
-        outs,
-        &slots,
-        &td,
-        &mut damage,
-        &timing,
-        opts.spare,
-    );
-    if opts.spare {
-        // The slots' pages are faulted in: the analyses reuse them.
-        trace.spare.put(slots);
-    } else {
-        drop(slots);
-    }
-    timing.mark("tasks");
-
-    if trace.events.is_empty() {
-        if let Some((offset, detail)) = damage {
-            return Err(ParseError::Corrupt {
-                path: name.into(),
-                offset,
-                detail: format!("no usable events: {detail}"),
-            });
-        }
-    }
-
-    trace.kernel_symbols.syms = td.kallsyms;
-    if let Some((b, off)) = feats.cgroup_samples {
-        match parse_cgroup_samples(b, off) {
-            Ok(s) => trace.cgroup_samples = s,
-            Err(e) => trace.warn(Severity::DataLoss, e, 1),
-        }
-    }
-    task_cgroups::load(&mut trace, feats.task_cgroups);
-    // (what Trace::finish does: the merge left the events sorted and the
-    // CPUs of the kept events are counted above)
-    timing.mark("rest");
-    Ok(Some(trace))
+    trace.dropped = Some(d);
 }
 
 /// With SCHEDSCOPE_TIMING set, the wall time of each step of a perf.data
@@ -588,508 +719,13 @@ struct Job<'a> {
     decompressed: bool,
 }
 
-/// Result of the header walk over one record stream.
-struct Walk<'a> {
-    /// Chunk byte ranges and the number of SAMPLE records in each.
-    chunks: Vec<(Range<usize>, usize)>,
-    compressed: Vec<&'a [u8]>,
-    /// (byte offset, message, bytes skipped).
-    damage: Option<(u64, String, u64)>,
-}
-
-/// Walk record headers: validate sizes, cut chunks, collect compressed payloads.
-/// `what` is "" for the file or a description of a decompressed stream.
-fn walk<'a>(
-    stream: &'a [u8],
-    base: u64,
-    what: &str,
-    filter: Option<&SampleFilter<'_>>,
-) -> Walk<'a> {
-    let mut k = Walker::new(stream, base, what, filter);
-    k.advance(stream.len());
-    k.w
-}
-
-/// A header walk that can stop at a byte position and resume, so that the
-/// chunks walked so far are decoded while the walk goes on.
-struct Walker<'a, 'w> {
-    stream: &'a [u8],
-    base: u64,
-    what: &'w str,
-    /// Count only the samples this lets through (None: all).
-    filter: Option<&'w SampleFilter<'w>>,
-    pos: usize,
-    w: Walk<'a>,
-}
-
-/// Which SAMPLE records need a slot in a filtered load: those of kept
-/// attrs (and those whose attr is unknown, which the decoder reports).
-struct SampleFilter<'c> {
-    id_pos: Option<usize>,
-    ids: &'c DenseMap,
-    /// Per attr: its events are kept.
-    attr_keep: Vec<bool>,
-}
-
-impl SampleFilter<'_> {
-    #[inline]
-    fn counts(&self, body: &[u8]) -> bool {
-        let attr = match self.id_pos {
-            None => Some(0),
-            Some(p) => u64_at(body, p * 8).and_then(|id| self.ids.get(id)),
-        };
-        attr.and_then(|a| self.attr_keep.get(a as usize).copied())
-            .unwrap_or(true)
-    }
-}
-
-impl<'a, 'w> Walker<'a, 'w> {
-    fn new(
-        stream: &'a [u8],
-        base: u64,
-        what: &'w str,
-        filter: Option<&'w SampleFilter<'w>>,
-    ) -> Self {
-        Walker {
-            stream,
-            base,
-            what,
-            filter,
-            pos: 0,
-            w: Walk {
-                chunks: Vec::new(),
-                compressed: Vec::new(),
-                damage: None,
-            },
-        }
-    }
-
-    /// Whether the whole stream was walked (or damage stopped the walk).
-    fn done(&self) -> bool {
-        self.pos >= self.stream.len() || self.w.damage.is_some()
-    }
-
-    /// Walk the records that start before `until`; the records walked
-    /// become chunks (the last one may be short).
-    fn advance(&mut self, until: usize) {
-        let (stream, base, what) = (self.stream, self.base, self.what);
-        let w = &mut self.w;
-        let mut pos = self.pos;
-        let mut chunk_start = pos;
-        let mut samples = 0usize;
-        let until = until.min(stream.len());
-        while pos < until && w.damage.is_none() {
-            // Each header's address depends on the size in the previous
-            // one: ask for the memory a few records ahead, so that the
-            // walk does not wait for every cache line in turn.
-            if let Some(ahead) = stream.get(pos + PREFETCH_AHEAD) {
-                schedscope_trace::mem::prefetch(ahead);
-            }
-            let off = base + pos as u64;
-            let (Some(ty), Some(size)) = (u32_at(stream, pos), u16_at(stream, pos + 6)) else {
-                w.damage = Some((
-                    off,
-                    format!(
-                        "record header at byte offset {off}{what} is cut off by the end of the data ({} bytes left, 8 needed); skipped",
-                        stream.len() - pos
-                    ),
-                    (stream.len() - pos) as u64,
-                ));
-                break;
-            };
-            let size = size as usize;
-            if size < 8 || pos + size > stream.len() {
-                let why = if size < 8 {
-                    format!("has size {size} (< 8)")
-                } else {
-                    format!(
-                        "of size {size} runs past the end of the data (at byte offset {}{what})",
-                        base + stream.len() as u64
-                    )
-                };
-                w.damage = Some((
-                    off,
-                    format!(
-                        "record at byte offset {off}{what} {why}: the remaining {} bytes were skipped",
-                        stream.len() - pos
-                    ),
-                    (stream.len() - pos) as u64,
-                ));
-                break;
-            }
-            if ty == RecordType::SAMPLE.0 {
-                if self
-                    .filter
-                    .is_none_or(|f| f.counts(&stream[pos + 8..pos + size]))
-                {
-                    samples += 1;
-                }
-            } else if ty == RecordType::COMPRESSED.0 {
-                w.compressed.push(&stream[pos + 8..pos + size]);
-            } else if ty == RecordType::COMPRESSED2.0 {
-                let n = u64_at(stream, pos + 8).unwrap_or(0);
-                let end = (pos as u64 + 16).saturating_add(n);
-                if end <= (pos + size) as u64 {
-                    w.compressed.push(&stream[pos + 16..end as usize]);
-                }
-            }
-            pos += size;
-            if pos - chunk_start >= CHUNK_BYTES {
-                w.chunks.push((chunk_start..pos, samples));
-                chunk_start = pos;
-                samples = 0;
-            }
-        }
-        // (on damage, pos is the damaged record: the chunk ends before it)
-        if pos > chunk_start {
-            w.chunks.push((chunk_start..pos.min(stream.len()), samples));
-        }
-        self.pos = pos;
-    }
-}
-
-/// How far ahead of the header it reads the walk prefetches.
-const PREFETCH_AHEAD: usize = 2048;
-
-/// Decompress the concatenated COMPRESSED payloads (a sequence of zstd
-/// frames). Returns the data and a problem message when the stream is
-/// corrupt (the data decoded before the damage is kept).
-fn decompress(payloads: &[&[u8]]) -> (Vec<u8>, Option<String>) {
-    // perf compresses the whole session as ONE zstd frame that it flushes
-    // (ZSTD_flushStream) after every record but never ends, so the frame has
-    // no last block. Append an empty raw block marked "last" to end it;
-    // flushed streams stop at a block boundary, so this is where it belongs.
-    const END_BLOCK: [u8; 3] = [0x01, 0x00, 0x00];
-    let total: usize = payloads.iter().map(|p| p.len()).sum();
-    let mut input = Vec::with_capacity(total + END_BLOCK.len());
-    for p in payloads {
-        input.extend_from_slice(p);
-    }
-    input.extend_from_slice(&END_BLOCK);
-    let total = input.len();
-    // Real perf data compresses 3-20x; cap the output against zip bombs.
-    let limit = (total as u64).saturating_mul(1000).saturating_add(1 << 20);
-    let mut out = Vec::with_capacity(total.saturating_mul(6));
-    let mut rest: &[u8] = &input;
-    // (a properly ended frame leaves only our end block behind)
-    while !rest.is_empty() && rest != END_BLOCK {
-        let consumed_before = total - rest.len();
-        let dec = ruzstd::decoding::StreamingDecoder::new(&mut rest);
-        let mut dec = match dec {
-            Ok(d) => d,
-            Err(e) => {
-                return (
-                    out,
-                    Some(format!(
-                        "zstd data of PERF_RECORD_COMPRESSED is corrupt at compressed byte {consumed_before}: {e}"
-                    )),
-                )
-            }
-        };
-        let room = limit.saturating_sub(out.len() as u64);
-        if let Err(e) = (&mut dec).take(room).read_to_end(&mut out) {
-            return (
-                out,
-                Some(format!(
-                    "zstd data of PERF_RECORD_COMPRESSED is corrupt in the frame at compressed byte {consumed_before}: {e}"
-                )),
-            );
-        }
-        if out.len() as u64 >= limit {
-            return (
-                out,
-                Some("decompressed PERF_RECORD_COMPRESSED data exceeds 1000x its compressed size; stopped".into()),
-            );
-        }
-    }
-    (out, None)
-}
-
-fn anomaly_warn(
-    trace: &mut Trace,
-    a: &Anomaly,
-    sev: Severity,
-    damage: &mut Option<(u64, String)>,
-    msg: impl Fn(&Anomaly) -> String,
-) {
-    if a.count > 0 {
-        let m = msg(a);
-        if sev == Severity::Error {
-            damage.get_or_insert((a.first_offset, m.clone()));
-        }
-        trace.warn(sev, m, a.count);
-    }
-}
-
-/// Merge chunk outputs into `trace`: renumber ids, put the events of
-/// `slots` in time order, build the task table.
-fn merge(
-    trace: &mut Trace,
-    outs: Vec<Decoded<'_>>,
-    slots: &[MaybeUninit<Event>],
-    td: &tracing_data::TracingData,
-    damage: &mut Option<(u64, String)>,
-    timing: &Timing,
-    spare: bool,
-) {
-    let mut counts = vec![0u64; trace.event_names.len()];
-    let mut mask_ids: FxMap<Vec<u64>, u32> = FxMap::default();
-    let mut stack_ids: FxMap<Vec<u64>, u32> = FxMap::default();
-    let mut ops: Vec<(u64, TaskOp)> = Vec::new();
-    let mut tallies = chunk::Tallies::default();
-    let mut comm_by_tid: FxMap<i32, (u64, StrId)> = FxMap::default();
-    let mut tgid_by_tid: FxMap<i32, i32> = FxMap::default();
-    let (mut saw_fork, mut saw_exit) = (false, false);
-    let (mut lost_records, mut lost_samples) = (0u64, 0u64);
-    let mut an = [Anomaly::default(); 8];
-    let mut an_dec = [Anomaly::default(); 8];
-    // Global ids for the chunk-local strings, masks and stacks (sequential:
-    // the tables are small); the events are renumbered as they are merged.
-    let mut outs = outs;
-    let maps: Vec<(Vec<StrId>, Vec<MaskId>, Vec<StackId>)> = outs
-        .iter_mut()
-        .map(|Decoded { out, .. }| {
-            let smap: Vec<StrId> = out
-                .local
-                .strings
-                .iter()
-                .map(|s| match std::str::from_utf8(s) {
-                    Ok(s) => trace.strings.intern(s),
-                    Err(_) => trace.strings.intern(&String::from_utf8_lossy(s)),
-                })
-                .collect();
-            let mmap: Vec<MaskId> = std::mem::take(&mut out.local.masks)
-                .into_iter()
-                .map(|m| {
-                    let next = trace.cpumasks.len() as u32;
-                    let id = *mask_ids.entry(m.clone()).or_insert(next);
-                    if id == next {
-                        trace.cpumasks.push(CpuMask { words: m });
-                    }
-                    MaskId(id)
-                })
-                .collect();
-            let kmap: Vec<StackId> = std::mem::take(&mut out.local.stacks)
-                .into_iter()
-                .map(|st| {
-                    let next = trace.stacks.len() as u32;
-                    let id = *stack_ids.entry(st.clone()).or_insert(next);
-                    if id == next {
-                        trace.stacks.push(st);
-                    }
-                    StackId(id)
-                })
-                .collect();
-            (smap, mmap, kmap)
-        })
-        .collect();
-    // The sorted runs of every chunk, in file order.
-    let mut runs: Vec<order::Run<'_>> = Vec::new();
-    for (i, d) in outs.iter().enumerate() {
-        let Some(evs) = slots.get(d.offset..d.offset + d.out.n) else {
-            continue; // cannot happen: a chunk writes inside its slots
-        };
-        // SAFETY: decode_chunk initialised the first `out.n` slots of the
-        // chunk's range (it counts its writes, in order from 0), and
-        // MaybeUninit<Event> has Event's layout.
-        let evs = unsafe { &*(evs as *const [MaybeUninit<Event>] as *const [Event]) };
-        let mut start = 0;
-        for &r in d.out.runs.iter().chain([&evs.len()]) {
-            if r > start {
-                runs.push(order::Run {
-                    events: &evs[start..r],
-                    chunk: i,
-                });
-            }
-            start = r;
-        }
-    }
-    // Without a spare to leave, nothing reads the slots after the merge:
-    // their pages can go as it proceeds.
-    let reclaim = (!spare)
-        .then(|| slots.as_ptr() as usize..slots.as_ptr() as usize + std::mem::size_of_val(slots));
-    trace.events = order::merge_runs(&runs, reclaim, &|c, ev| {
-        let Some((smap, mmap, kmap)) = maps.get(c) else {
-            return;
-        };
-        if ev.stack.is_some() {
-            ev.stack = kmap
-                .get(ev.stack.0 as usize)
-                .copied()
-                .unwrap_or(StackId::NONE);
-        }
-        remap_local(&mut ev.data, smap, mmap);
-    });
-    drop(runs);
-    timing.mark("merge");
-    for (
-        Decoded {
-            out,
-            decompressed: dec,
-            ..
-        },
-        (smap, mmap, _),
-    ) in outs.into_iter().zip(maps)
-    {
-        // Tallies: chunk by chunk, in file order, ids renumbered as above.
-        for mut t in out.tallies.list {
-            remap_local(&mut t.data, &smap, &mmap);
-            tallies.add(t.name, t.cpu, t.data, t.count);
-        }
-        let s = |id: StrId| smap.get(id.0 as usize).copied().unwrap_or_default();
-        for (c, o) in counts.iter_mut().zip(&out.counts) {
-            *c += o;
-        }
-        for (ts, op) in out.task_ops {
-            let op = match op {
-                TaskOp::Comm { pid, tid, comm } => TaskOp::Comm {
-                    pid,
-                    tid,
-                    comm: s(comm),
-                },
-                o => o,
-            };
-            ops.push((ts, op));
-        }
-        for (tid, (ts, c)) in out.local.comm_by_tid {
-            let e = comm_by_tid.entry(tid).or_insert((ts, s(c)));
-            if e.0 <= ts {
-                *e = (ts, s(c));
-            }
-        }
-        tgid_by_tid.extend(out.local.tgid_by_tid);
-        trace.mappings.extend(out.mappings);
-        saw_fork |= out.saw_fork_records;
-        saw_exit |= out.saw_exit_records;
-        lost_records = lost_records.saturating_add(out.lost);
-        lost_samples = lost_samples.saturating_add(out.lost_samples);
-        let a = if dec { &mut an_dec } else { &mut an };
-        for (dst, src) in a.iter_mut().zip([
-            &out.unknown_id,
-            &out.unknown_common_type,
-            &out.no_raw,
-            &out.short_sample,
-            &out.short_payload,
-            &out.unknown_record,
-            &out.short_record,
-        ]) {
-            dst.merge(src);
-        }
-    }
-    for (dec, a) in [(false, an), (true, an_dec)] {
-        let w = if dec {
-            " of the decompressed record stream"
-        } else {
-            ""
-        };
-        anomaly_warn(trace, &a[0], Severity::Error, damage, |a| {
-            format!("{} samples carry a sample id that no attr owns (first: id {} at byte offset {}{w}); skipped", a.count, a.value, a.first_offset)
-        });
-        anomaly_warn(trace, &a[1], Severity::Error, damage, |a| {
-            format!("{} tracepoint samples have a common_type with no format in the file's tracing data (first: type {} at byte offset {}{w}); skipped", a.count, a.value as i64, a.first_offset)
-        });
-        anomaly_warn(trace, &a[2], Severity::DataLoss, damage, |a| {
-            format!(
-                "{} tracepoint samples carry no RAW payload (first at byte offset {}{w}); skipped",
-                a.count, a.first_offset
-            )
-        });
-        anomaly_warn(trace, &a[3], Severity::Error, damage, |a| {
-            format!("{} samples are shorter than their attr's sample_type demands or name a CPU >= 65536 (first at byte offset {}{w}); skipped", a.count, a.first_offset)
-        });
-        anomaly_warn(trace, &a[4], Severity::Error, damage, |a| {
-            format!("{} tracepoint payloads are shorter than their format or name a CPU >= 65536 (first at byte offset {}{w}); skipped", a.count, a.first_offset)
-        });
-        anomaly_warn(trace, &a[5], Severity::Info, damage, |a| {
-            format!(
-                "{} records of unknown type (first: type {} at byte offset {}{w}); skipped",
-                a.count, a.value, a.first_offset
-            )
-        });
-        anomaly_warn(trace, &a[6], Severity::DataLoss, damage, |a| {
-            format!("{} COMM/FORK/EXIT/LOST/MMAP records are too short (first at byte offset {}{w}); skipped", a.count, a.first_offset)
-        });
-    }
-    trace.tallies = tallies.list;
-    // perf 6.x writes the kernel's PERF_RECORD_LOST records and, at the end,
-    // LOST_SAMPLES records synthesized from the counters' read_format LOST
-    // totals: both count the same dropped samples, so summing them would
-    // double the loss. The larger of the two is the loss.
-    trace.lost = lost_records.max(lost_samples);
-    if trace.lost > 0 {
-        trace.warn(
-            Severity::DataLoss,
-            format!(
-                "the kernel lost {} events (PERF_RECORD_LOST / LOST_SAMPLES): increase the buffer size (-m)",
-                trace.lost
-            ),
-            trace.lost,
-        );
-    }
-    for (i, c) in counts.iter().enumerate() {
-        if *c > 0 {
-            trace
-                .events_by_name
-                .insert(trace.event_names[i].clone(), *c);
-        }
-    }
-
-    // Task table: records in time order, then what the events tell.
-    ops.sort_by_key(|(ts, _)| *ts);
-    let mut comm_rec_ts: FxMap<i32, u64> = FxMap::default(); // tid -> time of its last COMM record
-    for (ts, op) in ops {
-        match op {
-            TaskOp::Comm { pid, tid, comm } => {
-                let c = trace.strings.get(comm).to_string();
-                trace.tasks.set_comm(Tid(tid), &c);
-                trace.tasks.set_tgid(Tid(tid), Tid(pid));
-                comm_rec_ts.insert(tid, ts);
-            }
-            TaskOp::Fork { pid, tid, ptid } => {
-                let c = trace.tasks.comm(Tid(ptid)).to_string();
-                trace.tasks.fork(Tid(tid), Some(Tid(pid)), &c, Some(Ts(ts)));
-            }
-            TaskOp::Exit { tid } => trace.tasks.exit(Tid(tid), Ts(ts)),
-        }
-    }
-    if !saw_fork || !saw_exit {
-        for i in 0..trace.events.len() {
-            let ev = trace.events[i];
-            match ev.data {
-                EventData::Fork {
-                    child_tid,
-                    child_comm,
-                    ..
-                } if !saw_fork => {
-                    let c = trace.strings.get(child_comm).to_string();
-                    trace.tasks.fork(child_tid, None, &c, Some(ev.ts));
-                }
-                EventData::Exit { tid, .. } if !saw_exit => trace.tasks.exit(tid, ev.ts),
-                _ => {}
-            }
-        }
-    }
-    for (pid, comm) in &td.cmdlines {
-        if trace.tasks.comm(Tid(*pid)).is_empty() {
-            trace.tasks.set_comm(Tid(*pid), comm);
-        }
-    }
-    let mut tg: Vec<_> = tgid_by_tid.into_iter().collect();
-    tg.sort_unstable();
-    for (tid, pid) in tg {
-        if trace.tasks.tgid(Tid(tid)).is_none() {
-            trace.tasks.set_tgid(Tid(tid), Tid(pid));
-        }
-    }
-    let mut cm: Vec<_> = comm_by_tid.into_iter().collect();
-    cm.sort_unstable_by_key(|(tid, _)| *tid);
-    for (tid, (_ts, c)) in cm {
-        // COMM records win: perf synthesizes them from /proc/PID/comm, which
-        // for kworkers carries the workqueue suffix the tracepoints lack.
-        if !comm_rec_ts.contains_key(&tid) || trace.tasks.comm(Tid(tid)).is_empty() {
-            let c = trace.strings.get(c).to_string();
-            trace.tasks.set_comm(Tid(tid), &c);
-        }
+/// The CPU ids samples may name: below the CPU count the file records
+/// (HEADER_NRCPUS: available, else online), else below the decoder's limit.
+fn cpu_limit(feats: &header::Features<'_>) -> u32 {
+    let limit = tracepoint::MAX_CPUS as u32;
+    match feats.nr_cpus_avail.or(feats.nr_cpus_online) {
+        Some(n) if n > 0 => n.min(limit),
+        _ => limit,
     }
 }
 
@@ -1104,41 +740,6 @@ fn split_slots<T>(events: &mut [T], sizes: impl Iterator<Item = usize>) -> Vec<&
         rest = b;
     }
     out
-}
-
-/// Renumber the chunk-local ids of an event payload with a chunk's maps
-/// (its local string and mask ids to the trace's).
-fn remap_local(d: &mut EventData, smap: &[StrId], mmap: &[MaskId]) {
-    remap(
-        d,
-        &|id: StrId| smap.get(id.0 as usize).copied().unwrap_or_default(),
-        &|id: MaskId| mmap.get(id.0 as usize).copied().unwrap_or_default(),
-    );
-}
-
-/// Renumber the chunk-local ids of an event payload.
-fn remap(d: &mut EventData, s: &impl Fn(StrId) -> StrId, m: &impl Fn(MaskId) -> MaskId) {
-    match d {
-        EventData::Switch {
-            prev_comm,
-            next_comm,
-            ..
-        } => {
-            *prev_comm = s(*prev_comm);
-            *next_comm = s(*next_comm);
-        }
-        EventData::Wakeup { comm, .. }
-        | EventData::Migrate { comm, .. }
-        | EventData::Exit { comm, .. } => *comm = s(*comm),
-        EventData::Fork { child_comm, .. } => *child_comm = s(*child_comm),
-        EventData::Exec { filename, .. } => *filename = s(*filename),
-        EventData::IpiSendCpumask { mask, .. } => *mask = m(*mask),
-        EventData::IpiRaise { mask, reason } => {
-            *mask = m(*mask);
-            *reason = s(*reason);
-        }
-        _ => {}
-    }
 }
 
 /// Parse the schedscope cgroup-samples feature section (version 1).
@@ -1191,7 +792,10 @@ fn parse_cgroup_samples(b: &[u8], base: u64) -> Result<Vec<CgroupSample>, String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use schedscope_trace::{Cpu, NameId};
+    use abi::RecordType;
+    use bytes::{u16_at, u32_at};
+    use header::FileHeader;
+    use schedscope_trace::{Cpu, EventData, NameId, StackId, Tid};
 
     /// A placeholder event at `ts` whose tid is `tag` (the ordering tests
     /// here and in `order` tell events apart by it).

@@ -2,7 +2,7 @@
 //! [`TpDecoder`] holding the field accessors of the event it describes, and
 //! every RAW payload is read through it (no hard-coded offsets).
 
-use super::chunk::Local;
+use super::local::Local;
 use crate::tracefs_format::{EventFormat, FieldRef};
 use schedscope_trace::{Cpu, EventData, KvmIsa, NameId, PrevState, Sym, Tid, WakeKind};
 

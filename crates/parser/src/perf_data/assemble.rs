@@ -1,0 +1,458 @@
+//! Assembling the decoded chunks into the trace: global ids for their
+//! chunk-local strings, masks and stacks, the time-ordered merge of their
+//! events, their counts, tallies and anomalies (reported as warnings), and
+//! the task table.
+
+use super::chunk::{self, Anomaly, TaskOp};
+use super::hash::FxMap;
+use super::tracepoint;
+use super::{order, tracing_data, Decoded, Timing};
+use schedscope_trace::{
+    CpuMask, Event, EventData, MaskId, Severity, StackId, StrId, Tid, Trace, Ts,
+};
+use std::mem::MaybeUninit;
+
+fn anomaly_warn(
+    trace: &mut Trace,
+    a: &Anomaly,
+    sev: Severity,
+    damage: &mut Option<(u64, String)>,
+    msg: impl Fn(&Anomaly) -> String,
+) {
+    if a.count > 0 {
+        let m = msg(a);
+        if sev == Severity::Error {
+            damage.get_or_insert((a.first_offset, m.clone()));
+        }
+        trace.warn(sev, m, a.count);
+    }
+}
+
+/// Warn about the anomalies the chunks counted (of the file's record
+/// stream and of the decompressed one); `cpu_count`: the CPU count the
+/// file records, if any.
+fn warn_anomalies(
+    trace: &mut Trace,
+    anomalies: [[Anomaly; 9]; 2],
+    damage: &mut Option<(u64, String)>,
+    cpu_count: Option<u32>,
+) {
+    for (dec, a) in [false, true].into_iter().zip(anomalies) {
+        let w = if dec {
+            " of the decompressed record stream"
+        } else {
+            ""
+        };
+        anomaly_warn(trace, &a[0], Severity::Error, damage, |a| {
+            format!("{} samples carry a sample id that no attr owns (first: id {} at byte offset {}{w}); skipped", a.count, a.value, a.first_offset)
+        });
+        anomaly_warn(trace, &a[1], Severity::Error, damage, |a| {
+            format!("{} tracepoint samples have a common_type with no format in the file's tracing data (first: type {} at byte offset {}{w}); skipped", a.count, a.value as i64, a.first_offset)
+        });
+        anomaly_warn(trace, &a[2], Severity::DataLoss, damage, |a| {
+            format!(
+                "{} tracepoint samples carry no RAW payload (first at byte offset {}{w}); skipped",
+                a.count, a.first_offset
+            )
+        });
+        anomaly_warn(trace, &a[3], Severity::Error, damage, |a| {
+            format!("{} samples are shorter than their attr's sample_type demands (first at byte offset {}{w}); skipped", a.count, a.first_offset)
+        });
+        anomaly_warn(trace, &a[4], Severity::Error, damage, |a| {
+            format!("{} tracepoint payloads are shorter than their format or name a CPU >= 65536 (first at byte offset {}{w}); skipped", a.count, a.first_offset)
+        });
+        anomaly_warn(trace, &a[5], Severity::Info, damage, |a| {
+            format!(
+                "{} records of unknown type (first: type {} at byte offset {}{w}); skipped",
+                a.count, a.value, a.first_offset
+            )
+        });
+        anomaly_warn(trace, &a[6], Severity::DataLoss, damage, |a| {
+            format!("{} COMM/FORK/EXIT/LOST/MMAP records are too short (first at byte offset {}{w}); skipped", a.count, a.first_offset)
+        });
+        anomaly_warn(trace, &a[7], Severity::Error, damage, |a| {
+            let limit = match cpu_count {
+                Some(n) => format!("the file records {n} CPUs"),
+                None => format!(
+                    "the file records no CPU count; the limit is {}",
+                    tracepoint::MAX_CPUS
+                ),
+            };
+            format!("{} samples name a CPU that does not exist (first: CPU {} at byte offset {}{w}; {limit}); skipped", a.count, a.value, a.first_offset)
+        });
+        anomaly_warn(trace, &a[8], Severity::Error, damage, |a| {
+            format!("{} samples have a time implausible next to their neighbours in the record stream (more than twice or less than half of theirs, give or take a minute; first: {} ns at byte offset {}{w}); skipped", a.count, a.value, a.first_offset)
+        });
+    }
+}
+
+/// Merge chunk outputs into `trace`, in phases: give the chunk-local
+/// strings, masks and stacks global ids; put the events of `slots` in time
+/// order, renumbering their ids; gather the chunks' other facts (counts,
+/// tallies, task records, anomalies) and report them; build the task table.
+pub(super) fn merge(
+    trace: &mut Trace,
+    mut outs: Vec<Decoded<'_>>,
+    slots: &[MaybeUninit<Event>],
+    td: &tracing_data::TracingData,
+    damage: &mut Option<(u64, String)>,
+    timing: &Timing,
+    how: MergeHow,
+) {
+    let maps = global_ids(trace, &mut outs);
+    merge_events(trace, &outs, &maps, slots, how.spare);
+    timing.mark("merge");
+    let f = gather(trace, outs, maps);
+    warn_anomalies(trace, f.anomalies, damage, how.cpu_count);
+    let ChunkFacts {
+        counts,
+        ops,
+        tallies,
+        comm_by_tid,
+        tgid_by_tid,
+        saw_fork,
+        saw_exit,
+        lost_records,
+        lost_samples,
+        ..
+    } = f;
+    trace.tallies = tallies.list;
+    // perf 6.x writes the kernel's PERF_RECORD_LOST records and, at the end,
+    // LOST_SAMPLES records synthesized from the counters' read_format LOST
+    // totals: both count the same dropped samples, so summing them would
+    // double the loss. The larger of the two is the loss.
+    trace.lost = lost_records.max(lost_samples);
+    if trace.lost > 0 {
+        trace.warn(
+            Severity::DataLoss,
+            format!(
+                "the kernel lost {} events (PERF_RECORD_LOST / LOST_SAMPLES): increase the buffer size (-m)",
+                trace.lost
+            ),
+            trace.lost,
+        );
+    }
+    for (i, c) in counts.iter().enumerate() {
+        if *c > 0 {
+            trace
+                .events_by_name
+                .insert(trace.event_names[i].clone(), *c);
+        }
+    }
+
+    build_tasks(
+        trace,
+        TaskFacts {
+            ops,
+            comm_by_tid,
+            tgid_by_tid,
+            saw_fork,
+            saw_exit,
+        },
+        td,
+    );
+}
+
+/// How [`merge`] is to proceed.
+#[derive(Clone, Copy)]
+pub(super) struct MergeHow {
+    /// The slots are left as a spare: do not give their pages back.
+    pub(super) spare: bool,
+    /// The CPU count the file records (for messages).
+    pub(super) cpu_count: Option<u32>,
+}
+
+/// Per chunk: its string, mask and stack ids in the trace.
+type IdMaps = Vec<(Vec<StrId>, Vec<MaskId>, Vec<StackId>)>;
+
+/// Give the chunk-local strings, masks and stacks their trace ids
+/// (sequential: the tables are small); the events are renumbered as they
+/// are merged.
+fn global_ids(trace: &mut Trace, outs: &mut [Decoded<'_>]) -> IdMaps {
+    let mut mask_ids: FxMap<Vec<u64>, u32> = FxMap::default();
+    let mut stack_ids: FxMap<Vec<u64>, u32> = FxMap::default();
+    outs.iter_mut()
+        .map(|Decoded { out, .. }| {
+            let smap: Vec<StrId> = out
+                .local
+                .strings
+                .iter()
+                .map(|s| match std::str::from_utf8(s) {
+                    Ok(s) => trace.strings.intern(s),
+                    Err(_) => trace.strings.intern(&String::from_utf8_lossy(s)),
+                })
+                .collect();
+            let mmap: Vec<MaskId> = std::mem::take(&mut out.local.masks)
+                .into_iter()
+                .map(|m| {
+                    let next = trace.cpumasks.len() as u32;
+                    let id = *mask_ids.entry(m.clone()).or_insert(next);
+                    if id == next {
+                        trace.cpumasks.push(CpuMask { words: m });
+                    }
+                    MaskId(id)
+                })
+                .collect();
+            let kmap: Vec<StackId> = std::mem::take(&mut out.local.stacks)
+                .into_iter()
+                .map(|st| {
+                    let next = trace.stacks.len() as u32;
+                    let id = *stack_ids.entry(st.clone()).or_insert(next);
+                    if id == next {
+                        trace.stacks.push(st);
+                    }
+                    StackId(id)
+                })
+                .collect();
+            (smap, mmap, kmap)
+        })
+        .collect()
+}
+
+/// Put the events of every chunk (`slots`) in time order into
+/// `trace.events`, renumbering their ids with `maps`; without a spare to
+/// leave, the slots' pages are given back as the merge proceeds.
+fn merge_events(
+    trace: &mut Trace,
+    outs: &[Decoded<'_>],
+    maps: &IdMaps,
+    slots: &[MaybeUninit<Event>],
+    spare: bool,
+) {
+    // The sorted runs of every chunk, in file order.
+    let mut runs: Vec<order::Run<'_>> = Vec::new();
+    for (i, d) in outs.iter().enumerate() {
+        let Some(evs) = slots.get(d.offset..d.offset + d.out.n) else {
+            continue; // cannot happen: a chunk writes inside its slots
+        };
+        // SAFETY: decode_chunk initialised the first `out.n` slots of the
+        // chunk's range (it counts its writes, in order from 0), and
+        // MaybeUninit<Event> has Event's layout.
+        let evs = unsafe { &*(evs as *const [MaybeUninit<Event>] as *const [Event]) };
+        let mut start = 0;
+        for &r in d.out.runs.iter().chain([&evs.len()]) {
+            if r > start {
+                runs.push(order::Run {
+                    events: &evs[start..r],
+                    chunk: i,
+                });
+            }
+            start = r;
+        }
+    }
+    // Without a spare to leave, nothing reads the slots after the merge:
+    // their pages can go as it proceeds.
+    let reclaim = (!spare)
+        .then(|| slots.as_ptr() as usize..slots.as_ptr() as usize + std::mem::size_of_val(slots));
+    trace.events = order::merge_runs(&runs, reclaim, &|c, ev| {
+        let Some((smap, mmap, kmap)) = maps.get(c) else {
+            return;
+        };
+        if ev.stack.is_some() {
+            ev.stack = kmap
+                .get(ev.stack.0 as usize)
+                .copied()
+                .unwrap_or(StackId::NONE);
+        }
+        remap_local(&mut ev.data, smap, mmap);
+    });
+    drop(runs);
+}
+
+/// What the chunks found besides their events, added up in file order.
+#[derive(Default)]
+struct ChunkFacts {
+    /// Events per name id.
+    counts: Vec<u64>,
+    /// Task records (time, change), ids renumbered.
+    ops: Vec<(u64, TaskOp)>,
+    tallies: chunk::Tallies,
+    /// tid -> latest (time, comm) seen in events.
+    comm_by_tid: FxMap<i32, (u64, StrId)>,
+    tgid_by_tid: FxMap<i32, i32>,
+    saw_fork: bool,
+    saw_exit: bool,
+    lost_records: u64,
+    lost_samples: u64,
+    /// Of the file's records, and of the decompressed stream's.
+    anomalies: [[Anomaly; 9]; 2],
+}
+
+/// Add up the chunks' facts (see [`ChunkFacts`]); memory mappings go
+/// straight to the trace.
+fn gather(trace: &mut Trace, outs: Vec<Decoded<'_>>, maps: IdMaps) -> ChunkFacts {
+    let mut f = ChunkFacts {
+        counts: vec![0u64; trace.event_names.len()],
+        ..ChunkFacts::default()
+    };
+    for (
+        Decoded {
+            out,
+            decompressed: dec,
+            ..
+        },
+        (smap, mmap, _),
+    ) in outs.into_iter().zip(maps)
+    {
+        // Tallies: chunk by chunk, in file order, ids renumbered as above.
+        for mut t in out.tallies.list {
+            remap_local(&mut t.data, &smap, &mmap);
+            f.tallies.add(t.name, t.cpu, t.data, t.count);
+        }
+        let s = |id: StrId| smap.get(id.0 as usize).copied().unwrap_or_default();
+        for (c, o) in f.counts.iter_mut().zip(&out.counts) {
+            *c += o;
+        }
+        for (ts, op) in out.task_ops {
+            let op = match op {
+                TaskOp::Comm { pid, tid, comm } => TaskOp::Comm {
+                    pid,
+                    tid,
+                    comm: s(comm),
+                },
+                o => o,
+            };
+            f.ops.push((ts, op));
+        }
+        for (tid, (ts, c)) in out.local.comm_by_tid {
+            let e = f.comm_by_tid.entry(tid).or_insert((ts, s(c)));
+            if e.0 <= ts {
+                *e = (ts, s(c));
+            }
+        }
+        f.tgid_by_tid.extend(out.local.tgid_by_tid);
+        trace.mappings.extend(out.mappings);
+        f.saw_fork |= out.saw_fork_records;
+        f.saw_exit |= out.saw_exit_records;
+        f.lost_records = f.lost_records.saturating_add(out.lost);
+        f.lost_samples = f.lost_samples.saturating_add(out.lost_samples);
+        let a = &mut f.anomalies[usize::from(dec)];
+        for (dst, src) in a.iter_mut().zip([
+            &out.unknown_id,
+            &out.unknown_common_type,
+            &out.no_raw,
+            &out.short_sample,
+            &out.short_payload,
+            &out.unknown_record,
+            &out.short_record,
+            &out.bad_cpu,
+            &out.bad_time,
+        ]) {
+            dst.merge(src);
+        }
+    }
+    f
+}
+
+/// The task facts [`build_tasks`] reads.
+struct TaskFacts {
+    ops: Vec<(u64, TaskOp)>,
+    comm_by_tid: FxMap<i32, (u64, StrId)>,
+    tgid_by_tid: FxMap<i32, i32>,
+    saw_fork: bool,
+    saw_exit: bool,
+}
+
+/// Build the task table: COMM/FORK/EXIT records in time order, then what
+/// the events tell (fork/exit events when the file has no such records,
+/// the tracing data's saved cmdlines, sample tids, event comms).
+fn build_tasks(trace: &mut Trace, t: TaskFacts, td: &tracing_data::TracingData) {
+    let TaskFacts {
+        mut ops,
+        comm_by_tid,
+        tgid_by_tid,
+        saw_fork,
+        saw_exit,
+    } = t;
+    ops.sort_by_key(|(ts, _)| *ts);
+    let mut comm_rec_ts: FxMap<i32, u64> = FxMap::default(); // tid -> time of its last COMM record
+    for (ts, op) in ops {
+        match op {
+            TaskOp::Comm { pid, tid, comm } => {
+                let c = trace.strings.get(comm).to_string();
+                trace.tasks.set_comm(Tid(tid), &c);
+                trace.tasks.set_tgid(Tid(tid), Tid(pid));
+                comm_rec_ts.insert(tid, ts);
+            }
+            TaskOp::Fork { pid, tid, ptid } => {
+                let c = trace.tasks.comm(Tid(ptid)).to_string();
+                trace.tasks.fork(Tid(tid), Some(Tid(pid)), &c, Some(Ts(ts)));
+            }
+            TaskOp::Exit { tid } => trace.tasks.exit(Tid(tid), Ts(ts)),
+        }
+    }
+    if !saw_fork || !saw_exit {
+        for i in 0..trace.events.len() {
+            let ev = trace.events[i];
+            match ev.data {
+                EventData::Fork {
+                    child_tid,
+                    child_comm,
+                    ..
+                } if !saw_fork => {
+                    let c = trace.strings.get(child_comm).to_string();
+                    trace.tasks.fork(child_tid, None, &c, Some(ev.ts));
+                }
+                EventData::Exit { tid, .. } if !saw_exit => trace.tasks.exit(tid, ev.ts),
+                _ => {}
+            }
+        }
+    }
+    for (pid, comm) in &td.cmdlines {
+        if trace.tasks.comm(Tid(*pid)).is_empty() {
+            trace.tasks.set_comm(Tid(*pid), comm);
+        }
+    }
+    let mut tg: Vec<_> = tgid_by_tid.into_iter().collect();
+    tg.sort_unstable();
+    for (tid, pid) in tg {
+        if trace.tasks.tgid(Tid(tid)).is_none() {
+            trace.tasks.set_tgid(Tid(tid), Tid(pid));
+        }
+    }
+    let mut cm: Vec<_> = comm_by_tid.into_iter().collect();
+    cm.sort_unstable_by_key(|(tid, _)| *tid);
+    for (tid, (_ts, c)) in cm {
+        // COMM records win: perf synthesizes them from /proc/PID/comm, which
+        // for kworkers carries the workqueue suffix the tracepoints lack.
+        if !comm_rec_ts.contains_key(&tid) || trace.tasks.comm(Tid(tid)).is_empty() {
+            let c = trace.strings.get(c).to_string();
+            trace.tasks.set_comm(Tid(tid), &c);
+        }
+    }
+}
+
+/// Renumber the chunk-local ids of an event payload with a chunk's maps
+/// (its local string and mask ids to the trace's).
+fn remap_local(d: &mut EventData, smap: &[StrId], mmap: &[MaskId]) {
+    remap(
+        d,
+        &|id: StrId| smap.get(id.0 as usize).copied().unwrap_or_default(),
+        &|id: MaskId| mmap.get(id.0 as usize).copied().unwrap_or_default(),
+    );
+}
+
+/// Renumber the chunk-local ids of an event payload.
+fn remap(d: &mut EventData, s: &impl Fn(StrId) -> StrId, m: &impl Fn(MaskId) -> MaskId) {
+    match d {
+        EventData::Switch {
+            prev_comm,
+            next_comm,
+            ..
+        } => {
+            *prev_comm = s(*prev_comm);
+            *next_comm = s(*next_comm);
+        }
+        EventData::Wakeup { comm, .. }
+        | EventData::Migrate { comm, .. }
+        | EventData::Exit { comm, .. } => *comm = s(*comm),
+        EventData::Fork { child_comm, .. } => *child_comm = s(*child_comm),
+        EventData::Exec { filename, .. } => *filename = s(*filename),
+        EventData::IpiSendCpumask { mask, .. } => *mask = m(*mask),
+        EventData::IpiRaise { mask, reason } => {
+            *mask = m(*mask);
+            *reason = s(*reason);
+        }
+        _ => {}
+    }
+}
