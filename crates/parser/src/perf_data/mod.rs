@@ -37,12 +37,12 @@
 
 pub mod abi;
 mod bytes;
-mod chunk;
+pub(crate) mod chunk;
 pub mod header;
 mod mmap;
 mod order;
 mod task_cgroups;
-mod tracepoint;
+pub(crate) mod tracepoint;
 pub mod tracing_data;
 pub mod writer;
 
@@ -1108,7 +1108,7 @@ fn split_slots<T>(events: &mut [T], sizes: impl Iterator<Item = usize>) -> Vec<&
 
 /// Renumber the chunk-local ids of an event payload with a chunk's maps
 /// (its local string and mask ids to the trace's).
-fn remap_local(d: &mut EventData, smap: &[StrId], mmap: &[MaskId]) {
+pub(crate) fn remap_local(d: &mut EventData, smap: &[StrId], mmap: &[MaskId]) {
     remap(
         d,
         &|id: StrId| smap.get(id.0 as usize).copied().unwrap_or_default(),
