@@ -73,9 +73,10 @@ fn parse_line(l: &str) -> Option<Line> {
 }
 
 /// The events `trace-cmd report -R -t -i FILE` prints (raw fields,
-/// nanosecond times); a line that is not an event continues the previous
-/// event's fields (a printed string with a newline).
-pub fn report(path: &Path) -> Vec<Line> {
+/// nanosecond times), and the sum of its `CPU:N [M EVENTS DROPPED]` lines;
+/// a line that is neither continues the previous event's fields (a printed
+/// string with a newline).
+pub fn report(path: &Path) -> (Vec<Line>, u64) {
     need_trace_cmd();
     let out = Command::new("trace-cmd")
         .args(["report", "-R", "-t", "-i"])
@@ -90,8 +91,18 @@ pub fn report(path: &Path) -> Vec<Line> {
     );
     let text = String::from_utf8_lossy(&out.stdout);
     let mut lines: Vec<Line> = Vec::new();
+    let mut dropped = 0u64;
     for l in text.lines() {
         if l.starts_with("cpus=") || l.trim().is_empty() {
+            continue;
+        }
+        if let Some(n) = l
+            .trim()
+            .strip_prefix("CPU:")
+            .and_then(|r| r.split_once(" ["))
+            .and_then(|(_, r)| r.strip_suffix(" EVENTS DROPPED]"))
+        {
+            dropped += n.parse::<u64>().unwrap();
             continue;
         }
         match parse_line(l) {
@@ -105,7 +116,7 @@ pub fn report(path: &Path) -> Vec<Line> {
             },
         }
     }
-    lines
+    (lines, dropped)
 }
 
 /// `text` ("a=1 b=x y c=3") split into its fields, knowing their names in
@@ -216,7 +227,7 @@ fn fields_of(t: &Trace, e: &schedscope_trace::Event, marker: u64) -> Vec<(String
 /// with the same name, CPU, time, pid and fields. Returns the number of
 /// events compared.
 pub fn compare_with_report(path: &Path, t: &Trace, formats: &[EventFormat]) -> usize {
-    let mut want = report(path);
+    let (mut want, _) = report(path);
     assert!(!want.is_empty(), "trace-cmd report printed no events");
     want.sort_by_key(|l| (l.ts, l.cpu));
     let mut got: Vec<&schedscope_trace::Event> = t.events.iter().collect();
@@ -247,9 +258,118 @@ pub fn compare_with_report(path: &Path, t: &Trace, formats: &[EventFormat]) -> u
             let tv = theirs
                 .get(&k)
                 .unwrap_or_else(|| panic!("field {k} missing in trace-cmd's line, {ctx}"));
-            assert_eq!(v.trim_end(), tv.trim_end(), "field {k}, {ctx}");
+            // (numbers compare as numbers: trace-cmd prints target_cpu=001)
+            match (v.parse::<i64>(), tv.parse::<i64>()) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "field {k}, {ctx}"),
+                _ => assert_eq!(v.trim_end(), tv.trim_end(), "field {k}, {ctx}"),
+            }
         }
     }
     assert_eq!(got.len(), want.len(), "event count of {}", path.display());
     n
+}
+
+pub mod writer;
+
+/// A small generated trace: 2 CPUs, sched_switch / sched_wakeup /
+/// sched_migrate_task with this kernel's formats, pages of at most 5
+/// events, gaps that need time extends, one absolute time stamp, a page
+/// with 7 lost events on CPU 1, and (when `instance`) a second buffer
+/// named "inst" with wakeups on CPU 0.
+pub fn scenario(version: u32, zstd: bool, instance: bool) -> Vec<u8> {
+    use writer::{format_text, payload, Ev, Instance, Spec, Val};
+    let sw = format_text("sched_switch");
+    let wk = format_text("sched_wakeup");
+    let mg = format_text("sched_migrate_task");
+    let s = |x: &str| Val::Str(x.to_string());
+    let i = Val::Int;
+    let mut top = Instance::default();
+    let mut ts = 5_000_000_000u64;
+    for n in 0..40u64 {
+        let cpu = (n % 2) as u32;
+        // every 7th step is a gap of 0.3 s (> 2^27 ns: a time extend)
+        ts += if n % 7 == 6 {
+            300_000_000
+        } else {
+            12_345 + n * 1000
+        };
+        let pid = 100 + (n % 3) as i32;
+        let p = match n % 4 {
+            0 => payload(
+                &wk,
+                0,
+                &[
+                    ("comm", s("worker")),
+                    ("pid", i(pid as i64)),
+                    ("prio", i(120)),
+                    ("target_cpu", i(cpu as i64)),
+                ],
+            ),
+            3 => payload(
+                &mg,
+                pid,
+                &[
+                    ("comm", s("worker")),
+                    ("pid", i(pid as i64)),
+                    ("prio", i(120)),
+                    ("orig_cpu", i(cpu as i64)),
+                    ("dest_cpu", i(1 - cpu as i64)),
+                ],
+            ),
+            _ => payload(
+                &sw,
+                pid,
+                &[
+                    ("prev_comm", s("worker")),
+                    ("prev_pid", i(pid as i64)),
+                    ("prev_prio", i(120)),
+                    ("prev_state", i(if n % 3 == 0 { 1 } else { 0x100 })),
+                    ("next_comm", s("swapper/1")),
+                    ("next_pid", i(0)),
+                    ("next_prio", i(120)),
+                ],
+            ),
+        };
+        top.events.push(Ev {
+            cpu,
+            ts,
+            absolute: n == 21,
+            payload: p,
+        });
+    }
+    top.lost.push((1, 1, 7));
+    let mut instances = vec![top];
+    if instance {
+        let mut inst = Instance {
+            name: "inst".into(),
+            ..Default::default()
+        };
+        for n in 0..6u64 {
+            inst.events.push(Ev {
+                cpu: 0,
+                ts: 5_000_100_000 + n * 777,
+                absolute: false,
+                payload: payload(
+                    &wk,
+                    0,
+                    &[
+                        ("comm", s("inst-task")),
+                        ("pid", i(500)),
+                        ("prio", i(100)),
+                        ("target_cpu", i(0)),
+                    ],
+                ),
+            });
+        }
+        instances.push(inst);
+    }
+    writer::write(&Spec {
+        version,
+        zstd,
+        page_size: 4096,
+        cpus: 2,
+        instances,
+        cmdlines: "100 worker\n101 worker\n102 worker\n500 inst-task\n".into(),
+        per_page: 5,
+    })
 }
