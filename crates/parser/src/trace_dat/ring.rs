@@ -28,6 +28,10 @@ const MISSED_EVENTS: u64 = 1 << 31;
 const MISSED_STORED: u64 = 1 << 30;
 /// Top bits of an absolute timestamp that the event does not store.
 const TS_MSB: u64 = 0xf8 << 56;
+/// Largest gap taken as real between a CPU's last page and the events
+/// before it (about 9.8 hours); beyond it the last page's time is damage.
+/// Pages with a successor are checked against it instead.
+const MAX_GAP: u64 = 1 << 45;
 
 /// What walking a CPU's pages found besides events.
 #[derive(Debug, Default, Clone, Copy)]
@@ -104,10 +108,17 @@ pub fn walk<'a>(
         let next_ok = page_ts
             .get(n + 1)
             .is_none_or(|&nx| ts0 <= nx || nx < last_ts);
-        if ts0 < last_ts || !next_ok {
+        let last_page_jump =
+            n + 1 == pages.len() && last_ts > 0 && ts0 - last_ts.min(ts0) > MAX_GAP;
+        if ts0 < last_ts || !next_ok || last_page_jump {
             bad(&mut st, at);
             continue;
         }
+        // no event of this page is later than the next page's start
+        let limit = match page_ts.get(n + 1) {
+            Some(&nx) if nx >= ts0 => nx,
+            _ => ts0.saturating_add(MAX_GAP),
+        };
         if commit & MISSED_EVENTS != 0 {
             if commit & MISSED_STORED != 0 {
                 let lost = word(page, end, layout.commit_size).unwrap_or(0);
@@ -176,6 +187,10 @@ pub fn walk<'a>(
                         break;
                     };
                     ts = ts.saturating_add(delta);
+                    if ts > limit {
+                        page_bad = true;
+                        break;
+                    }
                     if ts < last_ts {
                         st.backwards += 1;
                     } else {
@@ -273,6 +288,30 @@ mod tests {
         assert_eq!(st.bad_pages, 3);
         assert_eq!(st.first_bad, Some(64));
         assert!(st.partial_tail);
+    }
+
+    /// A damaged time extend that throws an event past the next page's
+    /// start blames its own page, not the next one; a last page far beyond
+    /// the others is damage too.
+    #[test]
+    fn times_beyond_the_neighbours_are_damage() {
+        let mut b = hdr(1, 1).to_vec();
+        b.extend_from_slice(&[7, 0, 0, 0]);
+        b.extend_from_slice(&hdr(TIME_EXTEND, 0));
+        b.extend_from_slice(&0xffffu32.to_le_bytes());
+        b.extend_from_slice(&hdr(1, 1));
+        b.extend_from_slice(&[8, 0, 0, 0]);
+        let mut data = page(10, &b, 64);
+        data.extend_from_slice(&page(100, &[hdr(1, 1), [9, 0, 0, 0]].concat(), 64));
+        data.extend_from_slice(&page(
+            100 + MAX_GAP * 2,
+            &[hdr(1, 1), [10, 0, 0, 0]].concat(),
+            64,
+        ));
+        let (ev, st) = events(&data, 64);
+        assert_eq!(ev, vec![(11, vec![7, 0, 0, 0]), (101, vec![9, 0, 0, 0])]);
+        assert_eq!(st.bad_pages, 2);
+        assert_eq!(st.first_bad, Some(0));
     }
 
     #[test]
