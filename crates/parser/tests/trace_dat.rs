@@ -136,3 +136,27 @@ fn generated_files_match_trace_cmd_report() {
         assert_eq!(t.tasks.comm(schedscope_trace::Tid(101)), "worker");
     }
 }
+
+/// `fixtures/tracedat/` holds the writer's output for two scenarios (seeds
+/// for the `trace_dat` fuzz target and small files for manual checks):
+/// they must stay exactly what the writer makes. Regenerate with
+/// `SCHEDSCOPE_WRITE_FIXTURES=1 cargo test -p schedscope-parser --test trace_dat fixtures`.
+#[test]
+fn fixtures_are_the_writers_output() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tracedat");
+    for (name, version, zstd) in [("gen_v6.dat", 6, false), ("gen_v7_zstd.dat", 7, true)] {
+        let want = oracle::scenario(version, zstd, true);
+        let p = dir.join(name);
+        if std::env::var_os("SCHEDSCOPE_WRITE_FIXTURES").is_some() {
+            std::fs::write(&p, &want).unwrap();
+        }
+        let got = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert!(
+            got == want,
+            "{} differs from the writer's output: regenerate it (see this test's doc)",
+            p.display()
+        );
+        let t = schedscope_parser::load(&p).unwrap();
+        assert_eq!(t.events.len(), 46);
+    }
+}
