@@ -175,3 +175,47 @@ fn overwritten_pages_of_the_lisa_file_keep_the_rest() {
         w.message
     );
 }
+
+/// What the file cannot be read as is said plainly, with the file name
+/// and the byte offset.
+#[test]
+fn unreadable_files_give_clear_errors() {
+    let v6 = oracle::scenario(6, false, false);
+    let v7z = oracle::scenario(7, true, false);
+    let err = |d: &[u8]| {
+        schedscope_parser::load_bytes("f.dat", d)
+            .unwrap_err()
+            .to_string()
+    };
+    // cut inside the header page description
+    let e = err(&v6[..40]);
+    assert!(e.starts_with("f.dat: truncated at byte offset "), "{e}");
+    assert!(e.contains("header_page"), "{e}");
+    // a version that does not exist
+    let mut d = v6.clone();
+    d[10] = b'8';
+    let e = err(&d);
+    assert!(
+        e.contains("version \"8\" is not supported") && e.contains("byte offset 10"),
+        "{e}"
+    );
+    // written on a big-endian host
+    let mut d = v6.clone();
+    d[12] = 1;
+    assert!(err(&d).contains("big-endian"), "{}", err(&d));
+    // zlib, which Debian's trace-cmd cannot write and we do not read
+    let at = v7z.windows(5).position(|w| w == b"zstd\0").unwrap();
+    let mut d = v7z.clone();
+    d[at..at + 4].copy_from_slice(b"zlib");
+    let e = err(&d);
+    assert!(
+        e.contains("compression \"zlib\"") && e.contains("byte offset"),
+        "{e}"
+    );
+    // the first options section points beyond the file
+    let mut d = v7z.clone();
+    let o = at + "zstd\x001.5.4\0".len();
+    d[o..o + 8].copy_from_slice(&(10u64 << 30).to_le_bytes());
+    let e = err(&d);
+    assert!(e.contains("truncated at byte offset 10737418240"), "{e}");
+}

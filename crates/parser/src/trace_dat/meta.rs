@@ -168,13 +168,16 @@ impl<'a> File<'a> {
         p: impl FnOnce(&'a [u8]) -> Res<'a, T>,
     ) -> Result<(&'a [u8], T), ParseError> {
         p(i).map_err(|e| {
-            let at = match &e {
-                nom::Err::Error(e) | nom::Err::Failure(e) => e.input,
-                nom::Err::Incomplete(_) => i,
+            let (at, eof) = match &e {
+                nom::Err::Error(e) | nom::Err::Failure(e) => {
+                    (e.input, e.code == nom::error::ErrorKind::Eof)
+                }
+                nom::Err::Incomplete(_) => (i, true),
             };
             let off = self.off(at);
-            if (off as usize) >= self.data.len() || at.len() < 16 {
-                self.truncated(off, what)
+            // fewer bytes than a size announces: the file (or a size) is cut
+            if eof {
+                self.truncated(off, format!("{what} ({} bytes are left)", at.len()))
             } else {
                 self.corrupt(off, format!("expected {what}"))
             }
@@ -665,14 +668,13 @@ fn parse_v7<'a>(f: &File<'a>, i: &'a [u8], m: &mut Meta<'a>) -> Result<(), Parse
     };
     // options sections: a chain through DONE's next offset
     let mut next = first;
-    let mut seen = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     let mut offsets: Vec<(u16, u64)> = Vec::new();
     let mut buffers: Vec<BufferOpt> = Vec::new();
     while next != 0 {
-        if seen.contains(&next) {
+        if !seen.insert(next) {
             return Err(f.corrupt(next, "the options sections form a loop"));
         }
-        seen.push(next);
         let s = section(f, next, "an options section")?;
         if s.id != 0 {
             return Err(f.corrupt(
