@@ -8,6 +8,7 @@ command -v perf >/dev/null 2>&1 || need_apt+=(linux-perf)
 command -v hackbench >/dev/null 2>&1 || need_apt+=(rt-tests)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
+command -v trace-cmd >/dev/null 2>&1 || need_apt+=(trace-cmd)
 if [ "${#need_apt[@]}" -gt 0 ]; then
     if [ "$(id -u)" -eq 0 ]; then
         echo "setup: installing ${need_apt[*]}" >&2

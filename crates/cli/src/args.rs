@@ -17,7 +17,7 @@ pub struct Cli {
 pub enum Command {
     /// Record scheduler, KVM, IPI, TLB and idle tracepoints into a perf.data file.
     Record(RecordArgs),
-    /// Analyse a trace (perf.data or ftrace/trace-cmd text) and print a report.
+    /// Analyse a trace (perf.data, trace-cmd trace.dat or ftrace/trace-cmd text) and print a report.
     Report(ReportArgs),
     /// One-screen summary of a trace file.
     Info(InfoArgs),
@@ -69,8 +69,8 @@ pub struct RecordArgs {
 /// `schedscope report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Trace file (perf.data, also pipe mode, or ftrace/trace-cmd/perf
-    /// script text); `-` reads standard input.
+    /// Trace file (perf.data, also pipe mode, trace-cmd trace.dat, or
+    /// ftrace/trace-cmd/perf script text); `-` reads standard input.
     #[arg(default_value = "schedscope.data")]
     pub file: PathBuf,
     /// Scheduling latency and run time per task.

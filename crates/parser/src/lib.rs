@@ -13,6 +13,8 @@
 //!   are skipped and counted in a warning.
 //! * [`ftrace_text`]: text from `/sys/kernel/tracing/trace`, `trace-cmd
 //!   report` and `perf script`.
+//! * [`trace_dat`]: trace-cmd's binary trace.dat (versions 6 and 7, zstd
+//!   or uncompressed), decoded through the format descriptions it embeds.
 //! * [`tracefs_format`]: the nom parser for tracefs `format` files, shared by
 //!   the perf.data decoder and the collector.
 //!
@@ -24,6 +26,7 @@
 pub mod error;
 pub mod ftrace_text;
 pub mod perf_data;
+pub mod trace_dat;
 pub mod tracefs_format;
 
 pub use error::ParseError;
@@ -37,6 +40,9 @@ pub fn detect(data: &[u8]) -> Option<TraceFormat> {
         || data.starts_with(perf_data::abi::PERF_MAGIC2_SWAPPED)
     {
         return Some(TraceFormat::PerfData);
+    }
+    if data.starts_with(trace_dat::MAGIC) {
+        return Some(TraceFormat::TraceDat);
     }
     ftrace_text::detect(data)
 }
@@ -141,6 +147,7 @@ pub fn load_bytes_with(name: &str, data: &[u8], opts: &LoadOptions) -> Result<Tr
     }
     match detect(data) {
         Some(TraceFormat::PerfData) => perf_data::decode_with(name, data, opts, &|_| {}),
+        Some(TraceFormat::TraceDat) => trace_dat::decode(name, data),
         Some(_) => ftrace_text::decode(name, data),
         None => Err(ParseError::UnknownFormat {
             path: name.to_string(),
@@ -152,8 +159,6 @@ pub fn load_bytes_with(name: &str, data: &[u8], opts: &LoadOptions) -> Result<Tr
 fn describe_unknown(data: &[u8]) -> String {
     if data.starts_with(b"PERFFILE") || data.starts_with(b"PERFILE") {
         "a perf.data file of an unsupported version (only PERFILE2 is read)".into()
-    } else if data.starts_with(b"\x17\x08\x44tracing") {
-        "a trace-cmd trace.dat file: convert it with `trace-cmd report > trace.txt` first".into()
     } else if data.iter().take(4096).any(|&b| b == 0) {
         format!(
             "binary data that is not perf.data (starts with {:02x?}; expected magic \"PERFILE2\" at offset 0)",

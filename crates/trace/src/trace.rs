@@ -19,6 +19,8 @@ pub enum TraceFormat {
     TraceCmdText,
     /// Text from `perf script` (default output).
     PerfScriptText,
+    /// trace-cmd's binary trace.dat (versions 6 and 7).
+    TraceDat,
 }
 
 impl TraceFormat {
@@ -29,6 +31,7 @@ impl TraceFormat {
             TraceFormat::FtraceText => "ftrace text",
             TraceFormat::TraceCmdText => "trace-cmd report text",
             TraceFormat::PerfScriptText => "perf script text",
+            TraceFormat::TraceDat => "trace-cmd trace.dat",
         }
     }
 }

@@ -424,7 +424,7 @@ fn build_tasks(trace: &mut Trace, t: TaskFacts, td: &tracing_data::TracingData) 
 
 /// Renumber the chunk-local ids of an event payload with a chunk's maps
 /// (its local string and mask ids to the trace's).
-fn remap_local(d: &mut EventData, smap: &[StrId], mmap: &[MaskId]) {
+pub(crate) fn remap_local(d: &mut EventData, smap: &[StrId], mmap: &[MaskId]) {
     remap(
         d,
         &|id: StrId| smap.get(id.0 as usize).copied().unwrap_or_default(),

@@ -46,23 +46,24 @@
 pub mod abi;
 mod assemble;
 mod bytes;
-mod chunk;
+pub(crate) mod chunk;
 mod container;
 mod hash;
 pub mod header;
 mod layout;
-mod local;
+pub(crate) mod local;
 mod mmap;
 mod names;
 mod order;
 mod task_cgroups;
-mod tracepoint;
+pub(crate) mod tracepoint;
 pub mod tracing_data;
 mod walk;
 pub mod writer;
 
 use crate::ParseError;
 use abi::attr_type;
+pub(crate) use assemble::remap_local;
 use assemble::{merge, MergeHow};
 use bytes::Cursor;
 use chunk::{AttrCtx, ChunkOut, Ctx};

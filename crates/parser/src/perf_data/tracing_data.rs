@@ -158,7 +158,7 @@ pub fn parse_kallsyms(text: &[u8]) -> Vec<(u64, String)> {
 }
 
 /// Parse printk formats: `0xffffffff8263b9a8 : "string"`.
-fn parse_printk(text: &[u8]) -> HashMap<u64, String> {
+pub(crate) fn parse_printk(text: &[u8]) -> HashMap<u64, String> {
     let s = String::from_utf8_lossy(text);
     s.lines()
         .filter_map(|l| {

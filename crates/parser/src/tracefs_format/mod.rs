@@ -143,6 +143,16 @@ impl EventFormat {
     /// (0x100 on 6.x kernels, larger on older ones). `None` when the print
     /// fmt has no such list.
     pub fn preempt_marker(&self) -> Option<u64> {
+        // the print fmt may name it outright: `REC->prev_state & 4096 ? "+"`
+        // (kernels whose TASK_STATE_MAX lies above the largest listed flag)
+        for (i, _) in self.print_fmt.match_indices("prev_state & ") {
+            let rest = &self.print_fmt[i + "prev_state & ".len()..];
+            if let Some((num, _)) = rest.split_once(" ?") {
+                if let Some(m) = parse_c_int(num.trim()).filter(|m| m.is_power_of_two()) {
+                    return Some(m);
+                }
+            }
+        }
         let start = self.print_fmt.find("__print_flags(")? + "__print_flags(".len();
         // the argument list, up to the matching ')'
         let mut depth = 1usize;
@@ -437,6 +447,10 @@ mod tests {
         old.print_fmt = SWITCH_4_4_FMT["print fmt: ".len()..].to_string();
         // 4.4: TASK_STATE_MAX = 2048 is the marker
         assert_eq!(old.preempt_marker(), Some(2048));
+        // a 4.x kernel whose TASK_STATE_MAX (4096) is above its largest
+        // flag (1024): the marker the print fmt names wins
+        old.print_fmt = "\"prev_state=%s%s\", REC->prev_state & (4096-1) ? __print_flags(REC->prev_state & (4096-1), \"|\", { 1, \"S\"} , { 1024, \"N\" }) : \"R\", REC->prev_state & 4096 ? \"+\" : \"\"".into();
+        assert_eq!(old.preempt_marker(), Some(4096));
         old.print_fmt = "\"x=%d\", REC->x".into();
         assert_eq!(old.preempt_marker(), None);
     }
