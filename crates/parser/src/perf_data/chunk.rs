@@ -372,6 +372,8 @@ pub(crate) struct Ctx<'a> {
     /// Per NameId: tally the event instead (empty: none); see
     /// `LoadOptions::tally`.
     pub tally: Vec<bool>,
+    /// Keep untyped events' fields (`LoadOptions::raw_fields`).
+    pub raw_fields: bool,
 }
 
 impl Ctx<'_> {
@@ -432,6 +434,10 @@ pub(crate) struct Local<'a> {
     /// The last (tid, pid) inserted into `tgid_by_tid`.
     last_tgid: Option<(i32, i32)>,
     pub printk: Option<&'a HashMap<u64, String>>,
+    /// Keep untyped events' fields (`LoadOptions::raw_fields`) in `raw`.
+    pub raw_fields: bool,
+    /// Fields of the chunk's untyped events (chunk-local record numbers).
+    pub raw: schedscope_trace::RawArgs,
 }
 
 impl<'a> Local<'a> {
@@ -741,6 +747,7 @@ pub(crate) fn decode_chunk<'a>(
         ..ChunkOut::default()
     };
     out.local.printk = Some(ctx.printk);
+    out.local.raw_fields = ctx.raw_fields;
     // a chunk sees a few hundred threads: no rehashing as they show up
     out.local.tgid_by_tid.reserve(512);
     out.local.comm_index.reserve(512);

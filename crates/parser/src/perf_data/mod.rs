@@ -256,6 +256,7 @@ fn decode_pass(
                 .map(|n| opts.tally.iter().any(|x| keep_matches(x, n)))
                 .collect()
         },
+        raw_fields: opts.raw_fields,
     };
     let n_names = trace.event_names.len();
     timing.mark("setup");
@@ -883,6 +884,12 @@ fn merge(
             (smap, mmap, kmap)
         })
         .collect();
+    // Untyped events' fields: each chunk's records follow the previous
+    // chunk's, so a chunk-local record number moves by the chunk's base.
+    let raw_base: Vec<Option<u32>> = outs
+        .iter()
+        .map(|d| trace.raw_args.append(&d.out.local.raw).ok())
+        .collect();
     // The sorted runs of every chunk, in file order.
     let mut runs: Vec<order::Run<'_>> = Vec::new();
     for (i, d) in outs.iter().enumerate() {
@@ -919,6 +926,12 @@ fn merge(
                 .unwrap_or(StackId::NONE);
         }
         remap_local(&mut ev.data, smap, mmap);
+        if let EventData::Other(Some(r)) = &mut ev.data {
+            match raw_base.get(c).copied().flatten() {
+                Some(base) => *r += base,
+                None => ev.data = EventData::Other(None),
+            }
+        }
     });
     drop(runs);
     timing.mark("merge");
