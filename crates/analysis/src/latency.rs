@@ -123,6 +123,8 @@ struct Acc {
     preemptions: u64,
     preempt_total: u64,
     preempt_max: u64,
+    /// Last switch-in (traces without a CPU column: run time per task).
+    ran_since: Option<Ts>,
 }
 
 /// The accumulation state of one pass.
@@ -132,6 +134,9 @@ struct Pass {
     cpu_last: Vec<Option<Ts>>,
     cpu_curr: Vec<Option<Tid>>,
     bugs: u64,
+    /// The trace has no CPU column ([`Trace::cpu_unknown`]): run time is
+    /// measured per task from its switch-in, and no CPU is checked.
+    cpu_unknown: bool,
 }
 
 impl Pass {
@@ -156,6 +161,7 @@ impl Pass {
                 preemptions: 0,
                 preempt_total: 0,
                 preempt_max: 0,
+                ran_since: None,
             });
         } else if comm != StrId(0) {
             self.acc[i].comm = comm;
@@ -183,12 +189,16 @@ impl Pass {
         next: Tid,
         next_comm: StrId,
     ) {
-        let c = self.cpu(cpu);
-        if self.cpu_curr[c].is_some_and(|cur| cur != prev) {
-            self.bugs += 1;
-        }
-        self.cpu_curr[c] = Some(next);
-        let last = self.cpu_last[c].replace(ts);
+        let last = if self.cpu_unknown {
+            None
+        } else {
+            let c = self.cpu(cpu);
+            if self.cpu_curr[c].is_some_and(|cur| cur != prev) {
+                self.bugs += 1;
+            }
+            self.cpu_curr[c] = Some(next);
+            self.cpu_last[c].replace(ts)
+        };
         if !prev.is_idle() {
             // perf 6.1: only a raw prev_state of 0 reads as 'R'.
             let yielded = prev_state.bits == 0 && !prev_state.preempted;
@@ -202,13 +212,18 @@ impl Pass {
             a.wait = wait;
             a.sched_out = ts;
             a.preempted_at = (prev_state.bits == 0 && prev_state.preempted).then_some(ts);
-            if let Some(t0) = last {
+            let since = a.ran_since.take();
+            if let Some(t0) = last.or(since) {
                 a.runtime += ts.0.saturating_sub(t0.0);
             }
         }
         if !next.is_idle() {
+            let cpu_unknown = self.cpu_unknown;
             let (i, _) = self.slot(next, next_comm, Phase::WaitCpu(ts), ts);
             let a = &mut self.acc[i];
+            if cpu_unknown {
+                a.ran_since = Some(ts);
+            }
             if let Some(p) = a.preempted_at.take() {
                 let d = ts.0.saturating_sub(p.0);
                 a.preemptions += 1;
@@ -268,6 +283,7 @@ pub fn compute(trace: &Trace) -> Result<LatencyReport, AnalysisError> {
         cpu_last: vec![None; nr_cpus],
         cpu_curr: vec![None; nr_cpus],
         bugs: 0,
+        cpu_unknown: trace.cpu_unknown,
     };
     for ev in &trace.events {
         match ev.data {

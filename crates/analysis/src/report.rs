@@ -4,6 +4,7 @@
 //! tlb, profile}`; only the sections asked for are present. A section that
 //! could not be computed serialises as `{"error": {...}}` naming what is missing.
 
+use crate::error::check_input;
 use crate::{gang, idle, latency, lhp, table, tlb, AnalysisError, Context, Options, Timeline};
 use schedscope_trace::{Trace, Warning};
 use serde::{Serialize, Serializer};
@@ -296,8 +297,22 @@ impl Report {
                 let (gang_lhp, profile) = rayon::join(
                     || {
                         rayon::join(
-                            || timed("gang", || maybe(sections.gang, || gang::analyze(&ctx))),
-                            || timed("lhp", || maybe(sections.lhp, || lhp::analyze(&ctx))),
+                            || {
+                                timed("gang", || {
+                                    maybe(sections.gang, || {
+                                        check_input(trace, "gang", true)?;
+                                        gang::analyze(&ctx)
+                                    })
+                                })
+                            },
+                            || {
+                                timed("lhp", || {
+                                    maybe(sections.lhp, || {
+                                        check_input(trace, "lhp", true)?;
+                                        lhp::analyze(&ctx)
+                                    })
+                                })
+                            },
                         )
                     },
                     || {
@@ -313,16 +328,29 @@ impl Report {
                 rayon::join(
                     || {
                         timed("latency", || {
-                            maybe(sections.latency, || latency::compute(trace))
+                            maybe(sections.latency, || {
+                                check_input(trace, "latency", false)?;
+                                latency::compute(trace)
+                            })
                         })
                     },
                     || {
                         rayon::join(
-                            || timed("idle", || maybe(sections.idle, || idle::analyze(&free))),
                             || {
-                                sections
-                                    .tlb
-                                    .then(|| timed("tlb prepare", || tlb::prepare(&free)))
+                                timed("idle", || {
+                                    maybe(sections.idle, || {
+                                        check_input(trace, "idle", true)?;
+                                        idle::analyze(&free)
+                                    })
+                                })
+                            },
+                            || {
+                                sections.tlb.then(|| {
+                                    timed("tlb prepare", || {
+                                        check_input(trace, "tlb", true)?;
+                                        tlb::prepare(&free)
+                                    })
+                                })
                             },
                         )
                     },
@@ -535,6 +563,7 @@ mod tests {
                     keep,
                     spare: s.need_timeline(),
                     tally: s.tallied_events().iter().map(|n| n.to_string()).collect(),
+                    raw_fields: false,
                 };
                 let part = schedscope_parser::load_with(&p, &opts).unwrap();
                 dropped_some |= part.events.len() < full.events.len();

@@ -35,7 +35,7 @@
 //!   idle" and "the task became Runnable" (an idle CPU picks up a woken task
 //!   at once), counted in [`Timeline::inferred_switch_ins`].
 //! * After sched_process_exit the next switch-out makes the task Dead,
-//!   whatever its prev_state; so does a switch-out with prev_state X or Z.
+//!   whatever its prev_state; so does a switch-out with prev_state X, Z or x.
 
 use schedscope_trace::mem::{prefetch, words_as_slots, words_as_slots_ref, Word};
 use schedscope_trace::{Cpu, EventData, PrevState, StrId, Tid, Trace, Ts};
@@ -264,7 +264,7 @@ impl TidIndex {
 /// What a switch-out leaves a task in.
 fn state_after_switch_out(prev_state: PrevState, exiting: bool) -> ThreadState {
     let b = prev_state.bits;
-    if exiting || b & (PrevState::X | PrevState::Z) != 0 {
+    if exiting || b & PrevState::DEAD != 0 {
         ThreadState::Dead
     } else if b == 0 {
         ThreadState::Runnable

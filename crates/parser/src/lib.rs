@@ -73,6 +73,11 @@ pub struct LoadOptions {
     /// [`Trace::dropped`]; an event named here is tallied even when
     /// `keep` names it too. Only the perf.data decoder tallies.
     pub tally: Vec<String>,
+    /// Keep the fields of events that have no typed decoder in
+    /// [`Trace::raw_args`] (`EventData::Other(Some(record))`), for exports
+    /// that write them (Parquet `raw_event` / `raw_arg`). Off by default:
+    /// `report` never reads them, and storing them costs time and memory.
+    pub raw_fields: bool,
 }
 
 /// How messages name standard input (the path `-`).
@@ -147,8 +152,8 @@ pub fn load_bytes_with(name: &str, data: &[u8], opts: &LoadOptions) -> Result<Tr
     }
     match detect(data) {
         Some(TraceFormat::PerfData) => perf_data::decode_with(name, data, opts, &|_| {}),
-        Some(TraceFormat::TraceDat) => trace_dat::decode(name, data),
-        Some(_) => ftrace_text::decode(name, data),
+        Some(TraceFormat::TraceDat) => trace_dat::decode_with(name, data, opts.raw_fields),
+        Some(_) => ftrace_text::decode_with(name, data, opts.raw_fields),
         None => Err(ParseError::UnknownFormat {
             path: name.to_string(),
             detail: describe_unknown(data),
@@ -165,7 +170,7 @@ fn describe_unknown(data: &[u8]) -> String {
             &data[..data.len().min(8)]
         )
     } else {
-        "text that is not a trace: no ftrace, trace-cmd or perf script event line in the first 1000 lines".into()
+        ftrace_text::describe_not_trace(data)
     }
 }
 

@@ -100,16 +100,76 @@ impl CpuMask {
 
 /// The state a task left the CPU in (`prev_state` of sched_switch).
 ///
-/// `bits` are the kernel's task-report bits with the preemption marker
-/// normalised: bit 0x01 S, 0x02 D, 0x04 T, 0x08 t, 0x10 X, 0x20 Z, 0x40 P,
-/// 0x80 I; zero means runnable (R). `preempted` is the kernel's
-/// `TASK_REPORT_MAX` bit (printed as `R+`).
+/// `bits` name the states the kernel has reported across versions, one bit
+/// per letter that `sched_switch` prints (case as printed), normalised so
+/// that a letter means the same bit whatever the kernel version:
+///
+/// | bit | letter | kernel state |
+/// |---|---|---|
+/// | 0x0001 | `S` | TASK_INTERRUPTIBLE |
+/// | 0x0002 | `D` | TASK_UNINTERRUPTIBLE |
+/// | 0x0004 | `T` | __TASK_STOPPED |
+/// | 0x0008 | `t` | __TASK_TRACED |
+/// | 0x0010 | `X` | EXIT_DEAD |
+/// | 0x0020 | `Z` | EXIT_ZOMBIE |
+/// | 0x0040 | `P` | TASK_PARKED |
+/// | 0x0080 | `I` | TASK_REPORT_IDLE (4.14+) |
+/// | 0x0100 | `x` | TASK_DEAD (before 4.14; Android kernels print it) |
+/// | 0x0200 | `K` | TASK_WAKEKILL (before 4.14; `D\|K` = killable) |
+/// | 0x0400 | `W` | TASK_WAKING (before 4.14) |
+/// | 0x0800 | `N` | TASK_NOLOAD (4.2 to 4.13; `D\|N` = TASK_IDLE) |
+/// | 0x1000 | `n` | TASK_NEW (4.8 to 4.13) |
+/// | 0x8000 | | a letter or bit no kernel version defines ([`PrevState::UNKNOWN`]) |
+///
+/// Zero means runnable (`R`). `preempted` is the kernel's preemption marker
+/// (`TASK_STATE_MAX`, later `TASK_REPORT_MAX`), printed as `R+`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct PrevState {
-    /// Task-report bits; 0 = runnable.
+    /// State bits (table above); 0 = runnable.
     pub bits: u16,
     /// The `+` marker: preempted while runnable.
     pub preempted: bool,
+}
+
+/// How a kernel version numbers the `prev_state` bits of sched_switch, for
+/// traces that carry the number rather than the letters (raw trace-cmd
+/// output, perf.data payloads).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StateLayout {
+    /// 4.14 and later (`TASK_REPORT`): S D T t X Z P I as bits 0x01..0x80,
+    /// preemption marker `TASK_REPORT_MAX` = 0x100.
+    Report,
+    /// Before 4.14: S D T t as 0x01..0x08, then 16 `Z`, 32 `X`, 64 `x`,
+    /// 128 `K`, 256 `W`, 512 `P`, 1024 `N`, 2048 `n` (as labelled by the
+    /// sched_switch print fmt of those kernels), up to the preemption marker
+    /// `TASK_STATE_MAX`: 512 (3.0 to 3.8), 1024 (3.9 to 4.1), 2048 (4.2 to
+    /// 4.7), 4096 (4.8 to 4.13).
+    Legacy {
+        /// `TASK_STATE_MAX` of that kernel: the preemption marker.
+        marker: u64,
+    },
+}
+
+impl StateLayout {
+    /// The preemption marker bit.
+    pub fn marker(self) -> u64 {
+        match self {
+            StateLayout::Report => 0x100,
+            StateLayout::Legacy { marker } => marker,
+        }
+    }
+
+    /// The kernel versions that used this layout, for messages.
+    pub fn kernels(self) -> &'static str {
+        match self {
+            StateLayout::Report => "Linux 4.14 and later (TASK_REPORT_MAX = 0x100)",
+            StateLayout::Legacy { marker: 512 } => "Linux 3.0 to 3.8 (TASK_STATE_MAX = 512)",
+            StateLayout::Legacy { marker: 1024 } => "Linux 3.9 to 4.1 (TASK_STATE_MAX = 1024)",
+            StateLayout::Legacy { marker: 2048 } => "Linux 4.2 to 4.7 (TASK_STATE_MAX = 2048)",
+            StateLayout::Legacy { marker: 4096 } => "Linux 4.8 to 4.13 (TASK_STATE_MAX = 4096)",
+            StateLayout::Legacy { .. } => "a kernel before 4.14 with an unusual TASK_STATE_MAX",
+        }
+    }
 }
 
 impl PrevState {
@@ -121,7 +181,7 @@ impl PrevState {
     pub const T: u16 = 0x04;
     /// Traced.
     pub const TRACED: u16 = 0x08;
-    /// Dead.
+    /// Dead (EXIT_DEAD).
     pub const X: u16 = 0x10;
     /// Zombie.
     pub const Z: u16 = 0x20;
@@ -129,59 +189,175 @@ impl PrevState {
     pub const P: u16 = 0x40;
     /// Idle (kernel thread waiting for work).
     pub const I: u16 = 0x80;
+    /// TASK_DEAD of kernels before 4.14 (printed `x`).
+    pub const TASK_DEAD: u16 = 0x100;
+    /// TASK_WAKEKILL (printed `K`).
+    pub const WAKEKILL: u16 = 0x200;
+    /// TASK_WAKING (printed `W`).
+    pub const WAKING: u16 = 0x400;
+    /// TASK_NOLOAD (printed `N`).
+    pub const NOLOAD: u16 = 0x800;
+    /// TASK_NEW (printed `n`).
+    pub const NEW: u16 = 0x1000;
+    /// A letter or bit that no kernel version defines: the task left the
+    /// CPU in a state this decoder cannot name (never read as runnable).
+    pub const UNKNOWN: u16 = 0x8000;
+    /// Every bit that means the task is gone.
+    pub const DEAD: u16 = Self::X | Self::Z | Self::TASK_DEAD;
+
+    /// Letters in printing order, with their bits.
+    const LETTERS: [(u16, char); 13] = [
+        (Self::S, 'S'),
+        (Self::D, 'D'),
+        (Self::T, 'T'),
+        (Self::TRACED, 't'),
+        (Self::X, 'X'),
+        (Self::Z, 'Z'),
+        (Self::P, 'P'),
+        (Self::I, 'I'),
+        (Self::TASK_DEAD, 'x'),
+        (Self::WAKEKILL, 'K'),
+        (Self::WAKING, 'W'),
+        (Self::NOLOAD, 'N'),
+        (Self::NEW, 'n'),
+    ];
 
     /// Runnable: the task left the CPU without blocking (preempted or yielded).
     pub fn is_runnable(self) -> bool {
         self.bits == 0
     }
 
+    /// The task is gone (`X`, `Z` or `x`).
+    pub fn is_dead(self) -> bool {
+        self.bits & Self::DEAD != 0
+    }
+
+    /// A letter or bit no kernel defines was seen.
+    pub fn is_unknown(self) -> bool {
+        self.bits & Self::UNKNOWN != 0
+    }
+
+    /// The bit of one state letter, case as printed.
+    pub fn letter_bit(c: char) -> Option<u16> {
+        Self::LETTERS.iter().find(|(_, l)| *l == c).map(|(b, _)| *b)
+    }
+
     /// Parse the text form printed by the kernel and perf: `R`, `R+`, `S`,
-    /// `D`, `D|K`, `T`, `t`, `X`, `Z`, `P`, `I`, or combinations joined by `|`.
+    /// `D`, `D|K`, `T`, `t`, `X`, `x`, `Z`, `P`, `I`, `K`, `W`, `N`, `n`,
+    /// combinations joined by `|` (or run together, as some tools print
+    /// them), with an optional trailing `+`. A letter no kernel defines sets
+    /// [`PrevState::UNKNOWN`] (check [`PrevState::is_unknown`]); `None`
+    /// only for an empty state or one holding characters that are not
+    /// letters.
     pub fn parse_text(s: &str) -> Option<PrevState> {
         let (s, preempted) = match s.strip_suffix('+') {
             Some(rest) => (rest, true),
             None => (s, false),
         };
+        if s.is_empty() {
+            return None;
+        }
         let mut bits = 0u16;
         for part in s.split('|') {
-            bits |= match part {
-                "R" => 0,
-                "S" => Self::S,
-                "D" => Self::D,
-                "T" => Self::T,
-                "t" => Self::TRACED,
-                "X" => Self::X,
-                "Z" => Self::Z,
-                "P" => Self::P,
-                "I" => Self::I,
-                "K" | "W" | "N" | "x" => 0, // historical flags with no state of their own
-                _ => return None,
-            };
+            if part.is_empty() {
+                return None;
+            }
+            for c in part.chars() {
+                if !c.is_ascii_alphabetic() {
+                    return None;
+                }
+                bits |= match c {
+                    'R' => 0,
+                    c => Self::letter_bit(c).unwrap_or(Self::UNKNOWN),
+                };
+            }
         }
         Some(PrevState { bits, preempted })
     }
 
-    /// The text form (`R`, `R+`, `S`, `D`, ...), as `perf script` prints it.
+    /// Decode the numeric `prev_state` of a kernel with layout `layout`.
+    /// Bits the layout does not define set [`PrevState::UNKNOWN`].
+    pub fn from_raw(value: u64, layout: StateLayout) -> PrevState {
+        let marker = layout.marker();
+        let preempted = value & marker != 0;
+        // Bits at and above the marker other than the marker itself, and
+        // bits below it that the layout leaves unnamed, are unknown.
+        let state = value & !marker;
+        let table: &[(u64, u16)] = match layout {
+            StateLayout::Report => &[
+                (0x01, Self::S),
+                (0x02, Self::D),
+                (0x04, Self::T),
+                (0x08, Self::TRACED),
+                (0x10, Self::X),
+                (0x20, Self::Z),
+                (0x40, Self::P),
+                (0x80, Self::I),
+            ],
+            StateLayout::Legacy { .. } => &[
+                (1, Self::S),
+                (2, Self::D),
+                (4, Self::T),
+                (8, Self::TRACED),
+                (16, Self::Z),
+                (32, Self::X),
+                (64, Self::TASK_DEAD),
+                (128, Self::WAKEKILL),
+                (256, Self::WAKING),
+                (512, Self::P),
+                (1024, Self::NOLOAD),
+                (2048, Self::NEW),
+            ],
+        };
+        let mut bits = 0u16;
+        let mut rest = state;
+        for &(raw, bit) in table {
+            if raw < marker && state & raw != 0 {
+                bits |= bit;
+                rest &= !raw;
+            }
+        }
+        if rest != 0 {
+            bits |= Self::UNKNOWN;
+        }
+        PrevState { bits, preempted }
+    }
+
+    /// Decode a numeric `prev_state` through a print fmt's own flag table:
+    /// `flags` are the `{ value, "letters" }` pairs of its `__print_flags`,
+    /// `marker` its preemption marker. Values not in the table set
+    /// [`PrevState::UNKNOWN`].
+    pub fn from_flags(value: u64, flags: &[(u64, &str)], marker: u64) -> PrevState {
+        let preempted = marker != 0 && value & marker == marker;
+        let mut rest = if preempted { value & !marker } else { value };
+        let mut bits = 0u16;
+        for &(raw, letters) in flags {
+            if raw != 0 && rest & raw == raw {
+                rest &= !raw;
+                bits |= PrevState::parse_text(letters).map_or(Self::UNKNOWN, |p| p.bits);
+            }
+        }
+        if rest != 0 {
+            bits |= Self::UNKNOWN;
+        }
+        PrevState { bits, preempted }
+    }
+
+    /// The text form (`R`, `R+`, `S`, `D|K`, `x`, ...), as the kernel prints
+    /// it; an unknown state prints as `?`.
     pub fn to_text(self) -> String {
-        const NAMES: [(u16, &str); 8] = [
-            (0x01, "S"),
-            (0x02, "D"),
-            (0x04, "T"),
-            (0x08, "t"),
-            (0x10, "X"),
-            (0x20, "Z"),
-            (0x40, "P"),
-            (0x80, "I"),
-        ];
         let mut s = if self.bits == 0 {
             "R".to_string()
         } else {
-            NAMES
+            let mut parts: Vec<String> = Self::LETTERS
                 .iter()
                 .filter(|(b, _)| self.bits & b != 0)
-                .map(|(_, n)| *n)
-                .collect::<Vec<_>>()
-                .join("|")
+                .map(|(_, n)| n.to_string())
+                .collect();
+            if self.is_unknown() {
+                parts.push("?".into());
+            }
+            parts.join("|")
         };
         if self.preempted {
             s.push('+');
@@ -391,7 +567,7 @@ pub enum EventData {
         entry: bool,
     },
     /// Any other tracepoint or sample; when the decoder kept its fields they
-    /// are at this index of [`crate::Trace::other_fields`].
+    /// are record `i` of [`crate::Trace::raw_args`].
     Other(Option<u32>),
 }
 
@@ -418,12 +594,81 @@ mod tests {
 
     #[test]
     fn prev_state_text_round_trip() {
-        for s in ["R", "R+", "S", "D", "T", "t", "X", "Z", "P", "I", "S|D"] {
-            assert_eq!(PrevState::parse_text(s).unwrap().to_text(), s);
+        for s in [
+            "R", "R+", "S", "D", "T", "t", "X", "Z", "P", "I", "S|D", "x", "K", "W", "N", "n",
+            "D|K", "D|W", "D|N", "S|K",
+        ] {
+            let p = PrevState::parse_text(s).unwrap();
+            assert_eq!(p.to_text(), s);
+            assert!(!p.is_unknown(), "{s}");
         }
         assert!(PrevState::parse_text("R+").unwrap().is_runnable());
         assert!(!PrevState::parse_text("S").unwrap().is_runnable());
-        assert_eq!(PrevState::parse_text("Q"), None);
+        // Lowercase x is TASK_DEAD, never runnable (issue 13).
+        let x = PrevState::parse_text("x").unwrap();
+        assert!(x.is_dead() && !x.is_runnable());
+        // Unknown letters are kept as unknown, never runnable.
+        let q = PrevState::parse_text("Q").unwrap();
+        assert!(q.is_unknown() && !q.is_runnable());
+        assert_eq!(q.to_text(), "?");
+        assert_eq!(PrevState::parse_text(""), None);
+        assert_eq!(PrevState::parse_text("1"), None);
+        assert_eq!(PrevState::parse_text("S||D"), None);
+    }
+
+    #[test]
+    fn numeric_states_per_kernel_layout() {
+        let legacy = |m| StateLayout::Legacy { marker: m };
+        let t = |v, l| PrevState::from_raw(v, l).to_text();
+        // 4.8 to 4.13 (the LISA trace): 4096 alone is a preemption.
+        assert_eq!(t(4096, legacy(4096)), "R+");
+        assert_eq!(t(0, legacy(4096)), "R");
+        assert_eq!(t(1, legacy(4096)), "S");
+        assert_eq!(t(2, legacy(4096)), "D");
+        assert_eq!(t(64, legacy(4096)), "x");
+        assert_eq!(t(130, legacy(4096)), "D|K");
+        assert_eq!(t(1026, legacy(4096)), "D|N");
+        assert_eq!(t(2048, legacy(4096)), "n");
+        assert_eq!(t(16, legacy(4096)), "Z");
+        assert_eq!(t(32, legacy(4096)), "X");
+        // 4.2 to 4.7: 2048 is the marker; 3.9 to 4.1: 1024.
+        assert_eq!(t(2048, legacy(2048)), "R+");
+        assert_eq!(t(1024, legacy(1024)), "R+");
+        assert_eq!(t(512, legacy(1024)), "P");
+        // 4.14+: 0x100 is the marker, 0x40 P, 0x80 I, 0x10 X, 0x20 Z.
+        assert_eq!(t(0x100, StateLayout::Report), "R+");
+        assert_eq!(t(0x40, StateLayout::Report), "P");
+        assert_eq!(t(0x80, StateLayout::Report), "I");
+        assert_eq!(t(0x10, StateLayout::Report), "X");
+        assert_eq!(t(0x20, StateLayout::Report), "Z");
+        // Bits the layout does not define are unknown, not runnable.
+        let u = PrevState::from_raw(0x400, StateLayout::Report);
+        assert!(u.is_unknown() && !u.is_runnable());
+        assert!(PrevState::from_raw(8192, legacy(4096)).is_unknown());
+        assert!(PrevState::from_raw(64, legacy(4096)).is_dead());
+    }
+
+    #[test]
+    fn numeric_states_through_a_print_fmt_flag_table() {
+        let flags = [
+            (1, "S"),
+            (2, "D"),
+            (4, "T"),
+            (8, "t"),
+            (16, "Z"),
+            (32, "X"),
+            (64, "x"),
+            (128, "K"),
+            (256, "W"),
+            (512, "P"),
+            (1024, "N"),
+        ];
+        let t = |v| PrevState::from_flags(v, &flags, 2048).to_text();
+        assert_eq!(t(2048), "R+");
+        assert_eq!(t(64), "x");
+        assert_eq!(t(130), "D|K");
+        assert_eq!(t(0), "R");
+        assert!(PrevState::from_flags(4096, &flags, 2048).is_unknown());
     }
 
     #[test]

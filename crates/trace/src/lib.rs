@@ -12,6 +12,8 @@
 //!   schedscope understands; other tracepoints are kept and counted.
 //! * [`kvm`]: kvm_exit reason names from this kernel's format file.
 //! * [`mem`]: huge-page-backed vectors for the big tables.
+//! * [`raw`]: the fields of events without a typed decoder ([`RawArgs`]),
+//!   kept when the loader is asked to.
 //! * [`strings`]: a string interner ([`Strings`], [`StrId`]).
 //! * [`task`]: the task table (tid -> tgid, comm).
 //! * [`trace`]: the [`Trace`] container, its metadata and warnings.
@@ -20,14 +22,17 @@ pub mod event;
 pub mod ids;
 pub mod kvm;
 pub mod mem;
+pub mod raw;
 pub mod strings;
 pub mod task;
 pub mod trace;
 
 pub use event::{
-    CpuMask, Event, EventData, KvmIsa, MaskId, NameId, PrevState, StackId, Sym, WakeKind,
+    CpuMask, Event, EventData, KvmIsa, MaskId, NameId, PrevState, StackId, StateLayout, Sym,
+    WakeKind,
 };
 pub use ids::{Cpu, Dur, Tid, Ts, Utid};
+pub use raw::RawArgs;
 pub use strings::{StrId, Strings};
 pub use task::{Task, TaskTable};
 pub use trace::{

@@ -147,8 +147,18 @@ pub struct Trace {
     pub cpumasks: Vec<CpuMask>,
     /// Call chains (innermost frame first); [`StackId`] indexes this.
     pub stacks: Vec<Vec<u64>>,
-    /// Decoded fields of [`crate::EventData::Other`] events, when kept.
-    pub other_fields: Vec<Vec<(String, String)>>,
+    /// Fields of [`crate::EventData::Other`] events, when the loader was
+    /// asked to keep them (`EventData::Other(Some(i))` is record `i`).
+    pub raw_args: crate::raw::RawArgs,
+    /// Events of a name that has a typed decoder whose payload could not be
+    /// typed (a body in an unknown form, a state that could not be
+    /// decoded), by `system:event` name. Analyses refuse to run on
+    /// sched_switch events they cannot read instead of guessing.
+    pub untyped: BTreeMap<String, u64>,
+    /// The input has no CPU column (perf script without `[CPU]`): every
+    /// event's `cpu` is 0 and means "unknown", so per-CPU analyses cannot
+    /// run; per-task ones (latency) can.
+    pub cpu_unknown: bool,
     /// Threads.
     pub tasks: TaskTable,
     /// Number of CPUs (highest CPU seen + 1, or as recorded).
@@ -218,7 +228,9 @@ impl Trace {
             strings: Strings::new(),
             cpumasks: Vec::new(),
             stacks: Vec::new(),
-            other_fields: Vec::new(),
+            raw_args: crate::raw::RawArgs::new(),
+            untyped: BTreeMap::new(),
+            cpu_unknown: false,
             tasks: TaskTable::new(),
             nr_cpus: 0,
             lost: 0,

@@ -76,14 +76,10 @@ fn sample_frames(ctx: &Context, e: &Event, pid: Option<Tid>) -> Vec<Location> {
         }
     }
     if let EventData::Other(Some(i)) = e.data {
-        if let Some(fields) = ctx.trace.other_fields.get(i as usize) {
-            for (k, v) in fields {
-                if k == "ip" {
-                    let v = v.trim_start_matches("0x");
-                    if let Ok(a) = u64::from_str_radix(v, 16) {
-                        return vec![Location::in_process(pid, Sym::from_addr(a))];
-                    }
-                }
+        if let Some(v) = ctx.trace.raw_args.value(i, "ip") {
+            let v = v.trim_start_matches("0x");
+            if let Ok(a) = u64::from_str_radix(v, 16) {
+                return vec![Location::in_process(pid, Sym::from_addr(a))];
             }
         }
     }

@@ -137,6 +137,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             .map(|names| names.iter().map(|n| n.to_string()).collect()),
         // (the timeline reuses the decoder's memory)
         spare: cfg.sections.need_timeline(),
+        // (report never reads untyped events' fields)
+        raw_fields: false,
         tally: cfg
             .sections
             .tallied_events()

@@ -26,6 +26,9 @@ pub(crate) enum Payload<'a> {
         prev_tid: i32,
         prev_prio: i32,
         prev_state: PrevState,
+        /// A numeric prev_state (trace-cmd's raw print), decoded once the
+        /// file's layout is known; `prev_state` is a placeholder then.
+        raw_state: Option<u64>,
         next_comm: &'a str,
         next_tid: i32,
         next_prio: i32,
@@ -330,6 +333,14 @@ fn short_task(s: &str) -> Option<(&str, i32, i32, &str)> {
 
 fn switch(body: &str) -> Option<Payload<'_>> {
     if body.starts_with("prev_comm=") {
+        // The kernel's print fmt has ` ==> ` before next_comm; trace-cmd
+        // without its sched_switch plugin prints the raw fields, with a
+        // numeric prev_state and no arrow.
+        let next = if find_key(body, "==> next_comm=").is_some() {
+            "==> next_comm="
+        } else {
+            "next_comm="
+        };
         let [pc, pp, ppr, ps, nc, np, npr] = fields(
             body,
             [
@@ -337,16 +348,25 @@ fn switch(body: &str) -> Option<Payload<'_>> {
                 "prev_pid=",
                 "prev_prio=",
                 "prev_state=",
-                "==> next_comm=",
+                next,
                 "next_pid=",
                 "next_prio=",
             ],
         )?;
+        let ps = first(ps);
+        let (prev_state, raw_state) = if ps.bytes().all(|c| c.is_ascii_digit()) {
+            (PrevState::default(), Some(ps.parse().ok()?))
+        } else if let Some(h) = ps.strip_prefix("0x") {
+            (PrevState::default(), Some(u64::from_str_radix(h, 16).ok()?))
+        } else {
+            (PrevState::parse_text(ps)?, None)
+        };
         return Some(Payload::Switch {
             prev_comm: pc,
             prev_tid: num(pp)?,
             prev_prio: num(ppr)?,
-            prev_state: PrevState::parse_text(first(ps))?,
+            prev_state,
+            raw_state,
             next_comm: nc,
             next_tid: num(np)?,
             next_prio: num(npr)?,
@@ -365,6 +385,7 @@ fn switch(body: &str) -> Option<Payload<'_>> {
         prev_tid: pp,
         prev_prio: ppr,
         prev_state: short_state(state)?,
+        raw_state: None,
         next_comm: nc,
         next_tid: np,
         next_prio: npr,
@@ -653,12 +674,31 @@ mod tests {
     }
 
     #[test]
+    fn switch_raw_numeric_form_of_trace_cmd() {
+        match p(Kind::Switch, "prev_comm=kworker/u12:1 prev_pid=46 prev_prio=120 prev_state=4096 next_comm=sh next_pid=1642 next_prio=120") {
+            Payload::Switch { prev_comm, prev_tid, raw_state, next_comm, next_tid, next_prio, .. } => {
+                assert_eq!(
+                    (prev_comm, prev_tid, raw_state, next_comm, next_tid, next_prio),
+                    ("kworker/u12:1", 46, Some(4096), "sh", 1642, 120)
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // Lowercase x (TASK_DEAD, Android) is dead, not runnable.
+        match p(Kind::Switch, "prev_comm=a prev_pid=5 prev_prio=120 prev_state=x ==> next_comm=b next_pid=6 next_prio=120") {
+            Payload::Switch { prev_state, raw_state: None, .. } => assert!(prev_state.is_dead()),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn switch_key_value_and_short_forms() {
         let want = Payload::Switch {
             prev_comm: "bash",
             prev_tid: 8402,
             prev_prio: 120,
             prev_state: PrevState::parse_text("S").unwrap(),
+            raw_state: None,
             next_comm: "kworker/u4:0",
             next_tid: 6,
             next_prio: 120,
@@ -709,7 +749,7 @@ mod tests {
         assert_eq!(st("R"), PrevState::default());
         assert!(st("R+").preempted);
         assert_eq!(st("D|W").bits, PrevState::D | PrevState::I);
-        assert_eq!(short_state("Q"), None);
+        assert!(st("Q").is_unknown() && !st("Q").is_runnable());
     }
 
     #[test]

@@ -30,8 +30,8 @@ use body::{Payload, SymText};
 use prefix::Style;
 use rayon::prelude::*;
 use schedscope_trace::{
-    Cpu, CpuMask, Event, EventData, MaskId, NameId, Severity, StackId, Sym, Tid, Trace,
-    TraceFormat, Ts,
+    Cpu, CpuMask, Event, EventData, MaskId, NameId, PrevState, Severity, StackId, StateLayout, Sym,
+    Tid, Trace, TraceFormat, Ts,
 };
 use std::collections::HashMap;
 
@@ -51,9 +51,36 @@ const CHUNK_BYTES: usize = 2 * 1024 * 1024;
 /// [`TraceFormat::PerfScriptText`] for `perf script` output; `None` when no
 /// line looks like an event line of any of them.
 pub fn detect(data: &[u8]) -> Option<TraceFormat> {
+    sniff(data).format
+}
+
+/// What [`sniff`] learns from the first lines.
+struct Sniff {
+    format: Option<TraceFormat>,
+    /// perf script lines were seen, but only of hardware/software samples
+    /// (`cycles:`, `cpu-clock:`), no tracepoint.
+    perf_samples: Option<String>,
+}
+
+/// Whether a perf script event name is a tracepoint (`sched:sched_switch`)
+/// rather than a hardware/software event with modifiers (`cycles:u`,
+/// `cpu-clock:ppp`).
+fn is_tracepoint_name(event: &str) -> bool {
+    match event.split_once(':') {
+        Some((sys, name)) => {
+            !sys.is_empty()
+                && !name.is_empty()
+                && !name.bytes().all(|c| b"ukhHGIpPSDW".contains(&c))
+        }
+        None => false,
+    }
+}
+
+fn sniff(data: &[u8]) -> Sniff {
     let head = &data[..data.len().min(DETECT_BYTES)];
     let text = String::from_utf8_lossy(head);
     let (mut ftrace_header, mut tracecmd_hint, mut dash_lines) = (false, false, 0u32);
+    let mut perf_samples: Option<String> = None;
     for line in text.lines().take(DETECT_LINES) {
         let line = line.trim_end_matches('\r');
         if line.starts_with("# tracer:") {
@@ -73,13 +100,19 @@ pub fn detect(data: &[u8]) -> Option<TraceFormat> {
         }
         if dash_lines == 0 {
             if let Some(p) = prefix::parse(line, Style::Perf) {
-                if p.event.contains(':') {
-                    return Some(TraceFormat::PerfScriptText);
+                if is_tracepoint_name(p.event) {
+                    return Sniff {
+                        format: Some(TraceFormat::PerfScriptText),
+                        perf_samples: None,
+                    };
+                }
+                if perf_samples.is_none() && p.cpu.is_some() {
+                    perf_samples = Some(p.event.to_string());
                 }
             }
         }
     }
-    if dash_lines > 0 || ftrace_header || tracecmd_hint {
+    let format = if dash_lines > 0 || ftrace_header || tracecmd_hint {
         if tracecmd_hint && !ftrace_header {
             Some(TraceFormat::TraceCmdText)
         } else {
@@ -87,6 +120,20 @@ pub fn detect(data: &[u8]) -> Option<TraceFormat> {
         }
     } else {
         None
+    };
+    Sniff {
+        format,
+        perf_samples: if format.is_none() { perf_samples } else { None },
+    }
+}
+
+/// Why text is not a trace, for the error message.
+pub fn describe_not_trace(data: &[u8]) -> String {
+    match sniff(data).perf_samples {
+        Some(ev) => format!(
+            "a perf script dump of hardware/software samples only (`{ev}` events), without scheduler events: record the scheduler with `schedscope record -- COMMAND` or `perf record -a -e sched:sched_switch -e sched:sched_waking -e sched:sched_wakeup -- COMMAND`, then give that perf.data (or its `perf script` output) to schedscope"
+        ),
+        None => "text that is not a trace: no ftrace, trace-cmd or perf script event line in the first 1000 lines".into(),
     }
 }
 
@@ -112,20 +159,34 @@ fn is_short_form(event: &str, body: &str) -> bool {
 /// counts per event stay exact) and reported likewise. Lines must be UTF-8;
 /// other lines are counted as unparseable.
 pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
+    decode_with(name, data, false)
+}
+
+/// [`decode`]; `raw_fields`: keep the fields of untyped events in
+/// [`Trace::raw_args`] (as printed, `key=value` split into pairs; a body
+/// that is not `key=value` is kept whole under the name `body`).
+pub fn decode_with(name: &str, data: &[u8], raw_fields: bool) -> Result<Trace, ParseError> {
     let format = detect(data).ok_or_else(|| ParseError::UnknownFormat {
         path: name.to_string(),
-        detail: "text that is not a trace: no ftrace, trace-cmd or perf script event line in the first 1000 lines".into(),
+        detail: describe_not_trace(data),
     })?;
-    Ok(decode_chunked(name, data, format, CHUNK_BYTES))
+    Ok(decode_chunked(name, data, format, CHUNK_BYTES, raw_fields))
 }
 
 /// [`decode`] with an explicit chunk size (tests compare chunkings).
-fn decode_chunked(name: &str, data: &[u8], format: TraceFormat, chunk_bytes: usize) -> Trace {
+fn decode_chunked(
+    name: &str,
+    data: &[u8],
+    format: TraceFormat,
+    chunk_bytes: usize,
+    raw_fields: bool,
+) -> Trace {
     let style = match format {
         TraceFormat::PerfScriptText => Style::Perf,
         _ => Style::Dash,
     };
     let mut b = Builder::new(Trace::new(name, format));
+    b.raw_fields = raw_fields;
     let chunks = split_chunks(data, chunk_bytes);
     if chunks.len() == 1 {
         b.merge(parse_chunk(chunks[0], style));
@@ -166,9 +227,11 @@ struct LineEv<'a> {
     comm: &'a str,
     tid: i32,
     tgid: Option<i32>,
-    cpu: u32,
+    cpu: Option<u32>,
     ts: u64,
     event: &'a str,
+    /// The text after the event name (kept for untyped events' fields).
+    body: &'a str,
     /// None: untyped event or a body that did not parse (see `bad_body`).
     payload: Option<Payload<'a>>,
     /// The body did not match the event's known form.
@@ -246,6 +309,7 @@ fn parse_chunk(chunk: &[u8], style: Style) -> ChunkOut<'_> {
                 cpu: p.cpu,
                 ts: p.ts,
                 event: p.event,
+                body: p.body,
                 payload,
                 bad_body,
                 frames: out.frames.len() as u32..out.frames.len() as u32,
@@ -404,6 +468,51 @@ fn kernel_sym(addr: u64, rest: &str) -> Option<(u64, &str)> {
     Some((addr.checked_sub(off)?, name))
 }
 
+/// Split an untyped event's body into (name, value) pairs: `key=value`
+/// tokens, a value running up to the next ` key=` (so values may hold
+/// spaces); a body with no `key=` at its start is kept whole as `body`.
+fn raw_pairs(body: &str) -> Vec<(&str, &str)> {
+    let starts_key = |s: &str| -> Option<usize> {
+        let eq = s.find('=')?;
+        let k = &s[..eq];
+        (!k.is_empty() && k.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')).then_some(eq)
+    };
+    let body = body.trim();
+    if body.is_empty() {
+        return Vec::new();
+    }
+    let Some(eq) = starts_key(body) else {
+        return vec![("body", body)];
+    };
+    let mut out = Vec::new();
+    let (mut key, mut rest) = (&body[..eq], &body[eq + 1..]);
+    loop {
+        // The next ` key=` ends this value.
+        let mut next = None;
+        let mut from = 0;
+        while let Some(off) = rest[from..].find(' ') {
+            let sp = from + off;
+            let tail = rest[sp..].trim_start();
+            if let Some(e) = starts_key(tail) {
+                next = Some((sp, rest.len() - tail.len(), e));
+                break;
+            }
+            from = sp + 1;
+        }
+        match next {
+            Some((sp, tail_at, e)) => {
+                out.push((key, rest[..sp].trim_end()));
+                key = &rest[tail_at..tail_at + e];
+                rest = &rest[tail_at + e + 1..];
+            }
+            None => {
+                out.push((key, rest.trim_end()));
+                return out;
+            }
+        }
+    }
+}
+
 /// Cached facts about one printed event name.
 struct NameInfo {
     id: NameId,
@@ -428,6 +537,16 @@ struct Builder {
     stack_ids: HashMap<Vec<u64>, StackId>,
     /// Kernel symbols learnt from perf script frames.
     ksyms: HashMap<u64, String>,
+    /// Keep untyped events' fields in `trace.raw_args`.
+    raw_fields: bool,
+    /// Records that did not fit the raw-args store.
+    raw_full: u64,
+    /// Switches printed with a numeric prev_state: (event index, value, line).
+    numeric_states: Vec<(usize, u64)>,
+    /// Switch-outs with a state letter no kernel defines: (count, first line, text).
+    unknown_states: (u64, u64, String),
+    /// Event lines without a CPU column: (count, first line).
+    no_cpu: (u64, u64),
 }
 
 impl Builder {
@@ -447,6 +566,11 @@ impl Builder {
             swapper_named: false,
             stack_ids: HashMap::new(),
             ksyms: HashMap::new(),
+            raw_fields: false,
+            raw_full: 0,
+            numeric_states: Vec::new(),
+            unknown_states: (0, 0, String::new()),
+            no_cpu: (0, 0),
         }
     }
 
@@ -576,14 +700,36 @@ impl Builder {
                 }
             }
             let ts = Ts(l.ts);
+            let line = abs(l.line as u64);
             let data = match l.payload {
+                None if self.raw_fields => match self.trace.raw_args.push(raw_pairs(l.body)) {
+                    Ok(i) => EventData::Other(Some(i)),
+                    Err(_) => {
+                        self.raw_full += 1;
+                        EventData::Other(None)
+                    }
+                },
                 None => EventData::Other(None),
-                Some(p) => self.payload(p, ts, abs(l.line as u64)),
+                Some(p) => self.payload(p, ts, line),
+            };
+            if l.bad_body {
+                let full = self.trace.event_name(name).to_string();
+                *self.trace.untyped.entry(full).or_insert(0) += 1;
+            }
+            let cpu = match l.cpu {
+                Some(c) => c,
+                None => {
+                    if self.no_cpu.0 == 0 {
+                        self.no_cpu.1 = line;
+                    }
+                    self.no_cpu.0 += 1;
+                    0
+                }
             };
             let stack = self.stack_id(&out.frames[l.frames.start as usize..l.frames.end as usize]);
             self.trace.events.push(Event {
                 ts,
-                cpu: Cpu(l.cpu),
+                cpu: Cpu(cpu),
                 tid: Tid(l.tid),
                 name,
                 stack,
@@ -602,10 +748,21 @@ impl Builder {
                 prev_tid,
                 prev_prio,
                 prev_state,
+                raw_state,
                 next_comm,
                 next_tid,
                 next_prio,
             } => {
+                if let Some(v) = raw_state {
+                    // Decoded once the whole file has shown which layout it uses.
+                    self.numeric_states.push((self.trace.events.len(), v));
+                } else if prev_state.is_unknown() {
+                    if self.unknown_states.0 == 0 {
+                        self.unknown_states.1 = line;
+                        self.unknown_states.2 = prev_state.to_text();
+                    }
+                    self.unknown_states.0 += 1;
+                }
                 self.comm(prev_tid, prev_comm);
                 self.comm(next_tid, next_comm);
                 EventData::Switch {
@@ -751,8 +908,110 @@ impl Builder {
         }
     }
 
+    /// Decode the numeric prev_states (trace-cmd's raw sched_switch
+    /// print). Text carries no format file, so the layout is the documented
+    /// one of the kernel versions whose preemption marker the values show:
+    /// the marker is the one bit a kernel sets alone on a preempted
+    /// switch-out, so the largest lone power of two at or above 0x100 among
+    /// the values names it (0x100 TASK_REPORT_MAX of 4.14+, else the
+    /// TASK_STATE_MAX of an older kernel). Without any lone marker, a value
+    /// with 0x80 and 0x02 together (D|K, killable, only before 4.14; 4.14+
+    /// reports I alone) means an older kernel, otherwise 4.14+ is assumed.
+    /// The choice is stated in an Info warning.
+    fn resolve_numeric_states(&mut self) {
+        if self.numeric_states.is_empty() {
+            return;
+        }
+        let lone = self
+            .numeric_states
+            .iter()
+            .map(|&(_, v)| v)
+            .filter(|&v| v >= 0x100 && v.is_power_of_two() && v <= 4096)
+            .max();
+        let (layout, why) = match lone {
+            Some(0x100) => (
+                StateLayout::Report,
+                "the value 256 alone (a preempted switch-out)".to_string(),
+            ),
+            Some(m) => (
+                StateLayout::Legacy { marker: m },
+                format!("the value {m} alone (a preempted switch-out)"),
+            ),
+            None if self.numeric_states.iter().any(|&(_, v)| v & 0x82 == 0x82) => (
+                StateLayout::Legacy { marker: 4096 },
+                "D|K states (130) and no preempted switch-out".to_string(),
+            ),
+            None => (
+                StateLayout::Report,
+                "no preempted switch-out and no state only older kernels use".to_string(),
+            ),
+        };
+        let mut unknown = 0u64;
+        for &(i, v) in &self.numeric_states {
+            let st = PrevState::from_raw(v, layout);
+            unknown += st.is_unknown() as u64;
+            if let Some(Event {
+                data: EventData::Switch { prev_state, .. },
+                ..
+            }) = self.trace.events.get_mut(i)
+            {
+                *prev_state = st;
+            }
+        }
+        let n = self.numeric_states.len() as u64;
+        self.trace.warn(
+            Severity::Info,
+            format!(
+                "sched:sched_switch: {n} numeric prev_state values (trace-cmd's raw print, no format in the text) decoded with the bit layout of {}, assumed from {why}",
+                layout.kernels()
+            ),
+            n,
+        );
+        if unknown > 0 {
+            self.trace.warn(
+                Severity::DataLoss,
+                format!(
+                    "sched:sched_switch: {unknown} numeric prev_state values have bits that layout does not define, kept as an unknown state"
+                ),
+                unknown,
+            );
+        }
+    }
+
     fn finish(mut self) -> Trace {
+        self.resolve_numeric_states();
         let t = &mut self.trace;
+        if self.unknown_states.0 > 0 {
+            t.warn(
+                Severity::DataLoss,
+                format!(
+                    "sched:sched_switch: {} switch-outs with a prev_state letter no kernel version defines, kept as an unknown state (neither runnable nor sleeping; first at line {})",
+                    self.unknown_states.0, self.unknown_states.1
+                ),
+                self.unknown_states.0,
+            );
+        }
+        if self.no_cpu.0 > 0 {
+            t.cpu_unknown = true;
+            t.warn(
+                Severity::DataLoss,
+                format!(
+                    "{} event lines have no CPU column (perf script printed without `cpu`; first at line {}): per-CPU analyses cannot run, per-task ones (latency) can",
+                    self.no_cpu.0, self.no_cpu.1
+                ),
+                self.no_cpu.0,
+            );
+        }
+        if self.raw_full > 0 {
+            t.warn(
+                Severity::DataLoss,
+                format!(
+                    "{} untyped events kept without their fields: the field store is full (4 GiB)",
+                    self.raw_full
+                ),
+                self.raw_full,
+            );
+        }
         for (i, n) in self.counts.iter().enumerate() {
             if let Some(name) = t.event_names.get(i) {
                 *t.events_by_name.entry(name.clone()).or_insert(0) += n;
@@ -891,9 +1150,9 @@ mod tests {
             "/../../fixtures/ftrace/tracefs-ipi-tgid.txt"
         );
         let data = std::fs::read(path).unwrap();
-        let one = decode_chunked("x", &data, TraceFormat::FtraceText, usize::MAX);
+        let one = decode_chunked("x", &data, TraceFormat::FtraceText, usize::MAX, false);
         for chunk in [1, 100, 4096] {
-            let many = decode_chunked("x", &data, TraceFormat::FtraceText, chunk);
+            let many = decode_chunked("x", &data, TraceFormat::FtraceText, chunk, false);
             assert_eq!(one.events, many.events, "chunk {chunk}");
             assert_eq!(one.event_names, many.event_names);
             assert_eq!(one.events_by_name, many.events_by_name);
@@ -911,10 +1170,10 @@ mod tests {
             "/../../fixtures/ftrace/perf-script-callchain.txt"
         );
         let data = std::fs::read(path).unwrap();
-        let one = decode_chunked("x", &data, TraceFormat::PerfScriptText, usize::MAX);
+        let one = decode_chunked("x", &data, TraceFormat::PerfScriptText, usize::MAX, false);
         assert!(one.events.iter().filter(|e| e.stack.is_some()).count() > 70);
         for chunk in [1, 50, 999] {
-            let many = decode_chunked("x", &data, TraceFormat::PerfScriptText, chunk);
+            let many = decode_chunked("x", &data, TraceFormat::PerfScriptText, chunk, false);
             let stacks = |t: &Trace| -> Vec<Option<Vec<u64>>> {
                 t.events
                     .iter()
@@ -938,7 +1197,7 @@ mod tests {
             }
         }
         for chunk in [1, 64, usize::MAX] {
-            let t = decode_chunked("x", text.as_bytes(), TraceFormat::FtraceText, chunk);
+            let t = decode_chunked("x", text.as_bytes(), TraceFormat::FtraceText, chunk, false);
             assert_eq!(t.events.len(), 50);
             assert_eq!(t.warnings.len(), 1, "{:?}", t.warnings);
             assert_eq!(t.warnings[0].count, 2);

@@ -18,8 +18,9 @@ pub(crate) struct Prefix<'a> {
     pub tid: i32,
     /// Thread-group id, when the line has one.
     pub tgid: Option<i32>,
-    /// CPU column.
-    pub cpu: u32,
+    /// CPU column; `None` for a perf script line printed without one
+    /// (`perf script -F comm,pid,time,event,trace` of perf 3.x).
+    pub cpu: Option<u32>,
     /// Timestamp in nanoseconds.
     pub ts: u64,
     /// Event name as printed (`sched_switch` or `sched:sched_switch`).
@@ -88,13 +89,50 @@ pub(crate) fn parse_ts(s: &str) -> Option<u64> {
 
 /// Parse one event line in the given style.
 pub(crate) fn parse(line: &str, style: Style) -> Option<Prefix<'_>> {
-    let (open, after, cpu) = cpu_column(line)?;
+    let Some((open, after, cpu)) = cpu_column(line) else {
+        return match style {
+            Style::Perf => parse_perf_without_cpu(line),
+            Style::Dash => None,
+        };
+    };
     let left = line[..open].trim_end();
     let (comm, tid, tgid) = match style {
         Style::Dash => task_dash(left)?,
         Style::Perf => task_perf(left)?,
     };
-    let mut rest = line[after..].trim_start();
+    let rest = line[after..].trim_start();
+    after_cpu(comm, tid, tgid, Some(cpu), rest)
+}
+
+/// `COMM TID[/TID] SECS.FRAC: SYS:EVENT: BODY` (perf script without the
+/// CPU column): the timestamp is the first token ending in `:` that parses
+/// as one, and the task is everything before it.
+fn parse_perf_without_cpu(line: &str) -> Option<Prefix<'_>> {
+    let mut from = 0;
+    while let Some(off) = line[from..].find(": ") {
+        let colon = from + off;
+        let start = line[..colon].rfind(' ')? + 1;
+        if parse_ts(&line[start..colon]).is_some() {
+            let (comm, tid, tgid) = task_perf(line[..start].trim_end())?;
+            if comm.is_empty() {
+                return None;
+            }
+            return after_cpu(comm, tid, tgid, None, &line[start..]);
+        }
+        from = colon + 1;
+    }
+    None
+}
+
+/// The rest of a line after the CPU column: flags, timestamp, event, body.
+fn after_cpu<'a>(
+    comm: &'a str,
+    tid: i32,
+    tgid: Option<i32>,
+    cpu: Option<u32>,
+    rest: &'a str,
+) -> Option<Prefix<'a>> {
+    let mut rest = rest;
     // Optional irq-flags column (any width), then the timestamp with its colon.
     let (tok, tail) = split_token(rest);
     let ts_tok = match tok.strip_suffix(':') {
@@ -183,11 +221,53 @@ mod tests {
     use super::*;
 
     #[test]
+    fn perf_line_without_cpu_column() {
+        let l = "swapper     0 194010.024867: sched:sched_switch: prev_comm=swapper/1 prev_pid=0";
+        let p = parse(l, Style::Perf).unwrap();
+        assert_eq!(
+            (p.comm, p.tid, p.tgid, p.cpu, p.ts, p.event),
+            (
+                "swapper",
+                0,
+                None,
+                None,
+                194_010_024_867_000,
+                "sched:sched_switch"
+            )
+        );
+        assert_eq!(p.body, "prev_comm=swapper/1 prev_pid=0");
+        let l = "kworker/u16:1 28039/28040 5.000001: sched:sched_wakeup: comm=a pid=1";
+        let p = parse(l, Style::Perf).unwrap();
+        assert_eq!(
+            (p.comm, p.tid, p.tgid, p.cpu),
+            ("kworker/u16:1", 28040, Some(28039), None)
+        );
+        assert_eq!(
+            parse("# captured on: Mon Apr  6 14:14:28 2015", Style::Perf),
+            None
+        );
+        assert_eq!(
+            parse(
+                "swapper 0 194010.024867: sched:sched_switch: x",
+                Style::Dash
+            ),
+            None
+        );
+    }
+
+    #[test]
     fn ftrace_line_with_flags() {
         let l = "            bash-8402    [001] d..2.   364.815366: sched_switch: prev_comm=bash prev_pid=8402";
         let p = parse(l, Style::Dash).unwrap();
         assert_eq!(
-            (p.comm, p.tid, p.tgid, p.cpu, p.ts, p.event),
+            (
+                p.comm,
+                p.tid,
+                p.tgid,
+                p.cpu.unwrap_or(u32::MAX),
+                p.ts,
+                p.event
+            ),
             ("bash", 8402, None, 1, 364_815_366_000, "sched_switch")
         );
         assert_eq!(p.body, "prev_comm=bash prev_pid=8402");
@@ -197,7 +277,10 @@ mod tests {
     fn ftrace_line_with_tgid_column() {
         let l = "            bash-8661    (   8661) [001] .....   369.256514: sched_process_fork: comm=bash pid=8661 child_comm=bash child_pid=8663";
         let p = parse(l, Style::Dash).unwrap();
-        assert_eq!((p.tid, p.tgid, p.cpu), (8661, Some(8661), 1));
+        assert_eq!(
+            (p.tid, p.tgid, p.cpu.unwrap_or(u32::MAX)),
+            (8661, Some(8661), 1)
+        );
         let l =
             "          <idle>-0       (-------) [000] d..1.   369.1: cpu_idle: state=1 cpu_id=0";
         let p = parse(l, Style::Dash).unwrap();
@@ -209,7 +292,10 @@ mod tests {
         let l =
             " CPU 0/KVM-4242  [003] d..2. 100.000001: kvm_entry: vcpu 0, rip 0xffffffff81000000";
         let p = parse(l, Style::Dash).unwrap();
-        assert_eq!((p.comm, p.tid, p.cpu), ("CPU 0/KVM", 4242, 3));
+        assert_eq!(
+            (p.comm, p.tid, p.cpu.unwrap_or(u32::MAX)),
+            ("CPU 0/KVM", 4242, 3)
+        );
         let l = " qemu-system-x86-6660  [007]   398.691444: kvm_entry:            vcpu 3";
         let p = parse(l, Style::Dash).unwrap();
         assert_eq!((p.comm, p.tid, p.body), ("qemu-system-x86", 6660, "vcpu 3"));
@@ -225,7 +311,10 @@ mod tests {
     fn trace_cmd_instance_prefix() {
         let l = "bpair:             bash-15950 [000]   602.097040: sched_wakeup_new:     bash:15954 [120] CPU:001";
         let p = parse(l, Style::Dash).unwrap();
-        assert_eq!((p.comm, p.tid, p.cpu), ("bash", 15950, 0));
+        assert_eq!(
+            (p.comm, p.tid, p.cpu.unwrap_or(u32::MAX)),
+            ("bash", 15950, 0)
+        );
         let l = "bpair:  sched-messaging-14775 [001]   582.473699: sched_waking: comm=a pid=1 prio=0 target_cpu=001";
         assert_eq!(parse(l, Style::Dash).unwrap().comm, "sched-messaging");
     }
@@ -235,7 +324,14 @@ mod tests {
         let l = "     migration/0    18 [000]   369.561709738:    csd:csd_queue_cpu: cpu=1 callsite=x+0x11d";
         let p = parse(l, Style::Perf).unwrap();
         assert_eq!(
-            (p.comm, p.tid, p.tgid, p.cpu, p.ts, p.event),
+            (
+                p.comm,
+                p.tid,
+                p.tgid,
+                p.cpu.unwrap_or(u32::MAX),
+                p.ts,
+                p.event
+            ),
             (
                 "migration/0",
                 18,

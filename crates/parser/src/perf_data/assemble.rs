@@ -219,6 +219,12 @@ fn merge_events(
     slots: &[MaybeUninit<Event>],
     spare: bool,
 ) {
+    // Untyped events' fields: each chunk's records follow the previous
+    // chunk's, so a chunk-local record number moves by the chunk's base.
+    let raw_base: Vec<Option<u32>> = outs
+        .iter()
+        .map(|d| trace.raw_args.append(&d.out.local.raw).ok())
+        .collect();
     // The sorted runs of every chunk, in file order.
     let mut runs: Vec<order::Run<'_>> = Vec::new();
     for (i, d) in outs.iter().enumerate() {
@@ -255,6 +261,12 @@ fn merge_events(
                 .unwrap_or(StackId::NONE);
         }
         remap_local(&mut ev.data, smap, mmap);
+        if let EventData::Other(Some(r)) = &mut ev.data {
+            match raw_base.get(c).copied().flatten() {
+                Some(base) => *r += base,
+                None => ev.data = EventData::Other(None),
+            }
+        }
     });
     drop(runs);
 }

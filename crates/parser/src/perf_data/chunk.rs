@@ -47,6 +47,8 @@ pub(crate) struct Ctx<'a> {
     /// Samples naming a CPU at or above this are implausible (the CPU
     /// count the file records, else the decoder's limit).
     pub cpu_limit: u32,
+    /// Keep untyped events' fields (`LoadOptions::raw_fields`).
+    pub raw_fields: bool,
 }
 
 impl Ctx<'_> {
@@ -218,6 +220,7 @@ pub(crate) fn decode_chunk<'a>(
         ..ChunkOut::default()
     };
     out.local.printk = Some(ctx.printk);
+    out.local.raw_fields = ctx.raw_fields;
     // a chunk sees a few hundred threads: no rehashing as they show up
     out.local.tgid_by_tid.reserve(512);
     out.local.comm_index.reserve(512);

@@ -33,6 +33,10 @@ pub(crate) struct Local<'a> {
     /// The last (tid, pid) inserted into `tgid_by_tid`.
     pub(crate) last_tgid: Option<(i32, i32)>,
     pub printk: Option<&'a HashMap<u64, String>>,
+    /// Keep untyped events' fields (`LoadOptions::raw_fields`) in `raw`.
+    pub raw_fields: bool,
+    /// Fields of the chunk's untyped events (chunk-local record numbers).
+    pub raw: schedscope_trace::RawArgs,
 }
 
 impl<'a> Local<'a> {

@@ -378,6 +378,7 @@ fn build_ctx<'t>(
                 .collect()
         },
         cpu_limit: cpu_limit(feats),
+        raw_fields: opts.raw_fields,
     }
 }
 

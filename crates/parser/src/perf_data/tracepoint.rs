@@ -6,8 +6,68 @@ use super::local::Local;
 use crate::tracefs_format::{EventFormat, FieldRef};
 use schedscope_trace::{Cpu, EventData, KvmIsa, NameId, PrevState, Sym, Tid, WakeKind};
 
-/// TASK_REPORT_MAX of 6.x kernels, used when the print fmt gives no flag list.
+/// TASK_REPORT_MAX of 4.14+ kernels, used when the print fmt gives no flag list.
 const DEFAULT_PREEMPT_MARKER: u64 = 0x100;
+
+/// How a kernel's numeric `prev_state` maps to [`PrevState`] bits, from the
+/// sched_switch print fmt's own `__print_flags` list (so that `x`, `K`, `W`,
+/// `N` of kernels before 4.14 keep their meaning), or the 4.14+ layout when
+/// the print fmt has no list.
+#[derive(Clone, Debug)]
+pub(crate) struct StateTable {
+    /// Preemption marker.
+    marker: u64,
+    /// (raw value, PrevState bits) per flag of the print fmt.
+    flags: Vec<(u64, u16)>,
+    /// Every flag maps a raw bit to the same PrevState bit (4.14+): decode
+    /// with a mask instead of the table.
+    identity: bool,
+    /// Union of the raw flag values.
+    known: u64,
+}
+
+impl StateTable {
+    fn of(f: &EventFormat) -> StateTable {
+        let marker = f.preempt_marker().unwrap_or(DEFAULT_PREEMPT_MARKER);
+        let mut flags: Vec<(u64, u16)> = f
+            .prev_state_flags()
+            .iter()
+            .map(|(v, letters)| {
+                let bits = PrevState::parse_text(letters).map_or(PrevState::UNKNOWN, |p| p.bits);
+                (*v, bits)
+            })
+            .collect();
+        if flags.is_empty() {
+            flags = (0..8).map(|i| (1u64 << i, 1u16 << i)).collect();
+        }
+        let identity = flags.iter().all(|&(v, b)| v == b as u64);
+        let known = flags.iter().fold(0, |a, &(v, _)| a | v);
+        StateTable {
+            marker,
+            flags,
+            identity,
+            known,
+        }
+    }
+
+    #[inline]
+    fn decode(&self, state: u64) -> PrevState {
+        let preempted = state & self.marker != 0;
+        let state = state & !self.marker;
+        let mut bits = if self.identity {
+            (state & self.known) as u16
+        } else {
+            self.flags
+                .iter()
+                .filter(|&&(v, _)| state & v != 0)
+                .fold(0, |a, &(_, b)| a | b)
+        };
+        if state & !self.known != 0 {
+            bits |= PrevState::UNKNOWN;
+        }
+        PrevState { bits, preempted }
+    }
+}
 
 /// How one tracepoint's payload becomes an [`EventData`].
 #[derive(Clone, Debug)]
@@ -20,7 +80,7 @@ pub(crate) enum Kind {
         next_comm: FieldRef,
         next_pid: FieldRef,
         next_prio: FieldRef,
-        marker: u64,
+        states: StateTable,
     },
     Wakeup {
         kind: WakeKind,
@@ -101,7 +161,67 @@ pub(crate) enum Kind {
         vector: FieldRef,
         entry: bool,
     },
-    Other,
+    /// No typed decoder: the fields are formatted into the raw-args store
+    /// when the load asks for them (`LoadOptions::raw_fields`).
+    Other {
+        fields: Vec<RawField>,
+    },
+}
+
+/// One field of an untyped tracepoint, as the raw-args store keeps it.
+#[derive(Clone, Debug)]
+pub(crate) struct RawField {
+    name: Box<str>,
+    at: FieldRef,
+    /// A `char` array or `__data_loc char[]`: kept as text.
+    text: bool,
+}
+
+/// The non-common fields of `f`, for [`Kind::Other`].
+fn raw_fields_of(f: &EventFormat) -> Vec<RawField> {
+    f.fields
+        .iter()
+        .filter(|x| !x.name.starts_with("common_"))
+        .map(|x| RawField {
+            name: x.name.as_str().into(),
+            at: x.as_ref(),
+            text: x.type_name.ends_with("char") || x.type_name.ends_with("char[]"),
+        })
+        .collect()
+}
+
+/// An untyped field's value as text: integers in decimal (signed as the
+/// kernel declares them), strings as text (lossy UTF-8), other arrays as
+/// hex bytes; `None` when the payload is too short for it.
+fn raw_value(f: &RawField, raw: &[u8]) -> Option<String> {
+    use crate::tracefs_format::FieldKind;
+    Some(match f.at.kind {
+        FieldKind::Scalar if f.at.signed => f.at.read_i64(raw)?.to_string(),
+        FieldKind::Scalar => f.at.read_u64(raw)?.to_string(),
+        _ if f.text => String::from_utf8_lossy(f.at.read_str(raw)?).into_owned(),
+        _ => {
+            f.at.read_bytes(raw)?
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect()
+        }
+    })
+}
+
+/// Store the fields of an untyped event in the chunk's raw-args store.
+fn keep_raw(fields: &[RawField], raw: &[u8], local: &mut Local<'_>) -> EventData {
+    if !local.raw_fields {
+        return EventData::Other(None);
+    }
+    let values: Vec<Option<String>> = fields.iter().map(|f| raw_value(f, raw)).collect();
+    let pairs = fields
+        .iter()
+        .zip(&values)
+        .filter_map(|(f, v)| Some((&*f.name, v.as_deref()?)));
+    match local.raw.push(pairs) {
+        Ok(i) => EventData::Other(Some(i)),
+        Err(_) => EventData::Other(None),
+    }
 }
 
 /// The decoder of one tracepoint.
@@ -124,7 +244,9 @@ impl TpDecoder {
         let (kind, problem) = match build_kind(f) {
             Ok(k) => (k, None),
             Err(missing) => (
-                Kind::Other,
+                Kind::Other {
+                    fields: raw_fields_of(f),
+                },
                 Some(format!(
                     "format of {} has no field `{missing}`: its events are kept undecoded",
                     f.full_name()
@@ -163,7 +285,7 @@ fn build_kind(f: &EventFormat) -> Result<Kind, &'static str> {
             next_comm: req("next_comm")?,
             next_pid: req("next_pid")?,
             next_prio: req("next_prio")?,
-            marker: f.preempt_marker().unwrap_or(DEFAULT_PREEMPT_MARKER),
+            states: StateTable::of(f),
         },
         ("sched", "sched_waking") => wake(WakeKind::Waking)?,
         ("sched", "sched_wakeup") => wake(WakeKind::Wakeup)?,
@@ -253,10 +375,14 @@ fn build_kind(f: &EventFormat) -> Result<Kind, &'static str> {
                     vector,
                     entry: n.ends_with("_entry"),
                 },
-                None => Kind::Other,
+                None => Kind::Other {
+                    fields: raw_fields_of(f),
+                },
             }
         }
-        _ => Kind::Other,
+        _ => Kind::Other {
+            fields: raw_fields_of(f),
+        },
     })
 }
 
@@ -303,7 +429,7 @@ impl TpDecoder {
                 next_comm,
                 next_pid,
                 next_prio,
-                marker,
+                states,
             } => {
                 let state = uint(prev_state, raw)?;
                 let prev_tid = Tid(int(prev_pid, raw)? as i32);
@@ -313,10 +439,7 @@ impl TpDecoder {
                 EventData::Switch {
                     prev_tid,
                     prev_prio: int(prev_prio, raw)? as i32,
-                    prev_state: PrevState {
-                        bits: (state & marker.wrapping_sub(1)) as u16,
-                        preempted: state & marker != 0,
-                    },
+                    prev_state: states.decode(state),
                     prev_comm: pc,
                     next_tid,
                     next_prio: int(next_prio, raw)? as i32,
@@ -452,7 +575,7 @@ impl TpDecoder {
                 vector: int(vector, raw)? as i32,
                 entry: *entry,
             },
-            Kind::Other => EventData::Other(None),
+            Kind::Other { fields } => keep_raw(fields, raw, local),
         })
     }
 }

@@ -1,5 +1,5 @@
 //! The fields of events that have no typed decoder, kept as text (name,
-//! value) in [`schedscope_trace::Trace::other_fields`], the way
+//! value) in [`schedscope_trace::Trace::raw_args`], the way
 //! `trace-cmd report -R` prints them: integers in decimal (signed when the
 //! format says so), strings up to their NUL, other arrays as hex bytes.
 

@@ -36,7 +36,15 @@ pub use meta::MAGIC;
 const NS_CLOCKS: &[&str] = &["local", "global", "mono", "mono_raw", "boot", "tai", "perf"];
 
 /// Decode a trace.dat file held in memory; `name` is used in messages.
+/// The fields of events without a typed decoder are kept in
+/// [`Trace::raw_args`].
 pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
+    decode_with(name, data, true)
+}
+
+/// [`decode`], keeping untyped events' fields only when `raw_fields`
+/// (`LoadOptions::raw_fields`).
+pub fn decode_with(name: &str, data: &[u8], raw_fields: bool) -> Result<Trace, ParseError> {
     let meta = meta::parse(name, data)?;
     let mut trace = Trace::new(name, TraceFormat::TraceDat);
     for p in &meta.problems {
@@ -50,7 +58,7 @@ pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
         }
     }
     let mut decoders: HashMap<u16, Option<(TpDecoder, usize)>> = HashMap::new();
-    let mut other_fields: Vec<Vec<(String, String)>> = Vec::new();
+    let mut raw = schedscope_trace::RawArgs::new();
     let mut local = Local::default();
     local.printk = Some(&meta.printk);
     let mut events: Vec<Event> = Vec::new();
@@ -116,9 +124,13 @@ pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
                         short.hit(where_);
                         return;
                     };
-                    if let (EventData::Other(_), Some(f)) = (data, meta.formats.get(*fi)) {
-                        data = EventData::Other(Some(other_fields.len() as u32));
-                        other_fields.push(fields::as_text(f, payload));
+                    if let (EventData::Other(_), Some(f), true) =
+                        (data, meta.formats.get(*fi), raw_fields)
+                    {
+                        let args = fields::as_text(f, payload);
+                        let pairs = args.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+                        // a full store keeps the event without its fields
+                        data = EventData::Other(raw.push(pairs).ok());
                     }
                     *counts.entry(dec.name.0).or_default() += 1;
                     let ts = (ts as i128 + ts_offset as i128).clamp(0, u64::MAX as i128) as u64;
@@ -191,7 +203,7 @@ pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
             lost.max(1),
         );
     }
-    trace.other_fields = other_fields;
+    trace.raw_args = raw;
     finish(&mut trace, events, local, &meta, counts);
     Ok(trace)
 }

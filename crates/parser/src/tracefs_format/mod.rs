@@ -137,6 +137,30 @@ impl EventFormat {
         }
     }
 
+    /// For sched_switch: the `{ value, "letters" }` entries of the
+    /// `__print_flags(...)` list of `prev_state` in the print fmt (the
+    /// kernel's own names for its state bits), in order; empty when the
+    /// print fmt has no such list.
+    pub fn prev_state_flags(&self) -> Vec<(u64, String)> {
+        let Some(at) = self.print_fmt.find("__print_flags(") else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for entry in self.print_fmt[at..].split('{').skip(1) {
+            let Some((body, _)) = entry.split_once('}') else {
+                break;
+            };
+            let Some((num, name)) = body.split_once(',') else {
+                break;
+            };
+            let Some(v) = parse_c_int(num.trim()) else {
+                break;
+            };
+            out.push((v, name.trim().trim_matches('"').to_string()));
+        }
+        out
+    }
+
     /// For sched_switch: the kernel's `TASK_REPORT_MAX` preemption marker,
     /// derived from the print fmt as the smallest power of two above the
     /// largest flag in the `__print_flags(...)` list of `prev_state`
@@ -435,6 +459,24 @@ mod tests {
         );
         assert!(f.print_fmt.starts_with("\"prev_comm=%s"));
         assert!(f.print_fmt.ends_with("REC->next_prio"));
+    }
+
+    #[test]
+    fn prev_state_flags_from_print_fmt() {
+        let mut f = parse_format(SWITCH).unwrap();
+        f.print_fmt = SWITCH_4_4_FMT["print fmt: ".len()..].to_string();
+        let flags = f.prev_state_flags();
+        assert_eq!(flags.len(), 11);
+        assert_eq!(flags[0], (1, "S".to_string()));
+        assert_eq!(flags[6], (64, "x".to_string()));
+        assert_eq!(flags[10], (1024, "N".to_string()));
+        f.print_fmt = SWITCH_4_19_FMT["print fmt: ".len()..].to_string();
+        let flags = f.prev_state_flags();
+        assert_eq!(flags.len(), 8);
+        assert_eq!(flags[4], (0x10, "X".to_string()));
+        assert_eq!(flags[7], (0x80, "I".to_string()));
+        f.print_fmt = "\"x=%d\", REC->x".into();
+        assert!(f.prev_state_flags().is_empty());
     }
 
     #[test]

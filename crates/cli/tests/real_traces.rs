@@ -1,0 +1,552 @@
+//! The real-trace corpus (issue 13): `info` and `report --all --format json`
+//! on every file of the shared `real-traces/` directory (third-party traces
+//! with provenance in its README; read from there, never copied here),
+//! compared with an independent oracle per file.
+//!
+//! For text traces the oracle is the small replay below: it splits each line
+//! itself (timestamp token, event token, `key=value` fields) without the
+//! decoder, counts events per name, and replays the switches and wakeups
+//! with the definitions of DESIGN.md: per-task scheduling latency as `perf
+//! sched latency` (a wakeup of a sleeping task, or a switch-out with
+//! prev_state exactly `R`, starts a wait; the switch-in ends it) and per-CPU
+//! idle (time with pid 0 current, from a switch to pid 0 to the next switch
+//! on that CPU, the last one running to the end of the trace, and a CPU
+//! whose first switch leaves pid 0 idle since the trace began). Every number
+//! in the JSON is also checked to be non-negative and, for durations, no
+//! larger than span x CPUs.
+//!
+//! Every file of the directory must have a row in [`ROWS`] and every row a
+//! file: a missing file fails the test with its name, so the corpus cannot
+//! pass silently. Rows whose format another change is making readable
+//! (trace.dat, pipe-mode and unfinished perf.data) are [`Expect::Pending`]:
+//! they only check that the tool ends cleanly (exit 0, or 1 with a message,
+//! never a crash) until their owners replace the row with an oracle one.
+
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What a file must give.
+enum Expect {
+    /// A text trace: compared with the replay oracle.
+    Text {
+        /// The numeric prev_state's preemption marker of the kernel that
+        /// wrote it (trace-cmd's raw print), when the file prints numbers.
+        numeric_marker: Option<u64>,
+        /// Whether lines carry a `[CPU]` column (perf 3.13 omitted it).
+        cpu_column: bool,
+    },
+    /// Not yet readable here (another change makes it so): the tool must
+    /// end cleanly, exit 0 or exit 1 with a message.
+    Pending {
+        /// Which point of issue 13 will make it readable.
+        reason: &'static str,
+    },
+}
+
+struct Row {
+    file: &'static str,
+    expect: Expect,
+}
+
+const ROWS: &[Row] = &[
+    Row {
+        file: "wikibook_4.4.1_ftrace.txt",
+        expect: Expect::Text {
+            numeric_marker: None,
+            cpu_column: true,
+        },
+    },
+    Row {
+        file: "trappy_surfaceflinger.html",
+        expect: Expect::Text {
+            numeric_marker: None,
+            cpu_column: true,
+        },
+    },
+    Row {
+        file: "lisa_trace_txt.tracecmd.txt",
+        expect: Expect::Text {
+            // values 0..4096, 4096 alone: Linux 4.8 to 4.13 (TASK_STATE_MAX)
+            numeric_marker: Some(4096),
+            cpu_column: true,
+        },
+    },
+    Row {
+        file: "dspeyer_perf_5b867fd.script.txt",
+        expect: Expect::Text {
+            numeric_marker: None,
+            cpu_column: false,
+        },
+    },
+    Row {
+        file: "lisa_sched_load.trace.dat",
+        expect: Expect::Pending {
+            reason: "issue 13 point 3 (trace.dat reader)",
+        },
+    },
+    Row {
+        file: "quipper_piped_ctx_switch_namespaces-4.14.perf.data",
+        expect: Expect::Pending {
+            reason: "issue 13 point 4 (pipe-mode perf.data)",
+        },
+    },
+    Row {
+        file: "spinner_unterminated.perf.data",
+        expect: Expect::Pending {
+            reason: "issue 13 point 5 (unfinished perf.data)",
+        },
+    },
+];
+
+/// The shared `real-traces/` directory: `$SCHEDSCOPE_REAL_TRACES`, else the
+/// first `shared/real-traces` beside the repository or one of its parents
+/// (CI puts `shared/` beside the clone; worktrees sit one level deeper).
+fn corpus_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("SCHEDSCOPE_REAL_TRACES") {
+        return PathBuf::from(d);
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let repo = repo.canonicalize().unwrap_or(repo);
+    for dir in repo.ancestors().skip(1) {
+        let d = dir.join("shared/real-traces");
+        if d.is_dir() {
+            return d;
+        }
+    }
+    panic!(
+        "no shared/real-traces directory beside {} or its parents (set SCHEDSCOPE_REAL_TRACES): the real-trace corpus cannot be checked",
+        repo.display()
+    );
+}
+
+fn schedscope(args: &[&str], path: &Path) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_schedscope"))
+        .args(args)
+        .arg(path)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+// ------------------------------------------------------------ the oracle
+
+/// One event line as the oracle reads it.
+struct Line<'a> {
+    ts: u64,
+    cpu: Option<u32>,
+    name: &'a str,
+    body: &'a str,
+}
+
+/// `SECS.FRAC` in ns.
+fn ts_ns(s: &str) -> Option<u64> {
+    let (a, b) = s.split_once('.')?;
+    if b.is_empty() || b.len() > 9 || !a.bytes().chain(b.bytes()).all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    Some(
+        a.parse::<u64>().ok()? * 1_000_000_000
+            + b.parse::<u64>().ok()? * 10u64.pow(9 - b.len() as u32),
+    )
+}
+
+/// An event line: the first whitespace token `SECS.FRAC:` is the time, the
+/// next token (ending in `:`) the event; a `[NNN]` token before the time is
+/// the CPU.
+fn event_line(line: &str) -> Option<Line<'_>> {
+    let toks: Vec<(usize, &str)> = line
+        .split(' ')
+        .scan(0usize, |pos, t| {
+            let at = *pos;
+            *pos += t.len() + 1;
+            Some((at, t))
+        })
+        .filter(|(_, t)| !t.is_empty())
+        .collect();
+    let i = toks
+        .iter()
+        .position(|(_, t)| t.strip_suffix(':').is_some_and(|x| ts_ns(x).is_some()))?;
+    if i == 0 {
+        return None;
+    }
+    let ts = ts_ns(toks[i].1.strip_suffix(':')?)?;
+    let (at, ev) = *toks.get(i + 1)?;
+    let name = ev.strip_suffix(':')?;
+    let cpu = toks[..i].iter().find_map(|(_, t)| {
+        t.strip_prefix('[')?
+            .strip_suffix(']')
+            .filter(|d| d.bytes().all(|c| c.is_ascii_digit()))?
+            .parse()
+            .ok()
+    });
+    Some(Line {
+        ts,
+        cpu,
+        name,
+        body: line[at + ev.len()..].trim(),
+    })
+}
+
+/// The bare event name (`sched:sched_switch` -> `sched_switch`).
+fn bare(name: &str) -> &str {
+    name.split_once(':').map_or(name, |(_, b)| b)
+}
+
+/// The integer after `key` (` key=` or at the start).
+fn field<'a>(body: &'a str, key: &str) -> Option<&'a str> {
+    let k = format!("{key}=");
+    let at = if body.starts_with(&k) {
+        0
+    } else {
+        body.find(&format!(" {k}"))? + 1
+    };
+    body[at + k.len()..].split_whitespace().next()
+}
+
+fn int(body: &str, key: &str) -> i64 {
+    field(body, key)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("oracle: no integer {key} in `{body}`"))
+}
+
+/// What the replay finds.
+#[derive(Default)]
+struct Oracle {
+    events: u64,
+    by_name: BTreeMap<String, u64>,
+    start: u64,
+    end: u64,
+    /// tid -> (switches, max delay).
+    latency: BTreeMap<i64, (u64, u64)>,
+    /// cpu -> idle ns.
+    idle: BTreeMap<u32, u64>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Phase {
+    Sleeping,
+    WaitCpu(u64),
+    Done,
+}
+
+fn replay(text: &str, numeric_marker: Option<u64>) -> Oracle {
+    let mut o = Oracle::default();
+    let mut lines: Vec<Line<'_>> = text.lines().filter_map(event_line).collect();
+    lines.sort_by_key(|l| l.ts); // stable, as the decoder orders them
+    for l in &lines {
+        o.events += 1;
+        *o.by_name.entry(bare(l.name).to_string()).or_insert(0) += 1;
+    }
+    o.start = lines.first().map_or(0, |l| l.ts);
+    o.end = lines.last().map_or(0, |l| l.ts);
+    let has_wakeup = lines
+        .iter()
+        .any(|l| matches!(bare(l.name), "sched_wakeup" | "sched_wakeup_new"));
+    // Latency.
+    let mut tasks: HashMap<i64, (Phase, u64)> = HashMap::new();
+    for l in &lines {
+        match bare(l.name) {
+            "sched_switch" => {
+                let (prev, next) = (int(l.body, "prev_pid"), int(l.body, "next_pid"));
+                let state = field(l.body, "prev_state").expect("prev_state");
+                let yielded = match numeric_marker {
+                    Some(_) => state == "0",
+                    None => state == "R",
+                };
+                if prev != 0 {
+                    let w = if yielded {
+                        Phase::WaitCpu(l.ts)
+                    } else {
+                        Phase::Sleeping
+                    };
+                    tasks.insert(prev, (w, l.ts));
+                    o.latency.entry(prev).or_insert((0, 0));
+                }
+                if next != 0 {
+                    let t = tasks.entry(next).or_insert((Phase::WaitCpu(l.ts), l.ts));
+                    if let Phase::WaitCpu(w) = t.0 {
+                        t.0 = Phase::Done;
+                        if l.ts >= w {
+                            let e = o.latency.entry(next).or_insert((0, 0));
+                            e.0 += 1;
+                            e.1 = e.1.max(l.ts - w);
+                        }
+                    }
+                    o.latency.entry(next).or_insert((0, 0));
+                }
+            }
+            n @ ("sched_wakeup" | "sched_wakeup_new" | "sched_waking") => {
+                if n == "sched_waking" && has_wakeup {
+                    continue;
+                }
+                let tid = int(l.body, "pid");
+                if tid == 0 {
+                    continue;
+                }
+                let t = tasks.entry(tid).or_insert((Phase::Sleeping, l.ts));
+                o.latency.entry(tid).or_insert((0, 0));
+                if t.0 == Phase::Sleeping && t.1 <= l.ts {
+                    t.0 = Phase::WaitCpu(l.ts);
+                }
+            }
+            _ => {}
+        }
+    }
+    // Per-CPU idle.
+    let mut since: BTreeMap<u32, Option<u64>> = BTreeMap::new();
+    for l in lines.iter().filter(|l| bare(l.name) == "sched_switch") {
+        let Some(cpu) = l.cpu else { continue };
+        // A CPU whose first switch leaves pid 0 was idle since the trace began.
+        let first_from_idle = int(l.body, "prev_pid") == 0;
+        let s = since
+            .entry(cpu)
+            .or_insert(first_from_idle.then_some(o.start));
+        if let Some(t0) = s.take() {
+            *o.idle.entry(cpu).or_insert(0) += l.ts - t0;
+        }
+        if int(l.body, "next_pid") == 0 {
+            *s = Some(l.ts);
+        }
+        o.idle.entry(cpu).or_insert(0);
+    }
+    for (cpu, s) in since {
+        if let Some(t0) = s {
+            *o.idle.entry(cpu).or_insert(0) += o.end - t0;
+        }
+    }
+    o
+}
+
+// ------------------------------------------------------------ checks
+
+/// Every number in `v` is non-negative, and every `*_ns` duration (other
+/// than absolute times) is at most `limit`.
+fn check_numbers(v: &Value, key: &str, limit: u64, file: &str, bad: &mut Vec<String>) {
+    match v {
+        Value::Number(n) => {
+            // cgroup quotas print -1 for "unlimited".
+            if n.as_f64().is_some_and(|x| x < 0.0) && key != "quota_us" {
+                bad.push(format!("{file}: {key} = {n} is negative"));
+            }
+            let absolute = key.ends_with("_at_ns")
+                || key.ends_with("start_ns")
+                || key.ends_with("end_ns")
+                || key == "ts_ns"
+                || key.ends_with("_ts_ns");
+            if key.ends_with("_ns") && !absolute && n.as_u64().is_some_and(|x| x > limit) {
+                bad.push(format!("{file}: {key} = {n} exceeds span x CPUs ({limit})"));
+            }
+        }
+        Value::Array(a) => a
+            .iter()
+            .for_each(|x| check_numbers(x, key, limit, file, bad)),
+        Value::Object(m) => m
+            .iter()
+            .for_each(|(k, x)| check_numbers(x, k, limit, file, bad)),
+        _ => {}
+    }
+}
+
+fn check_text(path: &Path, file: &str, numeric_marker: Option<u64>, cpu_column: bool) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let o = replay(&text, numeric_marker);
+    assert!(o.events > 0, "{file}: the oracle found no event line");
+
+    // info
+    let (code, out, err) = schedscope(&["info", "--format", "json"], path);
+    assert_eq!(code, 0, "{file}: info failed: {err}");
+    let info: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        info["events"].as_u64(),
+        Some(o.events),
+        "{file}: event count"
+    );
+    let ours: BTreeMap<String, u64> = info["events_by_name"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (bare(k).to_string(), v.as_u64().unwrap()))
+        .collect();
+    assert_eq!(ours, o.by_name, "{file}: events per name");
+    assert_eq!(info["start_ns"].as_u64(), Some(o.start), "{file}: start");
+    assert_eq!(info["end_ns"].as_u64(), Some(o.end), "{file}: end");
+
+    // report --all
+    let (code, out, err) = schedscope(&["report", "--all", "--format", "json"], path);
+    assert_eq!(code, 0, "{file}: report failed: {err}");
+    let r: Value = serde_json::from_str(&out).unwrap();
+    let cpus = r["trace"]["cpus"].as_u64().unwrap();
+    let span = o.end - o.start;
+    let mut bad = Vec::new();
+    check_numbers(&r, "", span * cpus.max(1), file, &mut bad);
+    assert!(bad.is_empty(), "{bad:#?}");
+
+    // latency: per task, switches and max delay
+    let tasks = r["latency"]["tasks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{file}: no latency tasks: {}", r["latency"]));
+    let mut got: BTreeMap<i64, (u64, u64)> = BTreeMap::new();
+    for t in tasks {
+        let tid = t["tid"].as_i64().unwrap();
+        let prev = got.insert(
+            tid,
+            (
+                t["switches"].as_u64().unwrap(),
+                t["delay_max_ns"].as_u64().unwrap(),
+            ),
+        );
+        assert!(prev.is_none(), "{file}: tid {tid} listed twice");
+    }
+    let want: BTreeMap<i64, (u64, u64)> = o
+        .latency
+        .iter()
+        .filter(|(tid, _)| got.contains_key(tid))
+        .map(|(k, v)| (*k, *v))
+        .collect();
+    assert_eq!(got, want, "{file}: per-task (switches, max delay)");
+    let missing: Vec<_> = o
+        .latency
+        .iter()
+        .filter(|(tid, (sw, _))| *sw > 0 && !got.contains_key(tid))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{file}: tasks with switches not reported: {missing:?}"
+    );
+    let total: u64 = o.latency.values().map(|v| v.0).sum();
+    assert_eq!(
+        r["latency"]["total_switches"].as_u64(),
+        Some(total),
+        "{file}"
+    );
+
+    // idle: per CPU (or, without a CPU column, the section's refusal)
+    if cpu_column {
+        assert!(!o.idle.is_empty(), "{file}: the oracle saw no CPU switch");
+        let per_cpu: BTreeMap<u32, u64> = r["idle"]["cpus"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{file}: no idle cpus: {}", r["idle"]))
+            .iter()
+            .map(|c| {
+                (
+                    c["cpu"].as_u64().unwrap() as u32,
+                    c["idle_ns"].as_u64().unwrap(),
+                )
+            })
+            .filter(|(cpu, _)| o.idle.contains_key(cpu))
+            .collect();
+        assert_eq!(per_cpu, o.idle, "{file}: per-CPU idle");
+    } else {
+        for section in ["gang", "lhp", "idle", "tlb"] {
+            let e = &r[section]["error"];
+            assert_eq!(
+                e["kind"], "needs_cpu_column",
+                "{file}: {section}: {}",
+                r[section]
+            );
+        }
+        let warned = r["trace"]["warnings"].as_array().is_some_and(|w| {
+            w.iter().any(|w| {
+                w["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("have no CPU column"))
+            })
+        });
+        assert!(
+            warned,
+            "{file}: no warning about the CPU column: {}",
+            r["trace"]
+        );
+    }
+}
+
+fn check_pending(path: &Path, file: &str, reason: &str) {
+    for args in [&["info"][..], &["report", "--all", "--format", "json"][..]] {
+        let (code, _, err) = schedscope(args, path);
+        // exit 0, or 1 with a message (a decoding error names the file;
+        // "every section failed" lists why each did)
+        assert!(
+            code == 0 || (code == 1 && err.starts_with("schedscope: ")),
+            "{file} ({reason}): {args:?} ended with {code}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{file}: {err}");
+    }
+}
+
+#[test]
+fn every_real_trace_against_its_oracle() {
+    let dir = corpus_dir();
+    let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "README.md")
+        .collect();
+    on_disk.sort();
+    let missing: Vec<&str> = ROWS
+        .iter()
+        .map(|r| r.file)
+        .filter(|f| !on_disk.iter().any(|d| d == f))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "missing from {}: {missing:?} (the corpus test cannot check them)",
+        dir.display()
+    );
+    let unlisted: Vec<&String> = on_disk
+        .iter()
+        .filter(|d| !ROWS.iter().any(|r| r.file == d.as_str()))
+        .collect();
+    assert!(
+        unlisted.is_empty(),
+        "{} has files without a row in ROWS: {unlisted:?}",
+        dir.display()
+    );
+    for row in ROWS {
+        let path = dir.join(row.file);
+        match row.expect {
+            Expect::Text {
+                numeric_marker,
+                cpu_column,
+            } => check_text(&path, row.file, numeric_marker, cpu_column),
+            Expect::Pending { reason } => check_pending(&path, row.file, reason),
+        }
+    }
+}
+
+#[test]
+fn the_oracle_reads_lines_as_intended() {
+    let l = event_line(
+        "  <...>-593   (  593) [002] d..3   538.064918: sched_switch: prev_comm=a b prev_pid=1",
+    )
+    .unwrap();
+    assert_eq!(
+        (l.ts, l.cpu, l.name),
+        (538_064_918_000, Some(2), "sched_switch")
+    );
+    assert_eq!(field(l.body, "prev_pid"), Some("1"));
+    assert_eq!(field(l.body, "prev_comm"), Some("a"));
+    let l =
+        event_line("swapper     0 194010.024867: sched:sched_switch: prev_state=R ==>").unwrap();
+    assert_eq!((l.cpu, bare(l.name)), (None, "sched_switch"));
+    assert!(event_line("# tracer: nop").is_none());
+    assert!(
+        event_line("  bash-946 [003] .... 676.984916: copy_process.part.5+0x14/0x1acc").is_none()
+    );
+    // a yield starts a wait, a preemption (R+) does not
+    let text = "\
+ a-5 [000] .... 1.000000: sched_switch: prev_comm=a prev_pid=5 prev_prio=120 prev_state=R ==> next_comm=b next_pid=6 next_prio=120
+ b-6 [000] .... 1.000010: sched_switch: prev_comm=b prev_pid=6 prev_prio=120 prev_state=R+ ==> next_comm=a next_pid=5 next_prio=120
+ a-5 [000] .... 1.000030: sched_switch: prev_comm=a prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=b next_pid=6 next_prio=120
+";
+    let o = replay(text, None);
+    assert_eq!(o.latency[&5], (1, 10_000)); // switched in 10 us after its yield
+    assert_eq!(o.latency[&6], (1, 0)); // R+ started no wait
+    assert_eq!(o.idle[&0], 0);
+}
