@@ -27,7 +27,7 @@ fn check(t: &schedscope_trace::Trace) {
         assert!((e.name.0 as usize) < t.event_names.len());
         assert!(e.cpu.0 < t.nr_cpus);
         match e.data {
-            EventData::Other(Some(i)) => assert!((i as usize) < t.other_fields.len()),
+            EventData::Other(Some(i)) => assert!((i as usize) < t.raw_args.len()),
             EventData::Switch {
                 prev_comm,
                 next_comm,

@@ -118,7 +118,7 @@ pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Trace, ParseError> {
     // Decoders treat the bytes as untrusted input.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| ParseError::io(&name, e))?;
     if detect(&map) != Some(TraceFormat::PerfData) {
-        return load_bytes(&name, &map);
+        return load_bytes_with(&name, &map, opts);
     }
     let release = |r: std::ops::Range<usize>| {
         if r.end > r.start && r.end <= map.len() {

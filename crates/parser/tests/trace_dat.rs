@@ -15,7 +15,7 @@ const LISA: &str = "lisa_sched_load.trace.dat";
 
 fn check(path: &Path) -> usize {
     let data = std::fs::read(path).unwrap();
-    let t = schedscope_parser::load(path).unwrap();
+    let t = oracle::load(&path);
     assert_eq!(t.format, TraceFormat::TraceDat);
     let meta = trace_dat::meta::parse("x", &data).unwrap();
     assert!(
@@ -62,7 +62,7 @@ fn v6_lisa_matches_trace_cmd_report() {
     let path = oracle::real_trace(LISA);
     let n = check(&path);
     assert_eq!(n, 3724);
-    let t = schedscope_parser::load(&path).unwrap();
+    let t = oracle::load(&path);
     assert_eq!(t.nr_cpus, 6);
     assert_eq!(t.count("sched:sched_switch"), 399);
     assert!(!t.kernel_symbols.syms.is_empty(), "kallsyms were read");
@@ -79,10 +79,16 @@ fn v7_zstd_conversion_matches_trace_cmd_report() {
     );
     assert_eq!(check(&path), 3724);
     // and decodes to exactly what the version-6 original gives
-    let v6 = schedscope_parser::load(&oracle::real_trace(LISA)).unwrap();
-    let v7 = schedscope_parser::load(&path).unwrap();
+    let v6 = oracle::load(&oracle::real_trace(LISA));
+    let v7 = oracle::load(&path);
     assert_eq!(v6.events.len(), v7.events.len());
-    assert_eq!(v6.other_fields, v7.other_fields);
+    let fields = |t: &schedscope_trace::Trace| -> Vec<Vec<(String, String)>> {
+        (0..t.raw_args.len() as u32)
+            .map(|r| t.raw_args.get(r).map(|(k, v)| (k.into(), v.into())).collect())
+            .collect()
+    };
+    assert!(!v6.raw_args.is_empty());
+    assert_eq!(fields(&v6), fields(&v7));
     assert_eq!(v6.events_by_name, v7.events_by_name);
 }
 
@@ -109,7 +115,7 @@ fn generated_files_match_trace_cmd_report() {
         let path = dir.join(format!("gen_v{version}_{zstd}_{inst}.dat"));
         std::fs::write(&path, oracle::scenario(version, zstd, inst)).unwrap();
         let data = std::fs::read(&path).unwrap();
-        let t = schedscope_parser::load(&path).unwrap();
+        let t = oracle::load(&path);
         let meta = trace_dat::meta::parse("x", &data).unwrap();
         let n = oracle::compare_with_report(&path, &t, &meta.formats);
         assert_eq!(n, if inst { 46 } else { 40 }, "{}", path.display());
@@ -156,7 +162,7 @@ fn fixtures_are_the_writers_output() {
             "{} differs from the writer's output: regenerate it (see this test's doc)",
             p.display()
         );
-        let t = schedscope_parser::load(&p).unwrap();
+        let t = oracle::load(&p);
         assert_eq!(t.events.len(), 46);
     }
 }

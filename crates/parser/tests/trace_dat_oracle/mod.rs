@@ -11,6 +11,15 @@ use std::process::Command;
 
 /// `shared/real-traces/NAME`, looked for beside the repository (CI) and in
 /// its ancestors (worktrees); panics saying what is missing.
+/// Load a trace keeping untyped events' fields (the oracle compares them).
+pub fn load(path: &Path) -> Trace {
+    let opts = schedscope_parser::LoadOptions {
+        raw_fields: true,
+        ..Default::default()
+    };
+    schedscope_parser::load_with(path, &opts).unwrap()
+}
+
 pub fn real_trace(name: &str) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     for dir in root.ancestors() {
@@ -205,7 +214,11 @@ fn fields_of(t: &Trace, e: &schedscope_trace::Event, marker: u64) -> Vec<(String
         ]),
         EventData::Exit { tid, comm } => kv(&[("comm", s(comm)), ("pid", tid.0.to_string())]),
         EventData::Other(Some(i)) => {
-            let mut v = t.other_fields[i as usize].clone();
+            let mut v: Vec<(String, String)> = t
+                .raw_args
+                .get(i)
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
             if t.event_name(e.name) == "ftrace:print" {
                 for (k, val) in v.iter_mut() {
                     if k == "ip" {
