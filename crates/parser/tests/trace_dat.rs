@@ -166,3 +166,22 @@ fn fixtures_are_the_writers_output() {
         assert_eq!(t.events.len(), 46);
     }
 }
+
+/// The DATE and OFFSET options move every timestamp, as trace-cmd applies
+/// them: the events still match `trace-cmd report` (versions 6 and 7).
+#[test]
+fn date_and_offset_options_shift_times_like_trace_cmd() {
+    let dir = schedscope_testkit::tmpdir("tracedat-opts");
+    let base = schedscope_parser::load_bytes("b.dat", &oracle::scenario(7, false, false)).unwrap();
+    for version in [6, 7] {
+        let opts = vec![(1u16, b"0x10\0".to_vec()), (7u16, b"12345\0".to_vec())];
+        let path = dir.join(format!("opts_v{version}.dat"));
+        std::fs::write(&path, oracle::scenario_with(version, false, false, opts)).unwrap();
+        let data = std::fs::read(&path).unwrap();
+        let t = schedscope_parser::load(&path).unwrap();
+        let meta = trace_dat::meta::parse("x", &data).unwrap();
+        assert_eq!(oracle::compare_with_report(&path, &t, &meta.formats), 40);
+        // DATE 0x10 microseconds plus OFFSET 12345 ns
+        assert_eq!(t.events[0].ts.0, base.events[0].ts.0 + 16_000 + 12_345);
+    }
+}

@@ -100,8 +100,10 @@ pub struct Meta<'a> {
     pub uname: Option<String>,
     /// The trace buffers.
     pub buffers: Vec<Buffer<'a>>,
-    /// Problems that leave the rest usable (warnings for the trace).
+    /// Damage that leaves the rest usable (error warnings for the trace).
     pub problems: Vec<String>,
+    /// What the file has that is not read (data-loss warnings).
+    pub notes: Vec<String>,
 }
 
 type Res<'a, T> = IResult<&'a [u8], T>;
@@ -244,6 +246,7 @@ pub fn parse<'a>(name: &'a str, data: &'a [u8]) -> Result<Meta<'a>, ParseError> 
         uname: None,
         buffers: Vec::new(),
         problems: Vec::new(),
+        notes: Vec::new(),
     };
     match version {
         Some(6) => parse_v6(&f, i, &mut m)?,
@@ -305,7 +308,7 @@ fn add_format(m: &mut Meta<'_>, system: &str, text: &[u8]) {
             ef.system = system.to_string();
             m.formats.push(ef);
         }
-        Err(e) => m.problems.push(format!(
+        Err(e) => m.notes.push(format!(
             "format description of an event in system {system}: {e}"
         )),
     }
@@ -404,11 +407,11 @@ fn common_option(m: &mut Meta<'_>, id: u16, d: &[u8]) {
         // microseconds, as strtoll(…, 0) reads them
         opt::DATE => match parse_c_i64(&text()) {
             Some(us) => m.ts_offset = m.ts_offset.saturating_add(us.saturating_mul(1000)),
-            None => m.problems.push(format!("DATE option {:?} is not a number; ignored", text())),
+            None => m.notes.push(format!("DATE option {:?} is not a number; ignored", text())),
         },
         opt::OFFSET => match parse_c_i64(&text()) {
             Some(ns) => m.ts_offset = m.ts_offset.saturating_add(ns),
-            None => m.problems.push(format!("OFFSET option {:?} is not a number; ignored", text())),
+            None => m.notes.push(format!("OFFSET option {:?} is not a number; ignored", text())),
         },
         opt::UNAME => m.uname = Some(text()),
         opt::CPUCOUNT => {
@@ -416,7 +419,7 @@ fn common_option(m: &mut Meta<'_>, id: u16, d: &[u8]) {
                 m.cpu_count = m.cpu_count.max(u32::from_le_bytes(b).min(1 << 16));
             }
         }
-        opt::TSC2NSEC => m.problems.push(
+        opt::TSC2NSEC => m.notes.push(
             "the file stores TSC-to-nanosecond conversion (TSC2NSEC); it is not applied: timestamps are the raw counter values"
                 .into(),
         ),
@@ -718,9 +721,7 @@ fn parse_v7<'a>(f: &File<'a>, i: &'a [u8], m: &mut Meta<'a>) -> Result<(), Parse
                         s.offset
                     )),
                 },
-                opt::BUFFER_TEXT => m
-                    .problems
-                    .push("the file has a latency-tracer (text) buffer; it is not read".into()),
+                opt::BUFFER_TEXT => m.notes.push("the file has a latency-tracer (text) buffer; it is not read".into()),
                 _ => common_option(m, id, d),
             }
         }
@@ -792,7 +793,7 @@ fn parse_v7<'a>(f: &File<'a>, i: &'a [u8], m: &mut Meta<'a>) -> Result<(), Parse
         ));
     }
     if !have[2] {
-        m.problems
+        m.notes
             .push("the file has no event formats section: events cannot be decoded".into());
     }
     for b in buffers {

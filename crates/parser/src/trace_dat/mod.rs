@@ -48,6 +48,9 @@ pub fn decode_with(name: &str, data: &[u8], raw_fields: bool) -> Result<Trace, P
     let meta = meta::parse(name, data)?;
     let mut trace = Trace::new(name, TraceFormat::TraceDat);
     for p in &meta.problems {
+        trace.warn(Severity::Error, p.clone(), 1);
+    }
+    for p in &meta.notes {
         trace.warn(Severity::DataLoss, p.clone(), 1);
     }
     // formats by id; decoders are built when an id is first met

@@ -290,6 +290,16 @@ pub mod writer;
 /// with 7 lost events on CPU 1, and (when `instance`) a second buffer
 /// named "inst" with wakeups on CPU 0.
 pub fn scenario(version: u32, zstd: bool, instance: bool) -> Vec<u8> {
+    scenario_with(version, zstd, instance, Vec::new())
+}
+
+/// [`scenario`] with extra options (id, data) in the file.
+pub fn scenario_with(
+    version: u32,
+    zstd: bool,
+    instance: bool,
+    options: Vec<(u16, Vec<u8>)>,
+) -> Vec<u8> {
     use writer::{format_text, payload, Ev, Instance, Spec, Val};
     let sw = format_text("sched_switch");
     let wk = format_text("sched_wakeup");
@@ -384,5 +394,6 @@ pub fn scenario(version: u32, zstd: bool, instance: bool) -> Vec<u8> {
         instances,
         cmdlines: "100 worker\n101 worker\n102 worker\n500 inst-task\n".into(),
         per_page: 5,
+        options,
     })
 }

@@ -34,6 +34,8 @@ pub struct Spec {
     pub cmdlines: String,
     /// Events per page at most (to make several pages).
     pub per_page: usize,
+    /// Extra options (id, data), e.g. DATE (1) or OFFSET (7).
+    pub options: Vec<(u16, Vec<u8>)>,
 }
 
 fn formats_dir() -> std::path::PathBuf {
@@ -270,6 +272,11 @@ pub fn write(spec: &Spec) -> Vec<u8> {
             .collect();
         let mut patch = Vec::new();
         f.extend_from_slice(b"options  \0");
+        for (id, d) in &spec.options {
+            f.extend_from_slice(&id.to_le_bytes());
+            u32le(&mut f, d.len() as u32);
+            f.extend_from_slice(d);
+        }
         for i in &named {
             f.extend_from_slice(&3u16.to_le_bytes());
             u32le(&mut f, 8 + i.name.len() as u32 + 1);
@@ -409,6 +416,11 @@ pub fn write(spec: &Spec) -> Vec<u8> {
     opts.extend_from_slice(&8u16.to_le_bytes());
     u32le(&mut opts, 4);
     u32le(&mut opts, spec.cpus);
+    for (id, d) in &spec.options {
+        opts.extend_from_slice(&id.to_le_bytes());
+        u32le(&mut opts, d.len() as u32);
+        opts.extend_from_slice(d);
+    }
     opts.extend_from_slice(&0u16.to_le_bytes());
     u32le(&mut opts, 8);
     let opt2_placeholder = opts.len();
