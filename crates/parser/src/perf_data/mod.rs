@@ -172,11 +172,14 @@ fn decode_pass(
     // Tracepoint decoders, one per embedded format.
     let mut tps = Vec::new();
     let mut tp_by_type = FxMap::default();
+    // Events with a typed decoder whose format lacks a field it needs.
+    let mut untyped_names = Vec::new();
     for f in &td.formats {
         let nid = trace.intern_name(&f.full_name());
         let (dec, problem) = TpDecoder::build(f, nid);
         if let Some(p) = problem {
             trace.warn(Severity::Info, p, 1);
+            untyped_names.push(nid);
         }
         tp_by_type.insert(u64::from(f.id), tps.len() as u16);
         tps.push(dec);
@@ -449,6 +452,14 @@ fn decode_pass(
         &timing,
         opts.spare,
     );
+    // (the analyses refuse switches they cannot read: Trace::untyped)
+    for nid in untyped_names {
+        let name = trace.event_name(nid).to_string();
+        let n = trace.count(&name);
+        if n > 0 {
+            trace.untyped.insert(name, n);
+        }
+    }
     if opts.spare {
         // The slots' pages are faulted in: the analyses reuse them.
         trace.spare.put(slots);
