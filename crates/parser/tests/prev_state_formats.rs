@@ -246,6 +246,21 @@ perf 28039 [001] 194010.024772: cycles:
 }
 
 #[test]
+fn perf_script_with_samples_first_and_tracepoints_later_is_a_trace() {
+    let mut text = String::new();
+    for i in 0..1200 {
+        text.push_str(&format!("perf 9 [000] 1.{i:06}: cpu-clock:u: \n"));
+    }
+    text.push_str(
+        "perf 9 [000] 2.000000: sched:sched_wakeup: comm=a pid=5 prio=120 target_cpu=001\n",
+    );
+    let t = load_bytes("late.txt", text.as_bytes()).unwrap();
+    assert_eq!(t.format, schedscope_trace::TraceFormat::PerfScriptText);
+    assert_eq!(t.count("cpu-clock:u"), 1200);
+    assert_eq!(t.count("sched:sched_wakeup"), 1);
+}
+
+#[test]
 fn untyped_text_events_keep_their_fields_when_asked() {
     let text = "\
 # tracer: nop
