@@ -550,3 +550,26 @@ fn the_oracle_reads_lines_as_intended() {
     assert_eq!(o.latency[&6], (1, 0)); // R+ started no wait
     assert_eq!(o.idle[&0], 0);
 }
+
+#[test]
+fn a_perf_script_dump_of_samples_only_is_named_with_what_to_record() {
+    let dir = schedscope_testkit::tmpdir("samples-only");
+    let path = dir.join("cycles.script.txt");
+    std::fs::write(
+        &path,
+        "perf 28039 [000] 194010.024771: cycles: \n\tffffffff8104f45a native_write_msr_safe ([kernel.kallsyms])\n\
+         perf 28039 [001] 194010.024790: cpu-clock: \n",
+    )
+    .unwrap();
+    for args in [&["info"][..], &["report", "--all"][..]] {
+        let (code, _, err) = schedscope(args, &path);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(err.contains(&path.display().to_string()), "{err}");
+        assert!(
+            err.contains("a perf script dump of hardware/software samples only (`cycles` events), without scheduler events"),
+            "{err}"
+        );
+        assert!(err.contains("schedscope record -- COMMAND"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -246,6 +246,21 @@ perf 28039 [001] 194010.024772: cycles:
 }
 
 #[test]
+fn perf_script_with_samples_first_and_tracepoints_later_is_a_trace() {
+    let mut text = String::new();
+    for i in 0..1200 {
+        text.push_str(&format!("perf 9 [000] 1.{i:06}: cpu-clock:u: \n"));
+    }
+    text.push_str(
+        "perf 9 [000] 2.000000: sched:sched_wakeup: comm=a pid=5 prio=120 target_cpu=001\n",
+    );
+    let t = load_bytes("late.txt", text.as_bytes()).unwrap();
+    assert_eq!(t.format, schedscope_trace::TraceFormat::PerfScriptText);
+    assert_eq!(t.count("cpu-clock:u"), 1200);
+    assert_eq!(t.count("sched:sched_wakeup"), 1);
+}
+
+#[test]
 fn untyped_text_events_keep_their_fields_when_asked() {
     let text = "\
 # tracer: nop
@@ -335,6 +350,12 @@ fn perf_data(switch_format: &str, states: &[u64], runtime: &[(&str, i32, u64)]) 
     ];
     let mut w = PerfDataWriter::new(Cursor::new(Vec::new()), attrs).unwrap();
     let mut ts = 1_000_000u64;
+    // (a format whose prev_state field is misnamed, for the untyped case)
+    let state_key = if sw.field("prev_state").is_some() {
+        "prev_state"
+    } else {
+        "prev_stat"
+    };
     for (i, &v) in states.iter().enumerate() {
         let pid = 300 + i as i32;
         let raw = payload(
@@ -343,7 +364,7 @@ fn perf_data(switch_format: &str, states: &[u64], runtime: &[(&str, i32, u64)]) 
             &[
                 ("prev_pid", pid as u64),
                 ("prev_prio", 120),
-                ("prev_state", v),
+                (state_key, v),
                 ("next_pid", 0),
                 ("next_prio", 120),
             ],
@@ -419,6 +440,20 @@ fn perf_data_states_under_the_4_4_print_fmt() {
         .filter(|e| matches!(e.data, EventData::Switch { prev_state, .. } if prev_state.is_dead()))
         .count();
     assert_eq!(dead, 3, "Z, X and x (TASK_DEAD) are dead");
+}
+
+#[test]
+fn perf_data_switches_without_a_state_field_are_counted_untyped() {
+    let fmt = SWITCH_FORMAT.replace("long prev_state;", "long prev_stat;");
+    let d = perf_data(&fmt, &[1, 2, 0], &[]);
+    let t = load_bytes("nostate.data", &d).unwrap();
+    assert_eq!(t.count("sched:sched_switch"), 3);
+    assert!(states(&t).is_empty(), "no switch can be typed");
+    assert_eq!(t.untyped.get("sched:sched_switch"), Some(&3));
+    assert!(t
+        .warnings
+        .iter()
+        .any(|w| w.message.contains("has no field `prev_state`")));
 }
 
 #[test]

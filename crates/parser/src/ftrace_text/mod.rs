@@ -121,10 +121,26 @@ fn sniff(data: &[u8]) -> Sniff {
     } else {
         None
     };
+    if format.is_none() && perf_samples.is_some() && has_later_tracepoint(data) {
+        // Samples first (a profile), tracepoints after the lines looked at.
+        return Sniff {
+            format: Some(TraceFormat::PerfScriptText),
+            perf_samples: None,
+        };
+    }
     Sniff {
         format,
         perf_samples: if format.is_none() { perf_samples } else { None },
     }
+}
+
+/// Whether a perf script line with a tracepoint event follows anywhere in
+/// `data` (only asked when the first lines hold samples only).
+fn has_later_tracepoint(data: &[u8]) -> bool {
+    data.split(|&c| c == b'\n')
+        .filter_map(|l| std::str::from_utf8(l).ok())
+        .filter_map(|l| prefix::parse(l.trim_end_matches('\r'), Style::Perf))
+        .any(|p| is_tracepoint_name(p.event))
 }
 
 /// Why text is not a trace, for the error message.

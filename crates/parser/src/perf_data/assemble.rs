@@ -309,6 +309,10 @@ fn gather(trace: &mut Trace, outs: Vec<Decoded<'_>>, maps: IdMaps) -> ChunkFacts
         // Tallies: chunk by chunk, in file order, ids renumbered as above.
         for mut t in out.tallies.list {
             remap_local(&mut t.data, &smap, &mmap);
+            // (a tally counts payloads: raw-field records are not kept for it)
+            if let EventData::Other(Some(_)) = t.data {
+                t.data = EventData::Other(None);
+            }
             f.tallies.add(t.name, t.cpu, t.data, t.count);
         }
         let s = |id: StrId| smap.get(id.0 as usize).copied().unwrap_or_default();

@@ -219,6 +219,13 @@ fn decode_pass(
             cpu_count: feats.nr_cpus_avail.or(feats.nr_cpus_online),
         },
     );
+    // (the analyses refuse switches they cannot read: Trace::untyped)
+    let counts: Vec<(String, u64)> = trace
+        .untyped
+        .keys()
+        .map(|name| (name.clone(), trace.count(name)))
+        .collect();
+    trace.untyped = counts.into_iter().filter(|&(_, n)| n > 0).collect();
     if opts.spare {
         // The slots' pages are faulted in: the analyses reuse them.
         trace.spare.put(slots);
@@ -298,6 +305,9 @@ fn build_ctx<'t>(
         let (dec, problem) = TpDecoder::build(f, nid);
         if let Some(p) = problem {
             trace.warn(Severity::Info, p, 1);
+            // a typed decoder whose format lacks a field it needs: its
+            // events count as untyped (counted after the merge)
+            trace.untyped.insert(f.full_name(), 0);
         }
         tp_by_type.insert(u64::from(f.id), tps.len() as u16);
         tps.push(dec);
