@@ -2,7 +2,7 @@
 //! string, mask and stack ids; [`super::assemble`] renumbers them globally.
 //! Chunks are independent, so they are decoded in parallel.
 
-use super::abi::{RecordType, MISC_COMM_EXEC};
+use super::abi::{sample, RecordType, MISC_COMM_EXEC};
 use super::bytes::{u16_at, u32_at, u64_at, until_nul};
 use super::hash::{DenseMap, FxMap};
 use super::layout::{parse_sample, Layout};
@@ -365,6 +365,10 @@ fn next_sample_times(ctx: &Ctx<'_>, stream: &[u8], mut pos: usize) -> [Option<u6
             let Some(a) = ctx.attr_of_sample(body).ok().and_then(|i| ctx.attrs.get(i)) else {
                 break;
             };
+            if a.layout.sample_type & sample::TIME == 0 {
+                pos += size;
+                continue;
+            }
             let Some(t) = parse_sample(body, &a.layout).map(|s| s.time) else {
                 break;
             };
@@ -406,32 +410,35 @@ fn decode_sample<'a>(
         out.bad_cpu.hit(off, u64::from(s.cpu.unwrap_or(0)));
         return None;
     }
-    // A time far from the previous sample's is checked against the next
-    // one's too (rare: the stream is sorted runs of nearby times).
-    // (A chunk's first sample has no previous one: it is checked against
-    // the next two, and is implausible only if it is next to both, so that
-    // a damaged second sample does not condemn a sound first one.)
-    let suspect = match out.prev_time {
-        Some(p) => implausible_time(s.time, p, p),
-        None => true,
-    };
-    if suspect {
-        let [n1, n2] = next_sample_times(ctx, stream, after);
-        let bad = |x: Option<u64>, y: Option<u64>| match (x, y) {
-            (Some(a), Some(b)) => implausible_time(s.time, a.min(b), a.max(b)),
-            (Some(a), None) | (None, Some(a)) => implausible_time(s.time, a, a),
-            (None, None) => false,
+    // (Only samples with a time field: attrs without one read as 0.)
+    if a.layout.sample_type & sample::TIME != 0 {
+        // A time far from the previous sample's is checked against the next
+        // one's too (rare: the stream is sorted runs of nearby times).
+        // (A chunk's first sample has no previous one: it is checked against
+        // the next two, and is implausible only if it is next to both, so that
+        // a damaged second sample does not condemn a sound first one.)
+        let suspect = match out.prev_time {
+            Some(p) => implausible_time(s.time, p, p),
+            None => true,
         };
-        let implausible = match out.prev_time {
-            Some(p) => bad(Some(p), n1),
-            None => bad(n1, None) && (n2.is_none() || bad(n2, None)),
-        };
-        if implausible {
-            out.bad_time.hit(off, s.time);
-            return None;
+        if suspect {
+            let [n1, n2] = next_sample_times(ctx, stream, after);
+            let bad = |x: Option<u64>, y: Option<u64>| match (x, y) {
+                (Some(a), Some(b)) => implausible_time(s.time, a.min(b), a.max(b)),
+                (Some(a), None) | (None, Some(a)) => implausible_time(s.time, a, a),
+                (None, None) => false,
+            };
+            let implausible = match out.prev_time {
+                Some(p) => bad(Some(p), n1),
+                None => bad(n1, None) && (n2.is_none() || bad(n2, None)),
+            };
+            if implausible {
+                out.bad_time.hit(off, s.time);
+                return None;
+            }
         }
+        out.prev_time = Some(s.time);
     }
-    out.prev_time = Some(s.time);
     if let (Some(pid), Some(tid)) = (s.pid, s.tid) {
         // consecutive samples are mostly of one thread: skip the hash then
         if tid >= 0 && (pid > 0 || tid == 0) && out.local.last_tgid != Some((tid, pid)) {
@@ -553,5 +560,35 @@ impl<'a> ChunkOut<'a> {
         self.first_ts = self.first_ts.min(ts);
         self.last_ts = self.last_ts.max(ts);
         self.cpus = self.cpus.max(cpu.0.saturating_add(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    /// Times within a factor of two of their neighbours (give or take a
+    /// minute) are plausible, whatever the gap a real idle CPU can leave;
+    /// a time from 8 random bytes, or near zero among times of hours, is not.
+    #[test]
+    fn implausible_times() {
+        // sorted runs: a neighbour may be earlier or later by the time
+        // between two reads of the ring buffers
+        assert!(!implausible_time(1332 * S, 1330 * S, 1334 * S));
+        assert!(!implausible_time(1000 * S, 1332 * S, 1332 * S));
+        assert!(!implausible_time(2600 * S, 1332 * S, 1332 * S));
+        // early in the boot, the minute of slack
+        assert!(!implausible_time(50 * S, S, S));
+        assert!(!implausible_time(0, 30 * S, 30 * S));
+        // damage
+        assert!(implausible_time(1 << 59, 1332 * S, 1334 * S));
+        assert!(implausible_time(u64::MAX, 1332 * S, 1334 * S));
+        assert!(implausible_time(17, 1332 * S, 1334 * S));
+        assert!(implausible_time(3000 * S, 1332 * S, 1332 * S));
+        // no overflow at the edges
+        assert!(!implausible_time(u64::MAX, u64::MAX, u64::MAX));
+        assert!(!implausible_time(0, 0, 0));
     }
 }
