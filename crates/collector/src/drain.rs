@@ -2,8 +2,8 @@
 //! only their headers are read, to count samples per event and losses.
 
 use crate::open::CpuRing;
-use schedscope_parser::perf_data::abi;
-use schedscope_parser::perf_data::writer::{AttrSpec, PerfDataWriter};
+use schedscope_perf_data::abi;
+use schedscope_perf_data::{AttrSpec, PerfDataWriter};
 use std::fs::File;
 use std::io;
 
@@ -101,7 +101,7 @@ pub(crate) fn drain(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use schedscope_parser::perf_data::writer::EventAttr;
+    use schedscope_perf_data::EventAttr;
 
     #[test]
     fn scan_counts_records_split_across_the_wrap() {

@@ -2,7 +2,7 @@
 //! files, and the tracing data stored in the file.
 
 use crate::error::RecordError;
-use schedscope_parser::perf_data::writer::TracingData;
+use schedscope_perf_data::TracingData;
 use std::path::{Path, PathBuf};
 
 /// The default tracepoints (issue 3), in the order they are opened; the

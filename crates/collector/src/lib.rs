@@ -6,7 +6,7 @@
 //! all events of a CPU into one mmap'ed ring (`open`; the syscalls are in
 //! `sys`, the only `unsafe` code), then polls the rings and copies their
 //! bytes unchanged into
-//! [`schedscope_parser::perf_data::writer::PerfDataWriter`] (`drain`),
+//! [`schedscope_perf_data::PerfDataWriter`] (`drain`),
 //! counting samples and losses on the way. At the start it synthesizes FORK/COMM
 //! records for every thread alive ([`procfs`]); throughout it samples the
 //! CFS bandwidth counters of cgroups and, at start and end, reads every

@@ -6,8 +6,8 @@ use crate::error::RecordError;
 use crate::events::{self, EventRequest};
 use crate::record::RecordConfig;
 use crate::sys::{self, EventFd, Ring};
-use schedscope_parser::perf_data::abi;
-use schedscope_parser::perf_data::writer::{attr_flag, AttrSpec, EventAttr};
+use schedscope_perf_data::abi;
+use schedscope_perf_data::{attr_flag, AttrSpec, EventAttr};
 use std::io;
 use std::path::Path;
 

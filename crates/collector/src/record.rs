@@ -2,15 +2,16 @@
 //! each CPU's events into one ring, drain the rings into the perf.data
 //! writer until asked to stop, then finish the file.
 
-use crate::cgroup::{self, CgroupSample};
+use crate::cgroup;
 use crate::drain::{drain, Counts};
 use crate::error::RecordError;
 use crate::events;
 use crate::open::{online_cpus, open_all, parse_cpu_list, plan, Opened};
 use crate::procfs;
 use crate::sys;
-use schedscope_parser::perf_data::abi;
-use schedscope_parser::perf_data::writer::{Features, PerfDataWriter, MISC_KERNEL};
+use schedscope_perf_data::abi;
+use schedscope_perf_data::sections::{self, CgroupSample};
+use schedscope_perf_data::{Features, PerfDataWriter};
 use std::io;
 use std::path::PathBuf;
 use std::process::{Child, ExitStatus};
@@ -30,8 +31,6 @@ pub fn default_buffer_bytes(nr_cpus: usize) -> u64 {
 /// Nice value of the recording thread (set after the command is started,
 /// so the command keeps the caller's).
 const RECORDER_NICE: i32 = -10;
-/// perf_event_header.misc of user-space MMAP records (PERF_RECORD_MISC_USER).
-const MISC_USER: u16 = 2;
 /// How often cgroup counters are sampled.
 const CGROUP_INTERVAL: Duration = Duration::from_millis(100);
 /// Upper bound of one poll wait, so stop conditions are noticed quickly.
@@ -279,7 +278,7 @@ pub fn record(
                 u64::MAX - text,
                 text,
                 "[kernel.kallsyms]_text",
-                MISC_KERNEL,
+                abi::MISC_KERNEL,
             ) {
                 write_error = Some(e.to_string());
             }
@@ -288,7 +287,15 @@ pub fn record(
     // Executable mappings of live processes, for user call-chain symbols.
     if user_stacks && write_error.is_none() {
         for m in procfs::exec_mappings() {
-            if let Err(e) = w.mmap(m.pid, m.pid, m.start, m.len, m.pgoff, &m.path, MISC_USER) {
+            if let Err(e) = w.mmap(
+                m.pid,
+                m.pid,
+                m.start,
+                m.len,
+                m.pgoff,
+                &m.path,
+                abi::MISC_USER,
+            ) {
                 write_error = Some(e.to_string());
                 break;
             }
@@ -453,11 +460,11 @@ pub fn record(
         extra: vec![
             (
                 abi::feature::SCHEDSCOPE_CGROUP_SAMPLES,
-                cgroup::encode(&samples),
+                sections::encode_cgroup_samples(&samples),
             ),
             (
                 abi::feature::SCHEDSCOPE_TASK_CGROUPS,
-                cgroup::encode_task_cgroups(&task_cgroups),
+                sections::encode_task_cgroups(&task_cgroups),
             ),
         ],
     };

@@ -35,7 +35,7 @@
 //! 1.38 s on that file. Its sequential, round-sorted record iterator does
 //! not split into parallel chunks, which is where the speed comes from.
 
-pub mod abi;
+pub use schedscope_perf_data::abi;
 mod bytes;
 mod chunk;
 pub mod header;
@@ -44,17 +44,15 @@ mod order;
 mod task_cgroups;
 mod tracepoint;
 pub mod tracing_data;
-pub mod writer;
 
 use crate::ParseError;
 use abi::{attr_type, RecordType};
-use bytes::{u16_at, u32_at, u64_at, Cursor};
+use bytes::{u16_at, u32_at, u64_at};
 use chunk::{Anomaly, AttrCtx, ChunkOut, Ctx, DenseMap, FxMap, Layout, TaskOp};
 use header::FileHeader;
 use rayon::prelude::*;
 use schedscope_trace::{
-    CgroupSample, CpuMask, Event, EventData, MaskId, Severity, StackId, StrId, Tid, Trace,
-    TraceFormat, Ts,
+    CpuMask, Event, EventData, MaskId, Severity, StackId, StrId, Tid, Trace, TraceFormat, Ts,
 };
 use std::io::Read;
 use std::mem::MaybeUninit;
@@ -468,9 +466,9 @@ fn decode_pass(
 
     trace.kernel_symbols.syms = td.kallsyms;
     if let Some((b, off)) = feats.cgroup_samples {
-        match parse_cgroup_samples(b, off) {
+        match schedscope_perf_data::sections::decode_cgroup_samples(b, off) {
             Ok(s) => trace.cgroup_samples = s,
-            Err(e) => trace.warn(Severity::DataLoss, e, 1),
+            Err(e) => trace.warn(Severity::DataLoss, e.to_string(), 1),
         }
     }
     task_cgroups::load(&mut trace, feats.task_cgroups);
@@ -1139,53 +1137,6 @@ fn remap(d: &mut EventData, s: &impl Fn(StrId) -> StrId, m: &impl Fn(MaskId) -> 
         }
         _ => {}
     }
-}
-
-/// Parse the schedscope cgroup-samples feature section (version 1).
-fn parse_cgroup_samples(b: &[u8], base: u64) -> Result<Vec<CgroupSample>, String> {
-    let mut c = Cursor::new(b, base);
-    let err = |c: &Cursor<'_>, what: &str| {
-        format!(
-            "schedscope cgroup section (byte offset {base}): {what} at byte offset {}",
-            c.offset()
-        )
-    };
-    let version = c.u32().ok_or_else(|| err(&c, "truncated version"))?;
-    if version != 1 {
-        return Err(err(&c, &format!("unsupported version {version}")));
-    }
-    let count = c.u32().ok_or_else(|| err(&c, "truncated count"))?;
-    let mut out = Vec::with_capacity((count as usize).min(c.remaining() / 60));
-    for _ in 0..count {
-        let rec = (|| {
-            let ts = c.u64()?;
-            let quota_us = c.u64()? as i64;
-            let period_us = c.u64()?;
-            let nr_periods = c.u64()?;
-            let nr_throttled = c.u64()?;
-            let throttled_ns = c.u64()?;
-            let usage = c.u64()?;
-            let len = c.u32()? as usize;
-            let path = c.bytes(len)?;
-            let consumed = 7 * 8 + 4 + len;
-            c.bytes((8 - consumed % 8) % 8)?;
-            Some(CgroupSample {
-                ts: Ts(ts),
-                path: String::from_utf8_lossy(bytes::until_nul(path)).into_owned(),
-                quota_us,
-                period_us,
-                nr_periods,
-                nr_throttled,
-                throttled_ns,
-                usage_ns: (usage != u64::MAX).then_some(usage),
-            })
-        })();
-        match rec {
-            Some(r) => out.push(r),
-            None => return Err(err(&c, "truncated sample")),
-        }
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
