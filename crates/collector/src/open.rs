@@ -2,9 +2,9 @@
 //! tracefs, call chains, filters) and the perf_event_open calls that give
 //! one fd per (event, CPU) and one ring per CPU.
 
+use crate::config::RecordConfig;
 use crate::error::RecordError;
 use crate::events::{self, EventRequest};
-use crate::record::RecordConfig;
 use crate::sys::{self, EventFd, Ring};
 use schedscope_perf_data::abi;
 use schedscope_perf_data::{attr_flag, AttrSpec, EventAttr};

@@ -1,33 +1,27 @@
-//! The recording loop: open one perf event per (tracepoint, CPU), funnel
-//! each CPU's events into one ring, drain the rings into the perf.data
-//! writer until asked to stop, then finish the file.
+//! The recording, in its phases: [`record`] runs `setup` (tracefs, event
+//! plan, cgroups, CPUs), `Session::open` (one perf event per (tracepoint,
+//! CPU), each CPU's events funnelled into one ring, the output file, enable),
+//! `Session::snapshot` (threads alive, kernel and executable maps, first
+//! cgroup sample), `Session::drain_loop` (poll the rings into the perf.data
+//! writer until a stop condition) and `Session::finish` (stop the events,
+//! last drain, loss counters, feature sections).
 
 use crate::cgroup;
+use crate::config::{default_buffer_bytes, RecordConfig};
 use crate::drain::{drain, Counts};
 use crate::error::RecordError;
 use crate::events;
-use crate::open::{online_cpus, open_all, parse_cpu_list, plan, Opened};
+use crate::open::{online_cpus, open_all, parse_cpu_list, plan, Opened, Planned};
 use crate::procfs;
 use crate::sys;
 use schedscope_perf_data::abi;
-use schedscope_perf_data::sections::{self, CgroupSample};
-use schedscope_perf_data::{Features, PerfDataWriter};
+use schedscope_perf_data::sections::{self, CgroupSample, TaskCgroup};
+use schedscope_perf_data::{AttrSpec, Features, PerfDataWriter};
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
-/// Largest default per-CPU ring: large enough that `perf bench sched
-/// messaging -g 20 -l 1500` loses nothing on a 2-CPU machine.
-pub const DEFAULT_BUFFER_BYTES: u64 = 16 << 20;
-/// The default rings of all CPUs together stay under this (64 MiB), with
-/// at least 1 MiB per CPU.
-const DEFAULT_TOTAL_BUFFER_BYTES: u64 = 64 << 20;
-
-/// Default per-CPU ring size for `nr_cpus` CPUs.
-pub fn default_buffer_bytes(nr_cpus: usize) -> u64 {
-    (DEFAULT_TOTAL_BUFFER_BYTES / nr_cpus.max(1) as u64).clamp(1 << 20, DEFAULT_BUFFER_BYTES)
-}
 /// Nice value of the recording thread (set after the command is started,
 /// so the command keeps the caller's).
 const RECORDER_NICE: i32 = -10;
@@ -35,29 +29,6 @@ const RECORDER_NICE: i32 = -10;
 const CGROUP_INTERVAL: Duration = Duration::from_millis(100);
 /// Upper bound of one poll wait, so stop conditions are noticed quickly.
 const POLL_MS: i32 = 100;
-
-/// What to record and where.
-#[derive(Clone, Debug, Default)]
-pub struct RecordConfig {
-    /// Output file; an existing one is renamed to `<output>.old`.
-    pub output: PathBuf,
-    /// `-e` options as given (see [`events::resolve_event_list`]).
-    pub events: Vec<String>,
-    /// Stop after this long.
-    pub duration: Option<Duration>,
-    /// Per-CPU ring size in bytes (rounded up to a power-of-two number of pages).
-    pub buffer_bytes: Option<u64>,
-    /// Kernel+user call chains on IPI/TLB events.
-    pub call_graph: bool,
-    /// cpu-clock sampling profile at this frequency, with call chains.
-    pub profile_hz: Option<u64>,
-    /// cgroups to sample; empty = every cgroup with a CFS quota.
-    pub cgroups: Vec<String>,
-    /// Command to run while recording (empty = record until stopped).
-    pub command: Vec<String>,
-    /// Command line stored in the file (HEADER_CMDLINE).
-    pub cmdline: Vec<String>,
-}
 
 /// Live figures handed to the progress callback about once a second.
 #[derive(Clone, Copy, Debug)]
@@ -136,36 +107,6 @@ impl RecordSummary {
     }
 }
 
-/// Parse `--buffer-size`: `4M`, `512K`, `1G`, or a plain number of pages.
-pub fn parse_buffer_size(s: &str) -> Result<u64, RecordError> {
-    let bad = |d: &str| RecordError::BadOption {
-        option: "--buffer-size".into(),
-        detail: format!("'{s}': {d}"),
-    };
-    let t = s.trim();
-    let (num, mult) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let m = match c.to_ascii_uppercase() {
-                'K' => 1u64 << 10,
-                'M' => 1 << 20,
-                'G' => 1 << 30,
-                _ => return Err(bad("unit must be K, M or G")),
-            };
-            (&t[..i], m)
-        }
-        _ => (t, sys::page_size() as u64),
-    };
-    let n: u64 = num
-        .trim()
-        .parse()
-        .map_err(|_| bad("expected a number of pages or a size like 4M"))?;
-    let bytes = n
-        .checked_mul(mult)
-        .filter(|b| (1..=(1 << 32)).contains(b))
-        .ok_or_else(|| bad("size must be between one page and 4G"))?;
-    Ok(bytes)
-}
-
 fn host_string(path: &str) -> Option<String> {
     std::fs::read_to_string(path)
         .ok()
@@ -178,7 +119,7 @@ fn host_string(path: &str) -> Option<String> {
 pub fn record(
     cfg: &RecordConfig,
     notice: &mut dyn FnMut(&str),
-    mut progress: Option<&mut dyn FnMut(&Progress)>,
+    progress: Option<&mut dyn FnMut(&Progress)>,
 ) -> Result<RecordSummary, RecordError> {
     // First, so that a stop signal at any later moment still ends in a
     // complete file.
@@ -186,6 +127,35 @@ pub fn record(
         path: cfg.output.clone(),
         source: e,
     })?;
+    let setup = setup(cfg, notice)?;
+    let mut s = Session::open(cfg, setup, notice)?;
+    s.snapshot(cfg);
+    let mut child = match s.spawn(cfg) {
+        Ok(c) => c,
+        Err(e) => {
+            s.abandon();
+            return Err(e);
+        }
+    };
+    // Under a saturating workload (hundreds of runnable tasks on few CPUs)
+    // the recorder must still get the CPU before a ring fills up.
+    sys::raise_priority(RECORDER_NICE);
+    let (stop, command_status) = s.drain_loop(cfg, child.as_mut(), notice, progress);
+    s.finish(cfg, stop, child, command_status, notice)
+}
+
+/// What the setup phase found: the event plan and where to sample.
+struct Setup {
+    tracefs: PathBuf,
+    planned: Vec<Planned>,
+    skipped: Vec<String>,
+    cgroup_dirs: Vec<cgroup::CgroupDir>,
+    cpus: Vec<u32>,
+}
+
+/// Resolve the event set against tracefs, the cgroups to sample and the
+/// online CPUs.
+fn setup(cfg: &RecordConfig, notice: &mut dyn FnMut(&str)) -> Result<Setup, RecordError> {
     let tracefs = events::find_tracefs()?;
     let mut skipped = Vec::new();
     let planned = plan(cfg, &tracefs, notice, &mut skipped)?;
@@ -197,81 +167,119 @@ pub fn record(
     } else {
         cgroup::resolve(&cfg.cgroups)?
     };
-    let cpus = online_cpus();
-    let ring_bytes = cfg
-        .buffer_bytes
-        .unwrap_or_else(|| default_buffer_bytes(cpus.len()));
-    let user_stacks = cfg.call_graph || cfg.profile_hz.is_some();
-    let opened = open_all(
+    Ok(Setup {
+        tracefs,
         planned,
-        &cpus,
-        ring_bytes,
-        user_stacks,
-        notice,
-        &mut skipped,
-    )?;
-    if opened.specs.is_empty() {
-        return Err(RecordError::NoEvents);
-    }
-    let Opened {
-        specs,
-        fds,
-        mut rings,
-        has_lost_format,
-    } = opened;
+        skipped,
+        cgroup_dirs,
+        cpus: online_cpus(),
+    })
+}
 
-    // Output: keep the previous recording as FILE.old, as perf does.
-    let out_err = |e| RecordError::Output {
-        path: cfg.output.clone(),
-        source: e,
-    };
-    if cfg.output.exists() {
-        let mut old = cfg.output.clone().into_os_string();
-        old.push(".old");
-        std::fs::rename(&cfg.output, &old).map_err(out_err)?;
-    }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&cfg.output)
-        .map_err(out_err)?;
-    let mut w = PerfDataWriter::new(file, specs.clone()).map_err(out_err)?;
-    let mut counts = Counts::new(&specs);
+/// A recording in progress: the open events and their rings, the file
+/// being written and what was gathered on the way.
+struct Session {
+    tracefs: PathBuf,
+    skipped: Vec<String>,
+    cgroup_dirs: Vec<cgroup::CgroupDir>,
+    cpus: Vec<u32>,
+    opened: Opened,
+    w: PerfDataWriter<std::fs::File>,
+    counts: Counts,
+    /// When the events were enabled.
+    start: Instant,
+    /// The first write error; the recording stops on it.
+    write_error: Option<String>,
+    samples: Vec<CgroupSample>,
+    task_cgroups: Vec<TaskCgroup>,
+}
 
-    for (i, fd) in &fds {
-        fd.enable().map_err(|e| RecordError::PerfEvent {
-            what: "PERF_EVENT_IOC_ENABLE",
-            event: specs[*i].name.clone(),
-            cpu: 0,
-            source: e,
-        })?;
-    }
-    let start = Instant::now();
-    let mut write_error: Option<String> = None;
-    // Threads alive now; the tracking event reports later ones.
-    let alive = procfs::threads();
-    let mut task_cgroups =
-        cgroup::task_cgroups(alive.iter().map(|t| (t.tgid, t.tid)), sys::monotonic_ns());
-    for t in alive {
-        let (ppid, ptid) = if t.tgid == t.tid {
-            (t.ppid, t.ppid)
-        } else {
-            (t.tgid, t.tgid)
-        };
-        let r = w
-            .fork(t.tgid, ppid, t.tid, ptid, 0)
-            .and_then(|_| w.comm(t.tgid, t.tid, &t.comm, 0));
-        if let Err(e) = r {
-            write_error = Some(e.to_string());
-            break;
+impl Session {
+    /// Open the events and the output file, then enable the events.
+    fn open(
+        cfg: &RecordConfig,
+        setup: Setup,
+        notice: &mut dyn FnMut(&str),
+    ) -> Result<Session, RecordError> {
+        let Setup {
+            tracefs,
+            planned,
+            mut skipped,
+            cgroup_dirs,
+            cpus,
+        } = setup;
+        let ring_bytes = cfg
+            .buffer_bytes
+            .unwrap_or_else(|| default_buffer_bytes(cpus.len()));
+        let user_stacks = cfg.call_graph || cfg.profile_hz.is_some();
+        let opened = open_all(
+            planned,
+            &cpus,
+            ring_bytes,
+            user_stacks,
+            notice,
+            &mut skipped,
+        )?;
+        if opened.specs.is_empty() {
+            return Err(RecordError::NoEvents);
         }
+        let file = create_output(cfg)?;
+        let w = PerfDataWriter::new(file, opened.specs.clone()).map_err(|e| out_err(cfg, e))?;
+        let counts = Counts::new(&opened.specs);
+        for (i, fd) in &opened.fds {
+            fd.enable().map_err(|e| RecordError::PerfEvent {
+                what: "PERF_EVENT_IOC_ENABLE",
+                event: opened.specs[*i].name.clone(),
+                cpu: 0,
+                source: e,
+            })?;
+        }
+        Ok(Session {
+            tracefs,
+            skipped,
+            cgroup_dirs,
+            cpus,
+            opened,
+            w,
+            counts,
+            start: Instant::now(),
+            write_error: None,
+            samples: Vec::new(),
+            task_cgroups: Vec::new(),
+        })
     }
-    // The kernel map, so perf symbolizes kernel call chains from kallsyms.
-    if write_error.is_none() {
+
+    /// Synthesize FORK/COMM records for the threads alive now (the tracking
+    /// event reports later ones), the kernel map, executable maps when user
+    /// stacks are recorded, and take the first cgroup sample.
+    fn snapshot(&mut self, cfg: &RecordConfig) {
+        let alive = procfs::threads();
+        self.task_cgroups =
+            cgroup::task_cgroups(alive.iter().map(|t| (t.tgid, t.tid)), sys::monotonic_ns());
+        let r = self.write_snapshot(cfg, &alive);
+        if let Err(e) = r {
+            self.write_error = Some(e.to_string());
+        }
+        self.take_cgroups();
+    }
+
+    fn write_snapshot(
+        &mut self,
+        cfg: &RecordConfig,
+        alive: &[procfs::ThreadInfo],
+    ) -> io::Result<()> {
+        for t in alive {
+            let (ppid, ptid) = if t.tgid == t.tid {
+                (t.ppid, t.ppid)
+            } else {
+                (t.tgid, t.tgid)
+            };
+            self.w.fork(t.tgid, ppid, t.tid, ptid, 0)?;
+            self.w.comm(t.tgid, t.tid, &t.comm, 0)?;
+        }
+        // The kernel map, so perf symbolizes kernel call chains from kallsyms.
         if let Some(text) = procfs::kernel_text_address() {
-            if let Err(e) = w.mmap(
+            self.w.mmap(
                 u32::MAX,
                 0,
                 text,
@@ -279,153 +287,278 @@ pub fn record(
                 text,
                 "[kernel.kallsyms]_text",
                 abi::MISC_KERNEL,
-            ) {
-                write_error = Some(e.to_string());
+            )?;
+        }
+        // Executable mappings of live processes, for user call-chain symbols.
+        if cfg.call_graph || cfg.profile_hz.is_some() {
+            for m in procfs::exec_mappings() {
+                self.w.mmap(
+                    m.pid,
+                    m.pid,
+                    m.start,
+                    m.len,
+                    m.pgoff,
+                    &m.path,
+                    abi::MISC_USER,
+                )?;
             }
         }
+        Ok(())
     }
-    // Executable mappings of live processes, for user call-chain symbols.
-    if user_stacks && write_error.is_none() {
-        for m in procfs::exec_mappings() {
-            if let Err(e) = w.mmap(
-                m.pid,
-                m.pid,
-                m.start,
-                m.len,
-                m.pgoff,
-                &m.path,
-                abi::MISC_USER,
-            ) {
-                write_error = Some(e.to_string());
-                break;
-            }
-        }
-    }
-    let mut samples: Vec<CgroupSample> = Vec::new();
-    let take_cgroups = |samples: &mut Vec<CgroupSample>| {
+
+    fn take_cgroups(&mut self) {
         let ts = sys::monotonic_ns();
-        samples.extend(cgroup_dirs.iter().filter_map(|d| cgroup::sample(d, ts)));
-    };
-    take_cgroups(&mut samples);
+        self.samples.extend(
+            self.cgroup_dirs
+                .iter()
+                .filter_map(|d| cgroup::sample(d, ts)),
+        );
+    }
 
-    let mut child: Option<Child> = None;
-    let command = if sys::stop_requested().is_some() {
-        None
-    } else {
-        cfg.command.split_first()
-    };
-    if let Some((prog, args)) = command {
-        match std::process::Command::new(prog).args(args).spawn() {
-            Ok(c) => child = Some(c),
-            Err(e) => {
-                for (_, fd) in &fds {
-                    let _ = fd.disable();
+    /// Start the command, unless a stop signal came first.
+    fn spawn(&self, cfg: &RecordConfig) -> Result<Option<Child>, RecordError> {
+        if sys::stop_requested().is_some() {
+            return Ok(None);
+        }
+        let Some((prog, args)) = cfg.command.split_first() else {
+            return Ok(None);
+        };
+        std::process::Command::new(prog)
+            .args(args)
+            .spawn()
+            .map(Some)
+            .map_err(|e| RecordError::Command {
+                command: prog.clone(),
+                source: e,
+            })
+    }
+
+    /// Stop the events and finish the file without feature sections (the
+    /// recording could not go on; the caller reports why).
+    fn abandon(self) {
+        for (_, fd) in &self.opened.fds {
+            let _ = fd.disable();
+        }
+        let _ = self.w.finish(&Features::default());
+    }
+
+    /// Poll and drain the rings until a stop condition; the command's exit
+    /// status when it was the command that ended.
+    fn drain_loop(
+        &mut self,
+        cfg: &RecordConfig,
+        mut child: Option<&mut Child>,
+        notice: &mut dyn FnMut(&str),
+        mut progress: Option<&mut dyn FnMut(&Progress)>,
+    ) -> (StopReason, Option<ExitStatus>) {
+        let poll_fds: Vec<i32> = self.opened.rings.iter().map(|r| r.leader_fd).collect();
+        let mut next_cgroup = Instant::now() + CGROUP_INTERVAL;
+        let mut next_progress = Instant::now() + Duration::from_secs(1);
+        let mut last_progress = (Instant::now(), 0u64);
+        loop {
+            if let Some(e) = &self.write_error {
+                return (StopReason::WriteError(e.clone()), None);
+            }
+            if let Some(sig) = sys::stop_requested() {
+                return (StopReason::Signal(sig), None);
+            }
+            if let Some(c) = child.as_mut() {
+                if let Ok(Some(st)) = c.try_wait() {
+                    return (StopReason::CommandExited, Some(st));
                 }
-                let _ = w.finish(&Features::default());
-                return Err(RecordError::Command {
-                    command: prog.clone(),
-                    source: e,
-                });
+            }
+            let now = Instant::now();
+            let since = now.duration_since(self.start);
+            if cfg.duration.is_some_and(|d| since >= d) {
+                return (StopReason::Duration, None);
+            }
+            let mut wait = POLL_MS;
+            if let Some(d) = cfg.duration {
+                wait = wait.min(d.saturating_sub(since).as_millis() as i32 + 1);
+            }
+            if !self.cgroup_dirs.is_empty() {
+                wait = wait.min(next_cgroup.saturating_duration_since(now).as_millis() as i32);
+            }
+            if let Err(e) = sys::poll_in(&poll_fds, wait) {
+                notice(&format!("poll failed: {e}"));
+            }
+            if let Err(e) = drain(&mut self.opened.rings, &mut self.w, &mut self.counts) {
+                self.write_error = Some(e.to_string());
+                continue;
+            }
+            let now = Instant::now();
+            if !self.cgroup_dirs.is_empty() && now >= next_cgroup {
+                self.take_cgroups();
+                next_cgroup = now + CGROUP_INTERVAL;
+            }
+            if now >= next_progress {
+                if let Some(cb) = progress.as_mut() {
+                    let dt = now.duration_since(last_progress.0).as_secs_f64();
+                    cb(&Progress {
+                        events: self.counts.samples,
+                        events_per_sec: (self.counts.samples - last_progress.1) as f64
+                            / dt.max(1e-9),
+                        bytes: self.w.data_size(),
+                        elapsed: now.duration_since(self.start),
+                    });
+                }
+                last_progress = (now, self.counts.samples);
+                next_progress = now + Duration::from_secs(1);
             }
         }
     }
 
-    // Under a saturating workload (hundreds of runnable tasks on few CPUs)
-    // the recorder must still get the CPU before a ring fills up.
-    sys::raise_priority(RECORDER_NICE);
-    let poll_fds: Vec<i32> = rings.iter().map(|r| r.leader_fd).collect();
-    let mut next_cgroup = Instant::now() + CGROUP_INTERVAL;
-    let mut next_progress = Instant::now() + Duration::from_secs(1);
-    let mut last_progress = (Instant::now(), 0u64);
-    let mut command_status = None;
-    let stop = loop {
-        if let Some(e) = &write_error {
-            break StopReason::WriteError(e.clone());
+    /// Stop the events, drain what they produced, read the loss counters,
+    /// write the feature sections and wait for the command.
+    fn finish(
+        mut self,
+        cfg: &RecordConfig,
+        stop: StopReason,
+        child: Option<Child>,
+        mut command_status: Option<ExitStatus>,
+        notice: &mut dyn FnMut(&str),
+    ) -> Result<RecordSummary, RecordError> {
+        for (_, fd) in &self.opened.fds {
+            let _ = fd.disable();
         }
-        if let Some(sig) = sys::stop_requested() {
-            break StopReason::Signal(sig);
-        }
-        if let Some(c) = child.as_mut() {
-            if let Ok(Some(st)) = c.try_wait() {
-                command_status = Some(st);
-                break StopReason::CommandExited;
+        if self.write_error.is_none() {
+            if let Err(e) = drain(&mut self.opened.rings, &mut self.w, &mut self.counts) {
+                self.write_error = Some(e.to_string());
             }
         }
-        let now = Instant::now();
-        if cfg.duration.is_some_and(|d| now.duration_since(start) >= d) {
-            break StopReason::Duration;
-        }
-        let mut wait = POLL_MS;
-        if let Some(d) = cfg.duration {
-            let left = d.saturating_sub(now.duration_since(start));
-            wait = wait.min(left.as_millis() as i32 + 1);
-        }
-        if !cgroup_dirs.is_empty() {
-            wait = wait.min(next_cgroup.saturating_duration_since(now).as_millis() as i32);
-        }
-        if let Err(e) = sys::poll_in(&poll_fds, wait) {
-            notice(&format!("poll failed: {e}"));
-        }
-        if let Err(e) = drain(&mut rings, &mut w, &mut counts) {
-            write_error = Some(e.to_string());
-            continue;
-        }
-        let now = Instant::now();
-        if !cgroup_dirs.is_empty() && now >= next_cgroup {
-            take_cgroups(&mut samples);
-            next_cgroup = now + CGROUP_INTERVAL;
-        }
-        if now >= next_progress {
-            if let Some(cb) = progress.as_mut() {
-                let dt = now.duration_since(last_progress.0).as_secs_f64();
-                cb(&Progress {
-                    events: counts.samples,
-                    events_per_sec: (counts.samples - last_progress.1) as f64 / dt.max(1e-9),
-                    bytes: w.data_size(),
-                    elapsed: now.duration_since(start),
-                });
+        let elapsed = self.start.elapsed();
+        self.take_cgroups();
+        self.task_cgroups.extend(cgroup::task_cgroups(
+            procfs::threads().iter().map(|t| (t.tgid, t.tid)),
+            sys::monotonic_ns(),
+        ));
+        let lost_stat = self.lost_counters();
+        let Session {
+            tracefs,
+            skipped,
+            cpus,
+            opened,
+            w,
+            counts,
+            write_error,
+            samples,
+            task_cgroups,
+            ..
+        } = self;
+        let Opened {
+            specs, fds, rings, ..
+        } = opened;
+        drop(rings);
+        drop(fds);
+
+        let features = features(
+            cfg,
+            &tracefs,
+            &specs,
+            &cpus,
+            &samples,
+            &task_cgroups,
+            notice,
+        );
+        let (_, fin) = w.finish(&features).map_err(|e| out_err(cfg, e))?;
+
+        // The command may still run after a signal: pass the signal on and
+        // wait for it, so we exit with its status.
+        if let Some(mut c) = child {
+            if command_status.is_none() {
+                if let StopReason::Signal(sig) = stop {
+                    if let Ok(None) = c.try_wait() {
+                        sys::kill(c.id(), sig);
+                    }
+                }
+                command_status = c.wait().ok();
             }
-            last_progress = (now, counts.samples);
-            next_progress = now + Duration::from_secs(1);
         }
-    };
-
-    // Stop the events, then drain what they produced.
-    for (_, fd) in &fds {
-        let _ = fd.disable();
+        let stop = match write_error {
+            Some(e) if !matches!(stop, StopReason::WriteError(_)) => StopReason::WriteError(e),
+            _ => stop,
+        };
+        Ok(RecordSummary {
+            output: cfg.output.clone(),
+            events: counts.samples,
+            lost: lost_stat.max(counts.lost_in_stream),
+            lost_records: counts.lost_records,
+            bytes: fin.file_size,
+            elapsed,
+            events_by_name: specs
+                .iter()
+                .zip(&counts.per_event)
+                .map(|(s, &n)| (s.name.clone(), n))
+                .collect(),
+            skipped,
+            cgroup_samples: samples.len(),
+            stop,
+            command_status,
+        })
     }
-    if write_error.is_none() {
-        if let Err(e) = drain(&mut rings, &mut w, &mut counts) {
-            write_error = Some(e.to_string());
+
+    /// The kernel's lost-sample counters (PERF_FORMAT_LOST) summed over
+    /// all events; 0 on kernels without them.
+    fn lost_counters(&self) -> u64 {
+        if !self.opened.has_lost_format {
+            return 0;
         }
-    }
-    let elapsed = start.elapsed();
-    take_cgroups(&mut samples);
-    task_cgroups.extend(cgroup::task_cgroups(
-        procfs::threads().iter().map(|t| (t.tgid, t.tid)),
-        sys::monotonic_ns(),
-    ));
-
-    let mut lost_stat = 0u64;
-    if has_lost_format {
         let mut vals = [0u64; 3];
-        for (_, fd) in &fds {
-            if let Ok(3) = fd.read_values(&mut vals) {
-                lost_stat += vals[2];
-            }
-        }
+        self.opened
+            .fds
+            .iter()
+            .filter_map(|(_, fd)| match fd.read_values(&mut vals) {
+                Ok(3) => Some(vals[2]),
+                _ => None,
+            })
+            .sum()
     }
-    drop(rings);
-    drop(fds);
+}
 
+fn out_err(cfg: &RecordConfig, e: io::Error) -> RecordError {
+    RecordError::Output {
+        path: cfg.output.clone(),
+        source: e,
+    }
+}
+
+/// Create the output file, keeping a previous recording as FILE.old, as
+/// perf does.
+fn create_output(cfg: &RecordConfig) -> Result<std::fs::File, RecordError> {
+    if cfg.output.exists() {
+        let mut old = cfg.output.clone().into_os_string();
+        old.push(".old");
+        std::fs::rename(&cfg.output, &old).map_err(|e| out_err(cfg, e))?;
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&cfg.output)
+        .map_err(|e| out_err(cfg, e))
+}
+
+/// The feature sections: tracing data (format files and kallsyms, with a
+/// compact fallback without kallsyms), host metadata and schedscope's own
+/// cgroup sections.
+fn features(
+    cfg: &RecordConfig,
+    tracefs: &Path,
+    specs: &[AttrSpec],
+    cpus: &[u32],
+    samples: &[CgroupSample],
+    task_cgroups: &[TaskCgroup],
+    notice: &mut dyn FnMut(&str),
+) -> Features {
     let tp_names: Vec<&str> = specs
         .iter()
         .filter(|s| s.attr.kind == abi::attr_type::TRACEPOINT)
         .map(|s| s.name.as_str())
         .collect();
-    let tracing_data = match events::tracing_data(&tracefs, &tp_names).and_then(|mut td| {
+    let tracing_data = match events::tracing_data(tracefs, &tp_names).and_then(|mut td| {
         let to_err = |e: io::Error| RecordError::Tracefs {
-            path: tracefs.clone(),
+            path: tracefs.to_path_buf(),
             detail: e.to_string(),
         };
         let full = td.to_bytes().map_err(to_err)?;
@@ -448,7 +581,7 @@ pub fn record(
         .and_then(|s| parse_cpu_list(&s).into_iter().max())
         .map_or(nr_online, |m| m + 1);
     let (tracing_data, compact_tracing_data) = tracing_data.unzip();
-    let features = Features {
+    Features {
         tracing_data,
         compact_tracing_data,
         hostname: host_string("/proc/sys/kernel/hostname"),
@@ -460,71 +593,12 @@ pub fn record(
         extra: vec![
             (
                 abi::feature::SCHEDSCOPE_CGROUP_SAMPLES,
-                sections::encode_cgroup_samples(&samples),
+                sections::encode_cgroup_samples(samples),
             ),
             (
                 abi::feature::SCHEDSCOPE_TASK_CGROUPS,
-                sections::encode_task_cgroups(&task_cgroups),
+                sections::encode_task_cgroups(task_cgroups),
             ),
         ],
-    };
-    let (_, fin) = w.finish(&features).map_err(out_err)?;
-
-    // The command may still run after a signal: pass the signal on and
-    // wait for it, so we exit with its status.
-    if let Some(mut c) = child {
-        if command_status.is_none() {
-            if let StopReason::Signal(sig) = stop {
-                if let Ok(None) = c.try_wait() {
-                    sys::kill(c.id(), sig);
-                }
-            }
-            command_status = c.wait().ok();
-        }
-    }
-
-    let stop = match write_error {
-        Some(e) if !matches!(stop, StopReason::WriteError(_)) => StopReason::WriteError(e),
-        _ => stop,
-    };
-    Ok(RecordSummary {
-        output: cfg.output.clone(),
-        events: counts.samples,
-        lost: lost_stat.max(counts.lost_in_stream),
-        lost_records: counts.lost_records,
-        bytes: fin.file_size,
-        elapsed,
-        events_by_name: specs
-            .iter()
-            .zip(&counts.per_event)
-            .map(|(s, &n)| (s.name.clone(), n))
-            .collect(),
-        skipped,
-        cgroup_samples: samples.len(),
-        stop,
-        command_status,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn buffer_sizes_parse_as_bytes_or_pages() {
-        let page = sys::page_size() as u64;
-        assert_eq!(parse_buffer_size("4M").unwrap(), 4 << 20);
-        assert_eq!(parse_buffer_size("512k").unwrap(), 512 << 10);
-        assert_eq!(parse_buffer_size("1024").unwrap(), 1024 * page);
-        let e = parse_buffer_size("12X").unwrap_err().to_string();
-        assert!(e.contains("--buffer-size") && e.contains("12X"), "{e}");
-        assert!(parse_buffer_size("0").is_err());
-    }
-
-    #[test]
-    fn default_rings_shrink_with_many_cpus() {
-        assert_eq!(default_buffer_bytes(2), 16 << 20);
-        assert_eq!(default_buffer_bytes(16), 4 << 20);
-        assert_eq!(default_buffer_bytes(256), 1 << 20);
     }
 }
