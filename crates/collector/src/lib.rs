@@ -32,4 +32,4 @@ mod sys;
 pub use config::{default_buffer_bytes, parse_buffer_size, RecordConfig, DEFAULT_BUFFER_BYTES};
 pub use error::RecordError;
 pub use open::online_cpus;
-pub use record::{record, Progress, RecordSummary, StopReason};
+pub use record::{record, CpuLoss, Progress, RecordSummary, StopReason};

@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
-/// Nice value of the recording thread (set after the command is started,
-/// so the command keeps the caller's).
+/// Nice value of the recording thread, from the start of the recording
+/// (the command is started with the caller's).
 const RECORDER_NICE: i32 = -10;
 /// How often cgroup counters are sampled.
 const CGROUP_INTERVAL: Duration = Duration::from_millis(100);
@@ -81,6 +81,26 @@ pub struct RecordSummary {
     pub stop: StopReason,
     /// Exit status of the command, when one was run.
     pub command_status: Option<ExitStatus>,
+    /// Where samples were lost: each CPU with losses, in CPU order.
+    pub lost_by_cpu: Vec<CpuLoss>,
+    /// Start-up: from the call to the first drain (setup, open, enable,
+    /// thread snapshot, command start).
+    pub startup: Duration,
+    /// Finish: from the stop condition to the complete file.
+    pub finish: Duration,
+}
+
+/// Samples lost on one CPU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuLoss {
+    /// The CPU.
+    pub cpu: u32,
+    /// Samples lost (kernel counters, or PERF_RECORD_LOST totals if larger).
+    pub lost: u64,
+    /// When the first and the last PERF_RECORD_LOST of this CPU were
+    /// emitted, after the events were enabled; `None` when only the kernel
+    /// counters saw the loss.
+    pub when: Option<(Duration, Duration)>,
 }
 
 impl RecordSummary {
@@ -127,21 +147,28 @@ pub fn record(
         path: cfg.output.clone(),
         source: e,
     })?;
+    let t0 = Instant::now();
+    // Under a saturating workload (hundreds of runnable tasks on few CPUs)
+    // the recorder must still get the CPU: for the thread snapshot, which
+    // runs while the rings fill, as much as for draining them.
+    let caller_nice = sys::raise_priority(RECORDER_NICE);
     let setup = setup(cfg, notice)?;
     let mut s = Session::open(cfg, setup, notice)?;
     s.snapshot(cfg);
-    let mut child = match s.spawn(cfg) {
+    let mut child = match s.spawn(cfg, caller_nice) {
         Ok(c) => c,
         Err(e) => {
             s.abandon();
             return Err(e);
         }
     };
-    // Under a saturating workload (hundreds of runnable tasks on few CPUs)
-    // the recorder must still get the CPU before a ring fills up.
-    sys::raise_priority(RECORDER_NICE);
+    let startup = t0.elapsed();
     let (stop, command_status) = s.drain_loop(cfg, child.as_mut(), notice, progress);
-    s.finish(cfg, stop, child, command_status, notice)
+    let t1 = Instant::now();
+    let mut summary = s.finish(cfg, stop, child, command_status, notice)?;
+    summary.startup = startup;
+    summary.finish = t1.elapsed();
+    Ok(summary)
 }
 
 /// What the setup phase found: the event plan and where to sample.
@@ -186,8 +213,9 @@ struct Session {
     opened: Opened,
     w: PerfDataWriter<std::fs::File>,
     counts: Counts,
-    /// When the events were enabled.
+    /// When the events were enabled, and the same on the events' clock.
     start: Instant,
+    start_ns: u64,
     /// The first write error; the recording stops on it.
     write_error: Option<String>,
     samples: Vec<CgroupSample>,
@@ -225,7 +253,7 @@ impl Session {
         }
         let file = create_output(cfg)?;
         let w = PerfDataWriter::new(file, opened.specs.clone()).map_err(|e| out_err(cfg, e))?;
-        let counts = Counts::new(&opened.specs);
+        let counts = Counts::new(&opened.specs, opened.rings.len());
         for (i, fd) in &opened.fds {
             fd.enable().map_err(|e| RecordError::PerfEvent {
                 what: "PERF_EVENT_IOC_ENABLE",
@@ -243,6 +271,7 @@ impl Session {
             w,
             counts,
             start: Instant::now(),
+            start_ns: sys::monotonic_ns(),
             write_error: None,
             samples: Vec::new(),
             task_cgroups: Vec::new(),
@@ -315,17 +344,15 @@ impl Session {
         );
     }
 
-    /// Start the command, unless a stop signal came first.
-    fn spawn(&self, cfg: &RecordConfig) -> Result<Option<Child>, RecordError> {
+    /// Start the command with nice value `nice`, unless a stop signal came first.
+    fn spawn(&self, cfg: &RecordConfig, nice: i32) -> Result<Option<Child>, RecordError> {
         if sys::stop_requested().is_some() {
             return Ok(None);
         }
         let Some((prog, args)) = cfg.command.split_first() else {
             return Ok(None);
         };
-        std::process::Command::new(prog)
-            .args(args)
-            .spawn()
+        sys::spawn_with_nice(std::process::Command::new(prog).args(args), nice)
             .map(Some)
             .map_err(|e| RecordError::Command {
                 command: prog.clone(),
@@ -429,10 +456,10 @@ impl Session {
         let elapsed = self.start.elapsed();
         self.take_cgroups();
         self.task_cgroups.extend(cgroup::task_cgroups(
-            procfs::threads().iter().map(|t| (t.tgid, t.tid)),
+            procfs::thread_ids(),
             sys::monotonic_ns(),
         ));
-        let lost_stat = self.lost_counters();
+        let lost_by_cpu = self.record_losses();
         let Session {
             tracefs,
             skipped,
@@ -481,7 +508,11 @@ impl Session {
         Ok(RecordSummary {
             output: cfg.output.clone(),
             events: counts.samples,
-            lost: lost_stat.max(counts.lost_in_stream),
+            lost: lost_by_cpu
+                .iter()
+                .map(|l| l.lost)
+                .sum::<u64>()
+                .max(counts.lost_in_stream),
             lost_records: counts.lost_records,
             bytes: fin.file_size,
             elapsed,
@@ -494,24 +525,57 @@ impl Session {
             cgroup_samples: samples.len(),
             stop,
             command_status,
+            lost_by_cpu,
+            startup: Duration::ZERO,
+            finish: Duration::ZERO,
         })
     }
 
-    /// The kernel's lost-sample counters (PERF_FORMAT_LOST) summed over
-    /// all events; 0 on kernels without them.
-    fn lost_counters(&self) -> u64 {
-        if !self.opened.has_lost_format {
-            return 0;
+    /// Read the kernel's lost-sample counters (PERF_FORMAT_LOST; none on
+    /// kernels before 6.0), store each non-zero one in the file as a
+    /// PERF_RECORD_LOST_SAMPLES naming its event and CPU (as perf does), and
+    /// combine them with the in-stream PERF_RECORD_LOST totals per CPU.
+    fn record_losses(&mut self) -> Vec<CpuLoss> {
+        let ncpu = self.cpus.len();
+        let mut kernel = vec![0u64; ncpu];
+        if self.opened.has_lost_format {
+            let now = sys::monotonic_ns();
+            let mut vals = [0u64; 3];
+            for (idx, fd) in &self.opened.fds {
+                let (Ok(3), Ok(id)) = (fd.read_values(&mut vals), fd.id()) else {
+                    continue;
+                };
+                let Some(ci) = self.opened.specs[*idx].ids.iter().position(|&i| i == id) else {
+                    continue;
+                };
+                if vals[2] == 0 || ci >= ncpu {
+                    continue;
+                }
+                kernel[ci] += vals[2];
+                if self.write_error.is_none() {
+                    if let Err(e) = self.w.lost_samples(id, self.cpus[ci], vals[2], now) {
+                        self.write_error = Some(e.to_string());
+                    }
+                }
+            }
         }
-        let mut vals = [0u64; 3];
-        self.opened
-            .fds
-            .iter()
-            .filter_map(|(_, fd)| match fd.read_values(&mut vals) {
-                Ok(3) => Some(vals[2]),
-                _ => None,
+        let since = |ns: u64| Duration::from_nanos(ns.saturating_sub(self.start_ns));
+        (0..ncpu)
+            .filter_map(|ci| {
+                let ring = self
+                    .counts
+                    .lost_by_ring
+                    .get(ci)
+                    .copied()
+                    .unwrap_or_default();
+                let lost = kernel[ci].max(ring.lost);
+                (lost > 0).then(|| CpuLoss {
+                    cpu: self.cpus[ci],
+                    lost,
+                    when: (ring.lost > 0).then(|| (since(ring.first_ns), since(ring.last_ns))),
+                })
             })
-            .sum()
+            .collect()
     }
 }
 

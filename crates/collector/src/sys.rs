@@ -293,15 +293,44 @@ pub fn mount_tracefs(target: &str) -> io::Result<()> {
 }
 
 /// Lower the calling thread's nice value to `nice` (needs CAP_SYS_NICE;
-/// failures are ignored: the recording works, only with more risk of loss).
-/// On Linux the nice value is per thread, and children forked later inherit
-/// it, so call this after starting the command.
-pub fn raise_priority(nice: i32) {
-    // SAFETY: setpriority has no memory-safety preconditions; who = 0 is
-    // the calling thread.
+/// failures are ignored: the recording works, only with more risk of loss)
+/// and return the nice value it had. On Linux the nice value is per thread
+/// and children inherit it: start commands with [`spawn_with_nice`].
+pub fn raise_priority(nice: i32) -> i32 {
+    // SAFETY: getpriority/setpriority have no memory-safety preconditions;
+    // who = 0 is the calling thread. -1 is a valid nice value, so errno
+    // tells a failure apart; on failure the default 0 is assumed.
     unsafe {
+        *libc::__errno_location() = 0;
+        let old = libc::getpriority(libc::PRIO_PROCESS, 0);
+        let old = if old == -1 && *libc::__errno_location() != 0 {
+            0
+        } else {
+            old
+        };
         libc::setpriority(libc::PRIO_PROCESS, 0, nice);
+        old
     }
+}
+
+/// Spawn `cmd` with nice value `nice` (the caller's before
+/// [`raise_priority`]), so the recorded command runs as it would unrecorded.
+pub fn spawn_with_nice(
+    cmd: &mut std::process::Command,
+    nice: i32,
+) -> io::Result<std::process::Child> {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec and only
+    // makes the async-signal-safe setpriority syscall; a failure (no
+    // CAP_SYS_NICE to go back up) is ignored, the command then keeps the
+    // recorder's nice value.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::setpriority(libc::PRIO_PROCESS, 0, nice);
+            Ok(())
+        });
+    }
+    cmd.spawn()
 }
 
 /// Effective user id.

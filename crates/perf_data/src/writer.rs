@@ -409,8 +409,14 @@ impl<W: Read + Write + Seek> PerfDataWriter<W> {
         self.write_records(&rec)
     }
 
-    /// The sample_id trailer of non-sample records (layout of the first attr).
+    /// The sample_id trailer of non-sample records (layout of the first
+    /// attr), with sample id 0 (synthesized).
     fn sample_id(&self, rec: &mut Vec<u8>, pid: u32, tid: u32, time: u64, cpu: u32) {
+        self.sample_id_of(rec, pid, tid, time, cpu, 0);
+    }
+
+    /// The sample_id trailer naming event id `id`.
+    fn sample_id_of(&self, rec: &mut Vec<u8>, pid: u32, tid: u32, time: u64, cpu: u32, id: u64) {
         use abi::sample as s;
         let st = self.id_sample_type;
         if st & s::TID != 0 {
@@ -421,18 +427,30 @@ impl<W: Read + Write + Seek> PerfDataWriter<W> {
             put64(rec, time);
         }
         if st & s::ID != 0 {
-            put64(rec, 0);
+            put64(rec, id);
         }
         if st & s::STREAM_ID != 0 {
-            put64(rec, 0);
+            put64(rec, id);
         }
         if st & s::CPU != 0 {
             put32(rec, cpu);
             put32(rec, 0);
         }
         if st & s::IDENTIFIER != 0 {
-            put64(rec, 0);
+            put64(rec, id);
         }
+    }
+
+    /// Append a PERF_RECORD_LOST_SAMPLES: the kernel's count of samples of
+    /// event id `id` on `cpu` that never reached the ring (as perf writes
+    /// at the end of a recording from the PERF_FORMAT_LOST counters).
+    pub fn lost_samples(&mut self, id: u64, cpu: u32, lost: u64, time: u64) -> io::Result<()> {
+        let mut rec = Vec::with_capacity(56);
+        rec.extend_from_slice(&[0u8; 8]);
+        put64(&mut rec, lost);
+        self.sample_id_of(&mut rec, 0, 0, time, cpu, id);
+        finish_header(&mut rec, RecordType::LOST_SAMPLES, 0)?;
+        self.write_records(&rec)
     }
 
     /// Append a PERF_RECORD_COMM (pid = tgid) with a zero-id sample_id
@@ -746,6 +764,26 @@ mod tests {
             name: format!("test:ev{id}"),
             ids: vec![id * 10, id * 10 + 1],
         }
+    }
+
+    #[test]
+    fn lost_samples_record_names_event_cpu_and_time() {
+        let mut w = PerfDataWriter::new(Cursor::new(Vec::new()), vec![spec(1), spec(2)]).unwrap();
+        w.lost_samples(21, 1, 5, 77).unwrap();
+        let (cur, sum) = w.finish(&Features::default()).unwrap();
+        let f = cur.into_inner();
+        let r = sum.data_offset as usize;
+        assert_eq!(u32::from_ne_bytes(f[r..r + 4].try_into().unwrap()), 13);
+        // header 8 + lost 8 + sample_id (tid 8, time 8, cpu 8, identifier 8).
+        assert_eq!(u16::from_ne_bytes([f[r + 6], f[r + 7]]), 48);
+        assert_eq!(u64_at(&f, r + 8), 5, "lost");
+        assert_eq!(u64_at(&f, r + 24), 77, "time");
+        assert_eq!(
+            u32::from_ne_bytes(f[r + 32..r + 36].try_into().unwrap()),
+            1,
+            "cpu"
+        );
+        assert_eq!(u64_at(&f, r + 40), 21, "identifier");
     }
 
     #[test]
