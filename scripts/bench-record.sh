@@ -15,7 +15,7 @@
 # REPEAT=N repeats the whole alternation N times (default 1); a table of
 # medians per recorder follows. Besides wall time, which a loaded machine
 # makes noisy, it prints measures that load does not move much: bytes per
-# sample of the file, the recorder's CPU time (user+sys) and how often it
+# sample of the data section, the recorder's CPU time (user+sys) and how often it
 # was woken (voluntary context switches per second of recording), from
 # GNU time. The load average is printed at the start and the end.
 # Needs root, perf and python3. Builds the release binary if missing.
@@ -112,7 +112,9 @@ PY
         m=$(echo "$line" | awk '{print $4}')
     fi
     local size cpu wake
-    size=$(stat -c %s "$file" 2>/dev/null || echo 0)
+    # Data section size (header bytes 48..56): the records, without the
+    # feature sections (kallsyms is megabytes in both tools' files).
+    size=$(python3 -c "import struct,sys; print(struct.unpack_from('<Q', open(sys.argv[1],'rb').read(56), 48)[0])" "$file" 2>/dev/null || echo 0)
     read -r cpu wake <<< "$usage"
     python3 - "$name" "$run" "$n" "$m" "$(workload_time "$TMP/w.out")" "$size" "$cpu" "$wake" >> "$LOG" <<'PY'
 import sys

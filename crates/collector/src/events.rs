@@ -201,8 +201,13 @@ pub fn tracing_data(tracefs: &Path, names: &[&str]) -> Result<TracingData, Recor
     // Optional parts: absent files give empty sections, as perf does.
     td.kallsyms = std::fs::read("/proc/kallsyms").unwrap_or_default();
     td.printk_formats = read_whole(&tracefs.join("printk_formats")).unwrap_or_default();
-    td.saved_cmdlines = read_whole(&tracefs.join("saved_cmdlines")).unwrap_or_default();
+    td.saved_cmdlines = saved_cmdlines(tracefs);
     Ok(td)
+}
+
+/// tracefs `saved_cmdlines` (pid -> comm cache); empty when absent.
+pub fn saved_cmdlines(tracefs: &Path) -> Vec<u8> {
+    read_whole(&tracefs.join("saved_cmdlines")).unwrap_or_default()
 }
 
 /// Read a tracefs file with a large first read: some (events/header_page)

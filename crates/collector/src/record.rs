@@ -16,7 +16,8 @@ use crate::procfs;
 use crate::sys;
 use schedscope_perf_data::abi;
 use schedscope_perf_data::sections::{self, CgroupSample, TaskCgroup};
-use schedscope_perf_data::{AttrSpec, Features, PerfDataWriter};
+use schedscope_perf_data::{Features, PerfDataWriter, TracingData};
+use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus};
@@ -220,6 +221,9 @@ struct Session {
     write_error: Option<String>,
     samples: Vec<CgroupSample>,
     task_cgroups: Vec<TaskCgroup>,
+    /// The tracing data (format files, kallsyms), read on a helper thread
+    /// while the recording runs, so that finishing does not wait for it.
+    tracing: std::thread::JoinHandle<Result<TracingData, RecordError>>,
 }
 
 impl Session {
@@ -262,7 +266,19 @@ impl Session {
                 source: e,
             })?;
         }
+        let tp_names: Vec<String> = opened
+            .specs
+            .iter()
+            .filter(|s| s.attr.kind == abi::attr_type::TRACEPOINT)
+            .map(|s| s.name.clone())
+            .collect();
+        let tfs = tracefs.clone();
+        let tracing = std::thread::spawn(move || {
+            let names: Vec<&str> = tp_names.iter().map(String::as_str).collect();
+            events::tracing_data(&tfs, &names)
+        });
         Ok(Session {
+            tracing,
             tracefs,
             skipped,
             cgroup_dirs,
@@ -455,13 +471,31 @@ impl Session {
         }
         let elapsed = self.start.elapsed();
         self.take_cgroups();
+        let lost_by_cpu = self.record_losses();
+        // Closing the events costs the kernel a cross-CPU call (and RCU
+        // waits) per event: under load that takes seconds, so it runs on a
+        // helper thread beside the rest of the finish.
+        let closing = {
+            let rings = std::mem::take(&mut self.opened.rings);
+            let fds = std::mem::take(&mut self.opened.fds);
+            std::thread::spawn(move || drop((rings, fds)))
+        };
+        // Threads alive at the start have their entry (the earliest entry
+        // wins when the trace is decoded): read only the new ones.
+        let known: HashSet<(u32, u32)> = self
+            .task_cgroups
+            .iter()
+            .filter_map(|t| Some((u32::try_from(t.pid).ok()?, u32::try_from(t.tid).ok()?)))
+            .collect();
         self.task_cgroups.extend(cgroup::task_cgroups(
-            procfs::thread_ids(),
+            procfs::thread_ids()
+                .into_iter()
+                .filter(|id| !known.contains(id)),
             sys::monotonic_ns(),
         ));
-        let lost_by_cpu = self.record_losses();
         let Session {
             tracefs,
+            tracing,
             skipped,
             cpus,
             opened,
@@ -472,22 +506,31 @@ impl Session {
             task_cgroups,
             ..
         } = self;
-        let Opened {
-            specs, fds, rings, ..
-        } = opened;
-        drop(rings);
-        drop(fds);
-
+        let specs = opened.specs;
+        let tracing_data = tracing
+            .join()
+            .unwrap_or_else(|_| {
+                Err(RecordError::Tracefs {
+                    path: tracefs.clone(),
+                    detail: "the reader thread panicked".into(),
+                })
+            })
+            .map(|mut td| {
+                // Task names as of the end, as before.
+                td.saved_cmdlines = events::saved_cmdlines(&tracefs);
+                td
+            });
         let features = features(
             cfg,
             &tracefs,
-            &specs,
+            tracing_data,
             &cpus,
             &samples,
             &task_cgroups,
             notice,
         );
         let (_, fin) = w.finish(&features).map_err(|e| out_err(cfg, e))?;
+        let _ = closing.join();
 
         // The command may still run after a signal: pass the signal on and
         // wait for it, so we exit with its status.
@@ -609,18 +652,13 @@ fn create_output(cfg: &RecordConfig) -> Result<std::fs::File, RecordError> {
 fn features(
     cfg: &RecordConfig,
     tracefs: &Path,
-    specs: &[AttrSpec],
+    tracing_data: Result<TracingData, RecordError>,
     cpus: &[u32],
     samples: &[CgroupSample],
     task_cgroups: &[TaskCgroup],
     notice: &mut dyn FnMut(&str),
 ) -> Features {
-    let tp_names: Vec<&str> = specs
-        .iter()
-        .filter(|s| s.attr.kind == abi::attr_type::TRACEPOINT)
-        .map(|s| s.name.as_str())
-        .collect();
-    let tracing_data = match events::tracing_data(tracefs, &tp_names).and_then(|mut td| {
+    let tracing_data = match tracing_data.and_then(|mut td| {
         let to_err = |e: io::Error| RecordError::Tracefs {
             path: tracefs.to_path_buf(),
             detail: e.to_string(),
