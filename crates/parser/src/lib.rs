@@ -5,11 +5,13 @@
 //!
 //! * [`perf_data`]: perf.data (PERFILE2) from `perf record` or `schedscope
 //!   record`, plain or zstd-compressed; tracepoint payloads are decoded
-//!   through the tracefs format descriptions embedded in the file.
+//!   through the tracefs format descriptions embedded in the file. The
+//!   format's ABI constants and schedscope's own feature sections come from
+//!   `schedscope-perf-data`, which also holds the writer.
 //! * [`ftrace_text`]: text from `/sys/kernel/tracing/trace`, `trace-cmd
 //!   report` and `perf script`.
 //! * [`tracefs_format`]: the nom parser for tracefs `format` files, shared by
-//!   the perf.data decoder and the collector.
+//!   the perf.data decoder and the simulator.
 //!
 //! Every decoder returns events sorted by time, a task table and counted
 //! warnings; damage in the middle of a file yields the events before it plus
