@@ -2,13 +2,22 @@
 # Recording overhead and loss: schedscope record vs perf record, side by side.
 #
 # While `perf bench sched messaging -g 20 -l 1500` runs (override with
-# WORKLOAD=...), measure for each recorder the lost events and the
+# WORKLOAD=...) under a system-wide recorder started one second before and
+# stopped with SIGINT after it, measure for each recorder the lost events and the
 # workload's own "Total time":
 #   baseline            no recording
 #   schedscope default  schedscope record (default per-CPU buffer)
 #   schedscope -m1024   schedscope record --buffer-size 1024 (pages, = perf -m 1024)
 #   perf -m 1024        perf record -m 1024 -a -e <the same events and filters>
-# REPEAT=N repeats every configuration N times (default 1).
+# With BEFORE=path/to/old/schedscope, "before default" (that binary, default
+# buffer) runs too, so two builds are compared in the same alternation.
+# CONFIGS="default m1024" picks the schedscope configurations.
+# REPEAT=N repeats the whole alternation N times (default 1); a table of
+# medians per recorder follows. Besides wall time, which a loaded machine
+# makes noisy, it prints measures that load does not move much: bytes per
+# sample of the data section, the recorder's CPU time (user+sys) and how often it
+# was woken (voluntary context switches per second of recording), from
+# GNU time. The load average is printed at the start and the end.
 # Needs root, perf and python3. Builds the release binary if missing.
 set -euo pipefail
 
@@ -62,24 +71,94 @@ print(samples, max(lost, lost_samples))
 PY
 }
 
-printf '%-20s %4s %12s %10s %9s %12s\n' recorder run "samples" "lost" "lost %" "workload s"
-for r in $(seq 1 "$REPEAT"); do
-    $WORKLOAD > "$TMP/base.out" 2>&1
-    printf '%-20s %4s %12s %10s %9s %12s\n' baseline "$r" - - - "$(workload_time "$TMP/base.out")"
+LOG=$TMP/runs.tsv
+: > "$LOG"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)"
+printf '%-20s %4s %10s %8s %8s %10s %8s %8s %9s\n' recorder run samples lost "lost %" "workload s" "B/sample" "rec CPU" "wakeup/s"
 
-    for cfg in default m1024; do
-        extra=()
-        [ $cfg = m1024 ] && extra=(--buffer-size 1024)
-        "$BIN" record -o "$TMP/s.data" "${extra[@]}" -- $WORKLOAD > "$TMP/s.out" 2> "$TMP/s.err"
-        line=$(grep ' events, ' "$TMP/s.err" | tail -1)
+# One recording: NAME RUN KIND -- recorder command... The recorder runs
+# system-wide in the background; one second later the workload runs; then
+# the recorder's CPU time and voluntary context switches (its wake-ups) are
+# read from /proc and it is stopped with SIGINT, as a user would.
+run_recorder() {
+    local name=$1 run=$2 kind=$3; shift 4
+    local t0 pid
+    t0=$(date +%s.%N)
+    "$@" > /dev/null 2> "$TMP/r.err" &
+    pid=$!
+    sleep 1
+    $WORKLOAD > "$TMP/w.out" 2>&1
+    local usage
+    usage=$(python3 - "$pid" "$t0" <<'PY'
+import os, sys, time
+pid, t0 = sys.argv[1], float(sys.argv[2])
+st = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+cpu = (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
+w = sum(int(l.split()[1]) for l in open(f"/proc/{pid}/status") if l.startswith("voluntary_ctxt_switches"))
+print(f"{cpu:.2f} {w / (time.time() - t0):.0f}")
+PY
+)
+    kill -INT "$pid"
+    wait "$pid" || true
+    local n m file
+    if [ "$kind" = perf ]; then
+        file=$TMP/p.data
+        read -r n m < <(file_stats "$file")
+    else
+        file=$TMP/s.data
+        local line
+        line=$(grep ' events, ' "$TMP/r.err" | tail -1)
         n=$(echo "$line" | awk '{print $2}')
         m=$(echo "$line" | awk '{print $4}')
-        pct=$(echo "$line" | sed -n 's/.*(\([0-9.]*%\)).*/\1/p')
-        printf '%-20s %4s %12s %10s %9s %12s\n' "schedscope $cfg" "$r" "$n" "$m" "$pct" "$(workload_time "$TMP/s.out")"
-    done
+    fi
+    local size cpu wake
+    # Data section size (header bytes 48..56): the records, without the
+    # feature sections (kallsyms is megabytes in both tools' files).
+    size=$(python3 -c "import struct,sys; print(struct.unpack_from('<Q', open(sys.argv[1],'rb').read(56), 48)[0])" "$file" 2>/dev/null || echo 0)
+    read -r cpu wake <<< "$usage"
+    python3 - "$name" "$run" "$n" "$m" "$(workload_time "$TMP/w.out")" "$size" "$cpu" "$wake" >> "$LOG" <<'PY'
+import sys
+name, run, n, m, wl, size, cpu, wake = sys.argv[1:]
+n, m, size = int(n or 0), int(m or 0), int(size)
+print("\t".join([name, run, str(n), str(m), f"{100*m/(n+m) if n+m else 0:.2f}", wl or "nan",
+      f"{size/n if n else 0:.1f}", cpu, wake]))
+PY
+    tail -1 "$LOG" | awk -F'\t' '{printf "%-20s %4s %10s %8s %8s %10s %8s %8s %9s\n", $1,$2,$3,$4,$5"%",$6,$7,$8,$9}'
+}
 
-    perf record -q -m 1024 -a "${PERF_EVENTS[@]}" -o "$TMP/p.data" -- $WORKLOAD > "$TMP/p.out" 2> "$TMP/p.err" || true
-    read -r n m < <(file_stats "$TMP/p.data")
-    pct=$(python3 -c "n,m=$n,$m; print(f'{100*m/(n+m) if n+m else 0:.2f}%')")
-    printf '%-20s %4s %12s %10s %9s %12s\n' "perf -m 1024" "$r" "$n" "$m" "$pct" "$(workload_time "$TMP/p.out")"
+for r in $(seq 1 "$REPEAT"); do
+    $WORKLOAD > "$TMP/base.out" 2>&1
+    t=$(workload_time "$TMP/base.out")
+    printf 'baseline\t%s\t0\t0\t0\t%s\t0\t0\t0\n' "$r" "$t" >> "$LOG"
+    printf '%-20s %4s %10s %8s %8s %10s\n' baseline "$r" - - - "$t"
+
+    if [ -n "${BEFORE:-}" ]; then
+        run_recorder "before default" "$r" schedscope -- "$BEFORE" record -o "$TMP/s.data"
+    fi
+    for cfg in ${CONFIGS:-default m1024}; do
+        extra=()
+        [ "$cfg" = m1024 ] && extra=(--buffer-size 1024)
+        run_recorder "schedscope $cfg" "$r" schedscope -- "$BIN" record -o "$TMP/s.data" "${extra[@]}"
+    done
+    run_recorder "perf -m 1024" "$r" perf -- perf record -q -m 1024 -a "${PERF_EVENTS[@]}" -o "$TMP/p.data"
 done
+
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "medians over $REPEAT run(s); slowdown = median workload time / median baseline - 1"
+python3 - "$LOG" <<'PY'
+import sys, statistics as st
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+by = {}
+for r in rows:
+    by.setdefault(r[0], []).append(r)
+med = lambda rs, i: st.median(float(x[i]) for x in rs)
+base = med(by["baseline"], 5)
+print(f"{'recorder':20} {'workload s':>10} {'slowdown':>9} {'lost':>8} {'lost %':>7} {'B/sample':>9} {'rec CPU s':>9} {'wakeup/s':>9}")
+for name, rs in by.items():
+    wl = med(rs, 5)
+    if name == "baseline":
+        print(f"{name:20} {wl:10.2f}")
+        continue
+    print(f"{name:20} {wl:10.2f} {100*(wl/base-1):+8.1f}% {med(rs,3):8.0f} {med(rs,4):6.2f}% {med(rs,6):9.1f} {med(rs,7):9.2f} {med(rs,8):9.0f}")
+PY

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// One decoded cgroup sample (layout documented in collector/src/cgroup.rs).
+/// One decoded cgroup sample (layout documented in perf_data/src/sections.rs).
 #[derive(Debug)]
 struct Sample {
     ts: u64,

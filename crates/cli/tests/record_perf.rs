@@ -187,6 +187,21 @@ fn lost_events_are_counted_and_reported() {
         lost_records > 0,
         "PERF_RECORD_LOST records are kept in the file"
     );
+    // Where: every CPU with losses is named in the warning.
+    let warning = stderr
+        .lines()
+        .find(|l| l.contains("events lost"))
+        .unwrap_or_default();
+    assert!(warning.contains("CPU "), "{warning}");
+    // The file carries the kernel's counters (PERF_RECORD_LOST_SAMPLES per
+    // event and CPU), so the decoder finds the same total as the recorder.
+    let info = std::process::Command::new(env!("CARGO_BIN_EXE_schedscope"))
+        .args(["info", "--format", "json"])
+        .arg(&file)
+        .output()
+        .expect("run schedscope info");
+    let v: serde_json::Value = serde_json::from_slice(&info.stdout).expect("info json");
+    assert_eq!(v["lost"].as_u64(), Some(m), "{v}");
     let perf = perf_script_counts(&file, true);
     assert_eq!(perf, written);
     let _ = std::fs::remove_dir_all(&dir);

@@ -2,10 +2,20 @@
 //! only their headers are read, to count samples per event and losses.
 
 use crate::open::CpuRing;
-use schedscope_parser::perf_data::abi;
-use schedscope_parser::perf_data::writer::{AttrSpec, PerfDataWriter};
+use schedscope_perf_data::abi;
+use schedscope_perf_data::{AttrSpec, PerfDataWriter};
 use std::fs::File;
 use std::io;
+
+/// In-stream losses of one ring (one CPU).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RingLoss {
+    /// Samples lost (sum of its PERF_RECORD_LOST counts).
+    pub(crate) lost: u64,
+    /// Time of the first and the last PERF_RECORD_LOST (the events' clock).
+    pub(crate) first_ns: u64,
+    pub(crate) last_ns: u64,
+}
 
 /// Sample and loss counters, filled while scanning drained bytes.
 pub(crate) struct Counts {
@@ -15,10 +25,12 @@ pub(crate) struct Counts {
     pub(crate) samples: u64,
     pub(crate) lost_in_stream: u64,
     pub(crate) lost_records: u64,
+    /// Per ring, in ring (online CPU) order.
+    pub(crate) lost_by_ring: Vec<RingLoss>,
 }
 
 impl Counts {
-    pub(crate) fn new(specs: &[AttrSpec]) -> Counts {
+    pub(crate) fn new(specs: &[AttrSpec], rings: usize) -> Counts {
         let mut by_id: Vec<(u64, usize)> = specs
             .iter()
             .enumerate()
@@ -31,11 +43,12 @@ impl Counts {
             samples: 0,
             lost_in_stream: 0,
             lost_records: 0,
+            lost_by_ring: vec![RingLoss::default(); rings],
         }
     }
 
-    /// Walk the record headers of the ring bytes `a` followed by `b`.
-    pub(crate) fn scan(&mut self, a: &[u8], b: &[u8]) {
+    /// Walk the record headers of ring `ring`'s bytes `a` followed by `b`.
+    pub(crate) fn scan(&mut self, ring: usize, a: &[u8], b: &[u8]) {
         let len = a.len() + b.len();
         let byte = |i: usize| if i < a.len() { a[i] } else { b[i - a.len()] };
         let read = |i: usize, n: usize| -> u64 {
@@ -63,8 +76,19 @@ impl Counts {
                     self.per_event[self.by_id[k].1] += 1;
                 }
             } else if ty == abi::RecordType::LOST.0 && size >= 24 {
+                let lost = read(pos + 16, 8);
                 self.lost_records += 1;
-                self.lost_in_stream += read(pos + 16, 8);
+                self.lost_in_stream += lost;
+                // sample_id trailer: pid/tid, then time (every attr we
+                // open has TID and TIME).
+                let ts = if size >= 40 { read(pos + 32, 8) } else { 0 };
+                if let Some(r) = self.lost_by_ring.get_mut(ring) {
+                    if r.lost == 0 {
+                        r.first_ns = ts;
+                    }
+                    r.lost += lost;
+                    r.last_ns = ts;
+                }
             }
             pos += size;
         }
@@ -78,13 +102,13 @@ pub(crate) fn drain(
     counts: &mut Counts,
 ) -> io::Result<u64> {
     let mut moved = 0;
-    for r in rings.iter_mut() {
+    for (i, r) in rings.iter_mut().enumerate() {
         let new_tail = {
             let (a, b, new_tail) = r.ring.pending();
             if a.is_empty() {
                 continue;
             }
-            counts.scan(a, b);
+            counts.scan(i, a, b);
             w.write_records(a)?;
             w.write_records(b)?;
             moved += (a.len() + b.len()) as u64;
@@ -101,7 +125,7 @@ pub(crate) fn drain(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use schedscope_parser::perf_data::writer::EventAttr;
+    use schedscope_perf_data::EventAttr;
 
     #[test]
     fn scan_counts_records_split_across_the_wrap() {
@@ -110,7 +134,7 @@ mod tests {
             name: "a:b".into(),
             ids: vec![42],
         }];
-        let mut c = Counts::new(&specs);
+        let mut c = Counts::new(&specs, 2);
         let mut bytes = Vec::new();
         // SAMPLE with id 42, 24 bytes.
         bytes.extend_from_slice(&9u32.to_ne_bytes());
@@ -118,22 +142,34 @@ mod tests {
         bytes.extend_from_slice(&24u16.to_ne_bytes());
         bytes.extend_from_slice(&42u64.to_ne_bytes());
         bytes.extend_from_slice(&0u64.to_ne_bytes());
-        // LOST: id, lost = 5.
+        // LOST: id, lost = 5, sample_id: pid/tid, time 1234.
         bytes.extend_from_slice(&2u32.to_ne_bytes());
         bytes.extend_from_slice(&0u16.to_ne_bytes());
-        bytes.extend_from_slice(&24u16.to_ne_bytes());
+        bytes.extend_from_slice(&40u16.to_ne_bytes());
         bytes.extend_from_slice(&42u64.to_ne_bytes());
         bytes.extend_from_slice(&5u64.to_ne_bytes());
+        bytes.extend_from_slice(&0u64.to_ne_bytes());
+        bytes.extend_from_slice(&1234u64.to_ne_bytes());
         for split in 0..bytes.len() {
-            let mut c2 = Counts::new(&specs);
-            c2.scan(&bytes[..split], &bytes[split..]);
+            let mut c2 = Counts::new(&specs, 2);
+            c2.scan(1, &bytes[..split], &bytes[split..]);
             assert_eq!(
                 (c2.samples, c2.per_event[0], c2.lost_in_stream),
                 (1, 1, 5),
                 "split {split}"
             );
         }
-        c.scan(&bytes, &[]);
-        assert_eq!(c.lost_records, 1);
+        c.scan(1, &bytes, &[]);
+        c.scan(1, &bytes, &[]);
+        assert_eq!(c.lost_records, 2);
+        assert_eq!(c.lost_by_ring[0], RingLoss::default(), "other CPU");
+        assert_eq!(
+            c.lost_by_ring[1],
+            RingLoss {
+                lost: 10,
+                first_ns: 1234,
+                last_ns: 1234
+            }
+        );
     }
 }

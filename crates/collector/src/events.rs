@@ -2,7 +2,7 @@
 //! files, and the tracing data stored in the file.
 
 use crate::error::RecordError;
-use schedscope_parser::perf_data::writer::TracingData;
+use schedscope_perf_data::TracingData;
 use std::path::{Path, PathBuf};
 
 /// The default tracepoints (issue 3), in the order they are opened; the
@@ -201,8 +201,13 @@ pub fn tracing_data(tracefs: &Path, names: &[&str]) -> Result<TracingData, Recor
     // Optional parts: absent files give empty sections, as perf does.
     td.kallsyms = std::fs::read("/proc/kallsyms").unwrap_or_default();
     td.printk_formats = read_whole(&tracefs.join("printk_formats")).unwrap_or_default();
-    td.saved_cmdlines = read_whole(&tracefs.join("saved_cmdlines")).unwrap_or_default();
+    td.saved_cmdlines = saved_cmdlines(tracefs);
     Ok(td)
+}
+
+/// tracefs `saved_cmdlines` (pid -> comm cache); empty when absent.
+pub fn saved_cmdlines(tracefs: &Path) -> Vec<u8> {
+    read_whole(&tracefs.join("saved_cmdlines")).unwrap_or_default()
 }
 
 /// Read a tracefs file with a large first read: some (events/header_page)

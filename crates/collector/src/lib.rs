@@ -1,19 +1,26 @@
 //! Recording with perf_event_open into a perf.data file that Debian's
 //! `perf script` and `perf sched` read.
 //!
-//! Data flow: [`record::record`] resolves the event set against tracefs
-//! ([`events`]), opens one perf event per (tracepoint, online CPU) and sends
-//! all events of a CPU into one mmap'ed ring (`open`; the syscalls are in
-//! `sys`, the only `unsafe` code), then polls the rings and copies their
-//! bytes unchanged into
-//! [`schedscope_parser::perf_data::writer::PerfDataWriter`] (`drain`),
-//! counting samples and losses on the way. At the start it synthesizes FORK/COMM
-//! records for every thread alive ([`procfs`]); throughout it samples the
-//! CFS bandwidth counters of cgroups and, at start and end, reads every
-//! thread's cgroup ([`cgroup`]); at the end it stores the
-//! tracefs format files, kallsyms and host metadata in feature sections.
+//! Data flow: [`record::record`] takes a [`config::RecordConfig`] and runs
+//! the phases of a recording. Setup resolves the event set against tracefs
+//! ([`events`]); open makes one perf event per (tracepoint, online CPU) and
+//! sends all events of a CPU into one mmap'ed ring (`open`; the syscalls,
+//! with layouts and ioctl numbers from `perf-event-open-sys`, are in `sys`,
+//! the only `unsafe` code), creates the file and enables the events; the
+//! snapshot synthesizes FORK/COMM records for every thread alive
+//! ([`procfs`]); the drain loop polls the rings and copies their bytes
+//! unchanged into [`schedscope_perf_data::PerfDataWriter`] (`drain`),
+//! counting samples and losses on the way; finish stops the events and
+//! stores the tracefs format files, kallsyms, host metadata and
+//! schedscope's cgroup sections ([`cgroup`]: CFS bandwidth counters sampled
+//! throughout, every thread's cgroup at start and end) as feature sections.
+//!
+//! Module dependencies point one way: `record -> {open, drain, config}`,
+//! `drain -> open`, `open -> config`; the file format comes from
+//! `schedscope-perf-data`, never from the parser.
 
 pub mod cgroup;
+pub mod config;
 mod drain;
 pub mod error;
 pub mod events;
@@ -22,9 +29,7 @@ pub mod procfs;
 pub mod record;
 mod sys;
 
+pub use config::{default_buffer_bytes, parse_buffer_size, RecordConfig, DEFAULT_BUFFER_BYTES};
 pub use error::RecordError;
 pub use open::online_cpus;
-pub use record::{
-    default_buffer_bytes, parse_buffer_size, record, Progress, RecordConfig, RecordSummary,
-    StopReason, DEFAULT_BUFFER_BYTES,
-};
+pub use record::{record, CpuLoss, Progress, RecordSummary, StopReason};

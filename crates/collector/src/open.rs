@@ -2,14 +2,18 @@
 //! tracefs, call chains, filters) and the perf_event_open calls that give
 //! one fd per (event, CPU) and one ring per CPU.
 
+use crate::config::RecordConfig;
 use crate::error::RecordError;
 use crate::events::{self, EventRequest};
-use crate::record::RecordConfig;
 use crate::sys::{self, EventFd, Ring};
-use schedscope_parser::perf_data::abi;
-use schedscope_parser::perf_data::writer::{attr_flag, AttrSpec, EventAttr};
+use schedscope_perf_data::abi;
+use schedscope_perf_data::{attr_flag, AttrSpec, EventAttr};
 use std::io;
 use std::path::Path;
+
+/// sample_type fields of [`EventAttr::tracepoint`] that recordings leave
+/// out: no analysis reads them.
+pub(crate) const TRIMMED_SAMPLE_FIELDS: u64 = abi::sample::IP | abi::sample::PERIOD;
 
 /// Data pages for a ring of at least `bytes` (a power of two, >= 2).
 pub(crate) fn ring_pages(bytes: u64) -> usize {
@@ -63,6 +67,10 @@ pub(crate) fn plan(
         match events::tracepoint_id(tracefs, &r.name)? {
             Some(id) => {
                 let mut attr = EventAttr::tracepoint(id);
+                // 16 bytes less per sample, nothing read from them: the
+                // tracepoint's instruction pointer and a period that is
+                // always 1 (perf script prints neither for tracepoints).
+                attr.sample_type &= !TRIMMED_SAMPLE_FIELDS;
                 if cfg.call_graph && events::wants_callchain(&r.name) {
                     attr.sample_type |= abi::sample::CALLCHAIN;
                 }
@@ -332,6 +340,11 @@ mod tests {
             ]
         );
         assert_eq!(p[0].attr.config, 11);
+        assert_eq!(
+            p[0].attr.sample_type & TRIMMED_SAMPLE_FIELDS,
+            0,
+            "no IP or PERIOD on tracepoints"
+        );
         assert_eq!(
             p[0].attr.sample_type & abi::sample::CALLCHAIN,
             0,

@@ -19,51 +19,70 @@ pub struct ThreadInfo {
 /// Every thread in /proc. Threads that exit while we read are skipped.
 pub fn threads() -> Vec<ThreadInfo> {
     let mut out = Vec::new();
+    for_each_thread(|tgid, tid, ppid| {
+        if let Ok(comm) = fs::read_to_string(format!("/proc/{tgid}/task/{tid}/comm")) {
+            out.push(ThreadInfo {
+                tgid,
+                tid,
+                ppid: ppid(),
+                comm: comm.trim_end_matches('\n').to_string(),
+            });
+        }
+    });
+    out
+}
+
+/// `(tgid, tid)` of every thread in /proc: only directory listings, no
+/// file reads (for the end of a recording, where names are known).
+pub fn thread_ids() -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    for_each_thread(|tgid, tid, _| out.push((tgid, tid)));
+    out
+}
+
+/// Call `f(tgid, tid, ppid)` for each thread; `ppid()` reads the process's
+/// parent from /proc/<tgid>/stat on first use (0 when unknown).
+fn for_each_thread(mut f: impl FnMut(u32, u32, &mut dyn FnMut() -> u32)) {
     let Ok(dir) = fs::read_dir("/proc") else {
-        return out;
+        return;
     };
     for ent in dir.flatten() {
         let Some(tgid) = ent.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
         };
-        let ppid = fs::read_to_string(format!("/proc/{tgid}/stat"))
-            .ok()
-            .and_then(|s| parse_ppid(&s))
-            .unwrap_or(0);
         let Ok(tasks) = fs::read_dir(format!("/proc/{tgid}/task")) else {
             continue;
         };
+        let mut ppid_cache: Option<u32> = None;
+        let mut ppid = || {
+            *ppid_cache.get_or_insert_with(|| {
+                fs::read_to_string(format!("/proc/{tgid}/stat"))
+                    .ok()
+                    .and_then(|s| parse_ppid(&s))
+                    .unwrap_or(0)
+            })
+        };
         for t in tasks.flatten() {
-            let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            let Ok(comm) = fs::read_to_string(format!("/proc/{tgid}/task/{tid}/comm")) else {
-                continue;
-            };
-            out.push(ThreadInfo {
-                tgid,
-                tid,
-                ppid,
-                comm: comm.trim_end_matches('\n').to_string(),
-            });
+            if let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) {
+                f(tgid, tid, &mut ppid);
+            }
         }
     }
-    out
 }
 
 /// Address of `_text` in /proc/kallsyms (None when hidden, i.e. all zero,
-/// or unreadable).
+/// or unreadable). Reads only up to that line: kallsyms is sorted by
+/// address and `_text` comes right after the per-CPU symbols, so this
+/// reads kilobytes instead of the whole multi-megabyte file.
 pub fn kernel_text_address() -> Option<u64> {
-    let s = fs::read_to_string("/proc/kallsyms").ok()?;
-    s.lines().find_map(|l| {
+    use std::io::BufRead;
+    let f = std::io::BufReader::new(fs::File::open("/proc/kallsyms").ok()?);
+    f.lines().map_while(Result::ok).find_map(|l| {
         let mut it = l.split_whitespace();
         let addr = it.next()?;
         let _kind = it.next()?;
-        (it.next()? == "_text")
-            .then(|| u64::from_str_radix(addr, 16).ok())
-            .flatten()
-            .filter(|&a| a != 0)
-    })
+        (it.next()? == "_text").then(|| u64::from_str_radix(addr, 16).ok().filter(|&a| a != 0))
+    })?
 }
 
 /// An executable file mapping of a process.
@@ -163,5 +182,21 @@ mod tests {
         assert_eq!(mine.tgid, me);
         let comm = fs::read_to_string("/proc/self/comm").unwrap();
         assert_eq!(mine.comm, comm.trim_end());
+        let ppid = parse_ppid(&fs::read_to_string("/proc/self/stat").unwrap());
+        assert_eq!(Some(mine.ppid), ppid);
+        assert!(thread_ids().contains(&(me, me)));
+    }
+
+    #[test]
+    fn kernel_text_is_the_kallsyms_text_symbol() {
+        let all = fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+        let want = all.lines().find_map(|l| {
+            let v: Vec<&str> = l.split_whitespace().collect();
+            (v.get(2) == Some(&"_text"))
+                .then(|| u64::from_str_radix(v[0], 16).ok())
+                .flatten()
+                .filter(|&a| a != 0)
+        });
+        assert_eq!(kernel_text_address(), want);
     }
 }

@@ -1,64 +1,35 @@
-//! The recording loop: open one perf event per (tracepoint, CPU), funnel
-//! each CPU's events into one ring, drain the rings into the perf.data
-//! writer until asked to stop, then finish the file.
+//! The recording, in its phases: [`record`] runs `setup` (tracefs, event
+//! plan, cgroups, CPUs), `Session::open` (one perf event per (tracepoint,
+//! CPU), each CPU's events funnelled into one ring, the output file, enable),
+//! `Session::snapshot` (threads alive, kernel and executable maps, first
+//! cgroup sample), `Session::drain_loop` (poll the rings into the perf.data
+//! writer until a stop condition) and `Session::finish` (stop the events,
+//! last drain, loss counters, feature sections).
 
-use crate::cgroup::{self, CgroupSample};
+use crate::cgroup;
+use crate::config::{default_buffer_bytes, RecordConfig};
 use crate::drain::{drain, Counts};
 use crate::error::RecordError;
 use crate::events;
-use crate::open::{online_cpus, open_all, parse_cpu_list, plan, Opened};
+use crate::open::{online_cpus, open_all, parse_cpu_list, plan, Opened, Planned};
 use crate::procfs;
 use crate::sys;
-use schedscope_parser::perf_data::abi;
-use schedscope_parser::perf_data::writer::{Features, PerfDataWriter, MISC_KERNEL};
+use schedscope_perf_data::abi;
+use schedscope_perf_data::sections::{self, CgroupSample, TaskCgroup};
+use schedscope_perf_data::{Features, PerfDataWriter, TracingData};
+use std::collections::HashSet;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
-/// Largest default per-CPU ring: large enough that `perf bench sched
-/// messaging -g 20 -l 1500` loses nothing on a 2-CPU machine.
-pub const DEFAULT_BUFFER_BYTES: u64 = 16 << 20;
-/// The default rings of all CPUs together stay under this (64 MiB), with
-/// at least 1 MiB per CPU.
-const DEFAULT_TOTAL_BUFFER_BYTES: u64 = 64 << 20;
-
-/// Default per-CPU ring size for `nr_cpus` CPUs.
-pub fn default_buffer_bytes(nr_cpus: usize) -> u64 {
-    (DEFAULT_TOTAL_BUFFER_BYTES / nr_cpus.max(1) as u64).clamp(1 << 20, DEFAULT_BUFFER_BYTES)
-}
-/// Nice value of the recording thread (set after the command is started,
-/// so the command keeps the caller's).
+/// Nice value of the recording thread, from the start of the recording
+/// (the command is started with the caller's).
 const RECORDER_NICE: i32 = -10;
-/// perf_event_header.misc of user-space MMAP records (PERF_RECORD_MISC_USER).
-const MISC_USER: u16 = 2;
 /// How often cgroup counters are sampled.
 const CGROUP_INTERVAL: Duration = Duration::from_millis(100);
 /// Upper bound of one poll wait, so stop conditions are noticed quickly.
 const POLL_MS: i32 = 100;
-
-/// What to record and where.
-#[derive(Clone, Debug, Default)]
-pub struct RecordConfig {
-    /// Output file; an existing one is renamed to `<output>.old`.
-    pub output: PathBuf,
-    /// `-e` options as given (see [`events::resolve_event_list`]).
-    pub events: Vec<String>,
-    /// Stop after this long.
-    pub duration: Option<Duration>,
-    /// Per-CPU ring size in bytes (rounded up to a power-of-two number of pages).
-    pub buffer_bytes: Option<u64>,
-    /// Kernel+user call chains on IPI/TLB events.
-    pub call_graph: bool,
-    /// cpu-clock sampling profile at this frequency, with call chains.
-    pub profile_hz: Option<u64>,
-    /// cgroups to sample; empty = every cgroup with a CFS quota.
-    pub cgroups: Vec<String>,
-    /// Command to run while recording (empty = record until stopped).
-    pub command: Vec<String>,
-    /// Command line stored in the file (HEADER_CMDLINE).
-    pub cmdline: Vec<String>,
-}
 
 /// Live figures handed to the progress callback about once a second.
 #[derive(Clone, Copy, Debug)]
@@ -111,6 +82,26 @@ pub struct RecordSummary {
     pub stop: StopReason,
     /// Exit status of the command, when one was run.
     pub command_status: Option<ExitStatus>,
+    /// Where samples were lost: each CPU with losses, in CPU order.
+    pub lost_by_cpu: Vec<CpuLoss>,
+    /// Start-up: from the call to the first drain (setup, open, enable,
+    /// thread snapshot, command start).
+    pub startup: Duration,
+    /// Finish: from the stop condition to the complete file.
+    pub finish: Duration,
+}
+
+/// Samples lost on one CPU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuLoss {
+    /// The CPU.
+    pub cpu: u32,
+    /// Samples lost (kernel counters, or PERF_RECORD_LOST totals if larger).
+    pub lost: u64,
+    /// When the first and the last PERF_RECORD_LOST of this CPU were
+    /// emitted, after the events were enabled; `None` when only the kernel
+    /// counters saw the loss.
+    pub when: Option<(Duration, Duration)>,
 }
 
 impl RecordSummary {
@@ -137,36 +128,6 @@ impl RecordSummary {
     }
 }
 
-/// Parse `--buffer-size`: `4M`, `512K`, `1G`, or a plain number of pages.
-pub fn parse_buffer_size(s: &str) -> Result<u64, RecordError> {
-    let bad = |d: &str| RecordError::BadOption {
-        option: "--buffer-size".into(),
-        detail: format!("'{s}': {d}"),
-    };
-    let t = s.trim();
-    let (num, mult) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let m = match c.to_ascii_uppercase() {
-                'K' => 1u64 << 10,
-                'M' => 1 << 20,
-                'G' => 1 << 30,
-                _ => return Err(bad("unit must be K, M or G")),
-            };
-            (&t[..i], m)
-        }
-        _ => (t, sys::page_size() as u64),
-    };
-    let n: u64 = num
-        .trim()
-        .parse()
-        .map_err(|_| bad("expected a number of pages or a size like 4M"))?;
-    let bytes = n
-        .checked_mul(mult)
-        .filter(|b| (1..=(1 << 32)).contains(b))
-        .ok_or_else(|| bad("size must be between one page and 4G"))?;
-    Ok(bytes)
-}
-
 fn host_string(path: &str) -> Option<String> {
     std::fs::read_to_string(path)
         .ok()
@@ -179,7 +140,7 @@ fn host_string(path: &str) -> Option<String> {
 pub fn record(
     cfg: &RecordConfig,
     notice: &mut dyn FnMut(&str),
-    mut progress: Option<&mut dyn FnMut(&Progress)>,
+    progress: Option<&mut dyn FnMut(&Progress)>,
 ) -> Result<RecordSummary, RecordError> {
     // First, so that a stop signal at any later moment still ends in a
     // complete file.
@@ -187,6 +148,42 @@ pub fn record(
         path: cfg.output.clone(),
         source: e,
     })?;
+    let t0 = Instant::now();
+    // Under a saturating workload (hundreds of runnable tasks on few CPUs)
+    // the recorder must still get the CPU: for the thread snapshot, which
+    // runs while the rings fill, as much as for draining them.
+    let caller_nice = sys::raise_priority(RECORDER_NICE);
+    let setup = setup(cfg, notice)?;
+    let mut s = Session::open(cfg, setup, notice)?;
+    s.snapshot(cfg);
+    let mut child = match s.spawn(cfg, caller_nice) {
+        Ok(c) => c,
+        Err(e) => {
+            s.abandon();
+            return Err(e);
+        }
+    };
+    let startup = t0.elapsed();
+    let (stop, command_status) = s.drain_loop(cfg, child.as_mut(), notice, progress);
+    let t1 = Instant::now();
+    let mut summary = s.finish(cfg, stop, child, command_status, notice)?;
+    summary.startup = startup;
+    summary.finish = t1.elapsed();
+    Ok(summary)
+}
+
+/// What the setup phase found: the event plan and where to sample.
+struct Setup {
+    tracefs: PathBuf,
+    planned: Vec<Planned>,
+    skipped: Vec<String>,
+    cgroup_dirs: Vec<cgroup::CgroupDir>,
+    cpus: Vec<u32>,
+}
+
+/// Resolve the event set against tracefs, the cgroups to sample and the
+/// online CPUs.
+fn setup(cfg: &RecordConfig, notice: &mut dyn FnMut(&str)) -> Result<Setup, RecordError> {
     let tracefs = events::find_tracefs()?;
     let mut skipped = Vec::new();
     let planned = plan(cfg, &tracefs, notice, &mut skipped)?;
@@ -198,227 +195,472 @@ pub fn record(
     } else {
         cgroup::resolve(&cfg.cgroups)?
     };
-    let cpus = online_cpus();
-    let ring_bytes = cfg
-        .buffer_bytes
-        .unwrap_or_else(|| default_buffer_bytes(cpus.len()));
-    let user_stacks = cfg.call_graph || cfg.profile_hz.is_some();
-    let opened = open_all(
+    Ok(Setup {
+        tracefs,
         planned,
-        &cpus,
-        ring_bytes,
-        user_stacks,
-        notice,
-        &mut skipped,
-    )?;
-    if opened.specs.is_empty() {
-        return Err(RecordError::NoEvents);
-    }
-    let Opened {
-        specs,
-        fds,
-        mut rings,
-        has_lost_format,
-    } = opened;
+        skipped,
+        cgroup_dirs,
+        cpus: online_cpus(),
+    })
+}
 
-    // Output: keep the previous recording as FILE.old, as perf does.
-    let out_err = |e| RecordError::Output {
-        path: cfg.output.clone(),
-        source: e,
-    };
-    if cfg.output.exists() {
-        let mut old = cfg.output.clone().into_os_string();
-        old.push(".old");
-        std::fs::rename(&cfg.output, &old).map_err(out_err)?;
-    }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&cfg.output)
-        .map_err(out_err)?;
-    let mut w = PerfDataWriter::new(file, specs.clone()).map_err(out_err)?;
-    let mut counts = Counts::new(&specs);
+/// A recording in progress: the open events and their rings, the file
+/// being written and what was gathered on the way.
+struct Session {
+    tracefs: PathBuf,
+    skipped: Vec<String>,
+    cgroup_dirs: Vec<cgroup::CgroupDir>,
+    cpus: Vec<u32>,
+    opened: Opened,
+    w: PerfDataWriter<std::fs::File>,
+    counts: Counts,
+    /// When the events were enabled, and the same on the events' clock.
+    start: Instant,
+    start_ns: u64,
+    /// The first write error; the recording stops on it.
+    write_error: Option<String>,
+    samples: Vec<CgroupSample>,
+    task_cgroups: Vec<TaskCgroup>,
+    /// The tracing data (format files, kallsyms), read on a helper thread
+    /// while the recording runs, so that finishing does not wait for it.
+    tracing: std::thread::JoinHandle<Result<TracingData, RecordError>>,
+}
 
-    for (i, fd) in &fds {
-        fd.enable().map_err(|e| RecordError::PerfEvent {
-            what: "PERF_EVENT_IOC_ENABLE",
-            event: specs[*i].name.clone(),
-            cpu: 0,
-            source: e,
-        })?;
-    }
-    let start = Instant::now();
-    let mut write_error: Option<String> = None;
-    // Threads alive now; the tracking event reports later ones.
-    let alive = procfs::threads();
-    let mut task_cgroups =
-        cgroup::task_cgroups(alive.iter().map(|t| (t.tgid, t.tid)), sys::monotonic_ns());
-    for t in alive {
-        let (ppid, ptid) = if t.tgid == t.tid {
-            (t.ppid, t.ppid)
-        } else {
-            (t.tgid, t.tgid)
-        };
-        let r = w
-            .fork(t.tgid, ppid, t.tid, ptid, 0)
-            .and_then(|_| w.comm(t.tgid, t.tid, &t.comm, 0));
-        if let Err(e) = r {
-            write_error = Some(e.to_string());
-            break;
+impl Session {
+    /// Open the events and the output file, then enable the events.
+    fn open(
+        cfg: &RecordConfig,
+        setup: Setup,
+        notice: &mut dyn FnMut(&str),
+    ) -> Result<Session, RecordError> {
+        let Setup {
+            tracefs,
+            planned,
+            mut skipped,
+            cgroup_dirs,
+            cpus,
+        } = setup;
+        let ring_bytes = cfg
+            .buffer_bytes
+            .unwrap_or_else(|| default_buffer_bytes(cpus.len()));
+        let user_stacks = cfg.call_graph || cfg.profile_hz.is_some();
+        let opened = open_all(
+            planned,
+            &cpus,
+            ring_bytes,
+            user_stacks,
+            notice,
+            &mut skipped,
+        )?;
+        if opened.specs.is_empty() {
+            return Err(RecordError::NoEvents);
         }
+        let file = create_output(cfg)?;
+        let w = PerfDataWriter::new(file, opened.specs.clone()).map_err(|e| out_err(cfg, e))?;
+        let counts = Counts::new(&opened.specs, opened.rings.len());
+        for (i, fd) in &opened.fds {
+            fd.enable().map_err(|e| RecordError::PerfEvent {
+                what: "PERF_EVENT_IOC_ENABLE",
+                event: opened.specs[*i].name.clone(),
+                cpu: 0,
+                source: e,
+            })?;
+        }
+        let tp_names: Vec<String> = opened
+            .specs
+            .iter()
+            .filter(|s| s.attr.kind == abi::attr_type::TRACEPOINT)
+            .map(|s| s.name.clone())
+            .collect();
+        let tfs = tracefs.clone();
+        let tracing = std::thread::spawn(move || {
+            let names: Vec<&str> = tp_names.iter().map(String::as_str).collect();
+            events::tracing_data(&tfs, &names)
+        });
+        Ok(Session {
+            tracing,
+            tracefs,
+            skipped,
+            cgroup_dirs,
+            cpus,
+            opened,
+            w,
+            counts,
+            start: Instant::now(),
+            start_ns: sys::monotonic_ns(),
+            write_error: None,
+            samples: Vec::new(),
+            task_cgroups: Vec::new(),
+        })
     }
-    // The kernel map, so perf symbolizes kernel call chains from kallsyms.
-    if write_error.is_none() {
+
+    /// Synthesize FORK/COMM records for the threads alive now (the tracking
+    /// event reports later ones), the kernel map, executable maps when user
+    /// stacks are recorded, and take the first cgroup sample.
+    fn snapshot(&mut self, cfg: &RecordConfig) {
+        let alive = procfs::threads();
+        self.task_cgroups =
+            cgroup::task_cgroups(alive.iter().map(|t| (t.tgid, t.tid)), sys::monotonic_ns());
+        let r = self.write_snapshot(cfg, &alive);
+        if let Err(e) = r {
+            self.write_error = Some(e.to_string());
+        }
+        self.take_cgroups();
+    }
+
+    fn write_snapshot(
+        &mut self,
+        cfg: &RecordConfig,
+        alive: &[procfs::ThreadInfo],
+    ) -> io::Result<()> {
+        for t in alive {
+            let (ppid, ptid) = if t.tgid == t.tid {
+                (t.ppid, t.ppid)
+            } else {
+                (t.tgid, t.tgid)
+            };
+            self.w.fork(t.tgid, ppid, t.tid, ptid, 0)?;
+            self.w.comm(t.tgid, t.tid, &t.comm, 0)?;
+        }
+        // The kernel map, so perf symbolizes kernel call chains from kallsyms.
         if let Some(text) = procfs::kernel_text_address() {
-            if let Err(e) = w.mmap(
+            self.w.mmap(
                 u32::MAX,
                 0,
                 text,
                 u64::MAX - text,
                 text,
                 "[kernel.kallsyms]_text",
-                MISC_KERNEL,
-            ) {
-                write_error = Some(e.to_string());
+                abi::MISC_KERNEL,
+            )?;
+        }
+        // Executable mappings of live processes, for user call-chain symbols.
+        if cfg.call_graph || cfg.profile_hz.is_some() {
+            for m in procfs::exec_mappings() {
+                self.w.mmap(
+                    m.pid,
+                    m.pid,
+                    m.start,
+                    m.len,
+                    m.pgoff,
+                    &m.path,
+                    abi::MISC_USER,
+                )?;
             }
         }
+        Ok(())
     }
-    // Executable mappings of live processes, for user call-chain symbols.
-    if user_stacks && write_error.is_none() {
-        for m in procfs::exec_mappings() {
-            if let Err(e) = w.mmap(m.pid, m.pid, m.start, m.len, m.pgoff, &m.path, MISC_USER) {
-                write_error = Some(e.to_string());
-                break;
-            }
-        }
-    }
-    let mut samples: Vec<CgroupSample> = Vec::new();
-    let take_cgroups = |samples: &mut Vec<CgroupSample>| {
+
+    fn take_cgroups(&mut self) {
         let ts = sys::monotonic_ns();
-        samples.extend(cgroup_dirs.iter().filter_map(|d| cgroup::sample(d, ts)));
-    };
-    take_cgroups(&mut samples);
+        self.samples.extend(
+            self.cgroup_dirs
+                .iter()
+                .filter_map(|d| cgroup::sample(d, ts)),
+        );
+    }
 
-    let mut child: Option<Child> = None;
-    let command = if sys::stop_requested().is_some() {
-        None
-    } else {
-        cfg.command.split_first()
-    };
-    if let Some((prog, args)) = command {
-        match std::process::Command::new(prog).args(args).spawn() {
-            Ok(c) => child = Some(c),
-            Err(e) => {
-                for (_, fd) in &fds {
-                    let _ = fd.disable();
+    /// Start the command with nice value `nice`, unless a stop signal came first.
+    fn spawn(&self, cfg: &RecordConfig, nice: i32) -> Result<Option<Child>, RecordError> {
+        if sys::stop_requested().is_some() {
+            return Ok(None);
+        }
+        let Some((prog, args)) = cfg.command.split_first() else {
+            return Ok(None);
+        };
+        sys::spawn_with_nice(std::process::Command::new(prog).args(args), nice)
+            .map(Some)
+            .map_err(|e| RecordError::Command {
+                command: prog.clone(),
+                source: e,
+            })
+    }
+
+    /// Stop the events and finish the file without feature sections (the
+    /// recording could not go on; the caller reports why).
+    fn abandon(self) {
+        for (_, fd) in &self.opened.fds {
+            let _ = fd.disable();
+        }
+        let _ = self.w.finish(&Features::default());
+    }
+
+    /// Poll and drain the rings until a stop condition; the command's exit
+    /// status when it was the command that ended.
+    fn drain_loop(
+        &mut self,
+        cfg: &RecordConfig,
+        mut child: Option<&mut Child>,
+        notice: &mut dyn FnMut(&str),
+        mut progress: Option<&mut dyn FnMut(&Progress)>,
+    ) -> (StopReason, Option<ExitStatus>) {
+        let poll_fds: Vec<i32> = self.opened.rings.iter().map(|r| r.leader_fd).collect();
+        let mut next_cgroup = Instant::now() + CGROUP_INTERVAL;
+        let mut next_progress = Instant::now() + Duration::from_secs(1);
+        let mut last_progress = (Instant::now(), 0u64);
+        loop {
+            if let Some(e) = &self.write_error {
+                return (StopReason::WriteError(e.clone()), None);
+            }
+            if let Some(sig) = sys::stop_requested() {
+                return (StopReason::Signal(sig), None);
+            }
+            if let Some(c) = child.as_mut() {
+                if let Ok(Some(st)) = c.try_wait() {
+                    return (StopReason::CommandExited, Some(st));
                 }
-                let _ = w.finish(&Features::default());
-                return Err(RecordError::Command {
-                    command: prog.clone(),
-                    source: e,
-                });
+            }
+            let now = Instant::now();
+            let since = now.duration_since(self.start);
+            if cfg.duration.is_some_and(|d| since >= d) {
+                return (StopReason::Duration, None);
+            }
+            let mut wait = POLL_MS;
+            if let Some(d) = cfg.duration {
+                wait = wait.min(d.saturating_sub(since).as_millis() as i32 + 1);
+            }
+            if !self.cgroup_dirs.is_empty() {
+                wait = wait.min(next_cgroup.saturating_duration_since(now).as_millis() as i32);
+            }
+            if let Err(e) = sys::poll_in(&poll_fds, wait) {
+                notice(&format!("poll failed: {e}"));
+            }
+            if let Err(e) = drain(&mut self.opened.rings, &mut self.w, &mut self.counts) {
+                self.write_error = Some(e.to_string());
+                continue;
+            }
+            let now = Instant::now();
+            if !self.cgroup_dirs.is_empty() && now >= next_cgroup {
+                self.take_cgroups();
+                next_cgroup = now + CGROUP_INTERVAL;
+            }
+            if now >= next_progress {
+                if let Some(cb) = progress.as_mut() {
+                    let dt = now.duration_since(last_progress.0).as_secs_f64();
+                    cb(&Progress {
+                        events: self.counts.samples,
+                        events_per_sec: (self.counts.samples - last_progress.1) as f64
+                            / dt.max(1e-9),
+                        bytes: self.w.data_size(),
+                        elapsed: now.duration_since(self.start),
+                    });
+                }
+                last_progress = (now, self.counts.samples);
+                next_progress = now + Duration::from_secs(1);
             }
         }
     }
 
-    // Under a saturating workload (hundreds of runnable tasks on few CPUs)
-    // the recorder must still get the CPU before a ring fills up.
-    sys::raise_priority(RECORDER_NICE);
-    let poll_fds: Vec<i32> = rings.iter().map(|r| r.leader_fd).collect();
-    let mut next_cgroup = Instant::now() + CGROUP_INTERVAL;
-    let mut next_progress = Instant::now() + Duration::from_secs(1);
-    let mut last_progress = (Instant::now(), 0u64);
-    let mut command_status = None;
-    let stop = loop {
-        if let Some(e) = &write_error {
-            break StopReason::WriteError(e.clone());
+    /// Stop the events, drain what they produced, read the loss counters,
+    /// write the feature sections and wait for the command.
+    fn finish(
+        mut self,
+        cfg: &RecordConfig,
+        stop: StopReason,
+        child: Option<Child>,
+        mut command_status: Option<ExitStatus>,
+        notice: &mut dyn FnMut(&str),
+    ) -> Result<RecordSummary, RecordError> {
+        for (_, fd) in &self.opened.fds {
+            let _ = fd.disable();
         }
-        if let Some(sig) = sys::stop_requested() {
-            break StopReason::Signal(sig);
-        }
-        if let Some(c) = child.as_mut() {
-            if let Ok(Some(st)) = c.try_wait() {
-                command_status = Some(st);
-                break StopReason::CommandExited;
+        if self.write_error.is_none() {
+            if let Err(e) = drain(&mut self.opened.rings, &mut self.w, &mut self.counts) {
+                self.write_error = Some(e.to_string());
             }
         }
-        let now = Instant::now();
-        if cfg.duration.is_some_and(|d| now.duration_since(start) >= d) {
-            break StopReason::Duration;
-        }
-        let mut wait = POLL_MS;
-        if let Some(d) = cfg.duration {
-            let left = d.saturating_sub(now.duration_since(start));
-            wait = wait.min(left.as_millis() as i32 + 1);
-        }
-        if !cgroup_dirs.is_empty() {
-            wait = wait.min(next_cgroup.saturating_duration_since(now).as_millis() as i32);
-        }
-        if let Err(e) = sys::poll_in(&poll_fds, wait) {
-            notice(&format!("poll failed: {e}"));
-        }
-        if let Err(e) = drain(&mut rings, &mut w, &mut counts) {
-            write_error = Some(e.to_string());
-            continue;
-        }
-        let now = Instant::now();
-        if !cgroup_dirs.is_empty() && now >= next_cgroup {
-            take_cgroups(&mut samples);
-            next_cgroup = now + CGROUP_INTERVAL;
-        }
-        if now >= next_progress {
-            if let Some(cb) = progress.as_mut() {
-                let dt = now.duration_since(last_progress.0).as_secs_f64();
-                cb(&Progress {
-                    events: counts.samples,
-                    events_per_sec: (counts.samples - last_progress.1) as f64 / dt.max(1e-9),
-                    bytes: w.data_size(),
-                    elapsed: now.duration_since(start),
-                });
+        let elapsed = self.start.elapsed();
+        self.take_cgroups();
+        let lost_by_cpu = self.record_losses();
+        // Closing the events costs the kernel a cross-CPU call (and RCU
+        // waits) per event: under load that takes seconds, so it runs on a
+        // helper thread beside the rest of the finish.
+        let closing = {
+            let rings = std::mem::take(&mut self.opened.rings);
+            let fds = std::mem::take(&mut self.opened.fds);
+            std::thread::spawn(move || drop((rings, fds)))
+        };
+        // Threads alive at the start have their entry (the earliest entry
+        // wins when the trace is decoded): read only the new ones.
+        let known: HashSet<(u32, u32)> = self
+            .task_cgroups
+            .iter()
+            .filter_map(|t| Some((u32::try_from(t.pid).ok()?, u32::try_from(t.tid).ok()?)))
+            .collect();
+        self.task_cgroups.extend(cgroup::task_cgroups(
+            procfs::thread_ids()
+                .into_iter()
+                .filter(|id| !known.contains(id)),
+            sys::monotonic_ns(),
+        ));
+        let Session {
+            tracefs,
+            tracing,
+            skipped,
+            cpus,
+            opened,
+            w,
+            counts,
+            write_error,
+            samples,
+            task_cgroups,
+            ..
+        } = self;
+        let specs = opened.specs;
+        let tracing_data = tracing
+            .join()
+            .unwrap_or_else(|_| {
+                Err(RecordError::Tracefs {
+                    path: tracefs.clone(),
+                    detail: "the reader thread panicked".into(),
+                })
+            })
+            .map(|mut td| {
+                // Task names as of the end, as before.
+                td.saved_cmdlines = events::saved_cmdlines(&tracefs);
+                td
+            });
+        let features = features(
+            cfg,
+            &tracefs,
+            tracing_data,
+            &cpus,
+            &samples,
+            &task_cgroups,
+            notice,
+        );
+        let (_, fin) = w.finish(&features).map_err(|e| out_err(cfg, e))?;
+        let _ = closing.join();
+
+        // The command may still run after a signal: pass the signal on and
+        // wait for it, so we exit with its status.
+        if let Some(mut c) = child {
+            if command_status.is_none() {
+                if let StopReason::Signal(sig) = stop {
+                    if let Ok(None) = c.try_wait() {
+                        sys::kill(c.id(), sig);
+                    }
+                }
+                command_status = c.wait().ok();
             }
-            last_progress = (now, counts.samples);
-            next_progress = now + Duration::from_secs(1);
         }
-    };
-
-    // Stop the events, then drain what they produced.
-    for (_, fd) in &fds {
-        let _ = fd.disable();
+        let stop = match write_error {
+            Some(e) if !matches!(stop, StopReason::WriteError(_)) => StopReason::WriteError(e),
+            _ => stop,
+        };
+        Ok(RecordSummary {
+            output: cfg.output.clone(),
+            events: counts.samples,
+            lost: lost_by_cpu
+                .iter()
+                .map(|l| l.lost)
+                .sum::<u64>()
+                .max(counts.lost_in_stream),
+            lost_records: counts.lost_records,
+            bytes: fin.file_size,
+            elapsed,
+            events_by_name: specs
+                .iter()
+                .zip(&counts.per_event)
+                .map(|(s, &n)| (s.name.clone(), n))
+                .collect(),
+            skipped,
+            cgroup_samples: samples.len(),
+            stop,
+            command_status,
+            lost_by_cpu,
+            startup: Duration::ZERO,
+            finish: Duration::ZERO,
+        })
     }
-    if write_error.is_none() {
-        if let Err(e) = drain(&mut rings, &mut w, &mut counts) {
-            write_error = Some(e.to_string());
-        }
-    }
-    let elapsed = start.elapsed();
-    take_cgroups(&mut samples);
-    task_cgroups.extend(cgroup::task_cgroups(
-        procfs::threads().iter().map(|t| (t.tgid, t.tid)),
-        sys::monotonic_ns(),
-    ));
 
-    let mut lost_stat = 0u64;
-    if has_lost_format {
-        let mut vals = [0u64; 3];
-        for (_, fd) in &fds {
-            if let Ok(3) = fd.read_values(&mut vals) {
-                lost_stat += vals[2];
+    /// Read the kernel's lost-sample counters (PERF_FORMAT_LOST; none on
+    /// kernels before 6.0), store each non-zero one in the file as a
+    /// PERF_RECORD_LOST_SAMPLES naming its event and CPU (as perf does), and
+    /// combine them with the in-stream PERF_RECORD_LOST totals per CPU.
+    fn record_losses(&mut self) -> Vec<CpuLoss> {
+        let ncpu = self.cpus.len();
+        let mut kernel = vec![0u64; ncpu];
+        if self.opened.has_lost_format {
+            let now = sys::monotonic_ns();
+            let mut vals = [0u64; 3];
+            for (idx, fd) in &self.opened.fds {
+                let (Ok(3), Ok(id)) = (fd.read_values(&mut vals), fd.id()) else {
+                    continue;
+                };
+                let Some(ci) = self.opened.specs[*idx].ids.iter().position(|&i| i == id) else {
+                    continue;
+                };
+                if vals[2] == 0 || ci >= ncpu {
+                    continue;
+                }
+                kernel[ci] += vals[2];
+                if self.write_error.is_none() {
+                    if let Err(e) = self.w.lost_samples(id, self.cpus[ci], vals[2], now) {
+                        self.write_error = Some(e.to_string());
+                    }
+                }
             }
         }
+        let since = |ns: u64| Duration::from_nanos(ns.saturating_sub(self.start_ns));
+        (0..ncpu)
+            .filter_map(|ci| {
+                let ring = self
+                    .counts
+                    .lost_by_ring
+                    .get(ci)
+                    .copied()
+                    .unwrap_or_default();
+                let lost = kernel[ci].max(ring.lost);
+                (lost > 0).then(|| CpuLoss {
+                    cpu: self.cpus[ci],
+                    lost,
+                    when: (ring.lost > 0).then(|| (since(ring.first_ns), since(ring.last_ns))),
+                })
+            })
+            .collect()
     }
-    drop(rings);
-    drop(fds);
+}
 
-    let tp_names: Vec<&str> = specs
-        .iter()
-        .filter(|s| s.attr.kind == abi::attr_type::TRACEPOINT)
-        .map(|s| s.name.as_str())
-        .collect();
-    let tracing_data = match events::tracing_data(&tracefs, &tp_names).and_then(|mut td| {
+fn out_err(cfg: &RecordConfig, e: io::Error) -> RecordError {
+    RecordError::Output {
+        path: cfg.output.clone(),
+        source: e,
+    }
+}
+
+/// Create the output file, keeping a previous recording as FILE.old, as
+/// perf does.
+fn create_output(cfg: &RecordConfig) -> Result<std::fs::File, RecordError> {
+    if cfg.output.exists() {
+        let mut old = cfg.output.clone().into_os_string();
+        old.push(".old");
+        std::fs::rename(&cfg.output, &old).map_err(|e| out_err(cfg, e))?;
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&cfg.output)
+        .map_err(|e| out_err(cfg, e))
+}
+
+/// The feature sections: tracing data (format files and kallsyms, with a
+/// compact fallback without kallsyms), host metadata and schedscope's own
+/// cgroup sections.
+fn features(
+    cfg: &RecordConfig,
+    tracefs: &Path,
+    tracing_data: Result<TracingData, RecordError>,
+    cpus: &[u32],
+    samples: &[CgroupSample],
+    task_cgroups: &[TaskCgroup],
+    notice: &mut dyn FnMut(&str),
+) -> Features {
+    let tracing_data = match tracing_data.and_then(|mut td| {
         let to_err = |e: io::Error| RecordError::Tracefs {
-            path: tracefs.clone(),
+            path: tracefs.to_path_buf(),
             detail: e.to_string(),
         };
         let full = td.to_bytes().map_err(to_err)?;
@@ -441,7 +683,7 @@ pub fn record(
         .and_then(|s| parse_cpu_list(&s).into_iter().max())
         .map_or(nr_online, |m| m + 1);
     let (tracing_data, compact_tracing_data) = tracing_data.unzip();
-    let features = Features {
+    Features {
         tracing_data,
         compact_tracing_data,
         hostname: host_string("/proc/sys/kernel/hostname"),
@@ -453,71 +695,12 @@ pub fn record(
         extra: vec![
             (
                 abi::feature::SCHEDSCOPE_CGROUP_SAMPLES,
-                cgroup::encode(&samples),
+                sections::encode_cgroup_samples(samples),
             ),
             (
                 abi::feature::SCHEDSCOPE_TASK_CGROUPS,
-                cgroup::encode_task_cgroups(&task_cgroups),
+                sections::encode_task_cgroups(task_cgroups),
             ),
         ],
-    };
-    let (_, fin) = w.finish(&features).map_err(out_err)?;
-
-    // The command may still run after a signal: pass the signal on and
-    // wait for it, so we exit with its status.
-    if let Some(mut c) = child {
-        if command_status.is_none() {
-            if let StopReason::Signal(sig) = stop {
-                if let Ok(None) = c.try_wait() {
-                    sys::kill(c.id(), sig);
-                }
-            }
-            command_status = c.wait().ok();
-        }
-    }
-
-    let stop = match write_error {
-        Some(e) if !matches!(stop, StopReason::WriteError(_)) => StopReason::WriteError(e),
-        _ => stop,
-    };
-    Ok(RecordSummary {
-        output: cfg.output.clone(),
-        events: counts.samples,
-        lost: lost_stat.max(counts.lost_in_stream),
-        lost_records: counts.lost_records,
-        bytes: fin.file_size,
-        elapsed,
-        events_by_name: specs
-            .iter()
-            .zip(&counts.per_event)
-            .map(|(s, &n)| (s.name.clone(), n))
-            .collect(),
-        skipped,
-        cgroup_samples: samples.len(),
-        stop,
-        command_status,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn buffer_sizes_parse_as_bytes_or_pages() {
-        let page = sys::page_size() as u64;
-        assert_eq!(parse_buffer_size("4M").unwrap(), 4 << 20);
-        assert_eq!(parse_buffer_size("512k").unwrap(), 512 << 10);
-        assert_eq!(parse_buffer_size("1024").unwrap(), 1024 * page);
-        let e = parse_buffer_size("12X").unwrap_err().to_string();
-        assert!(e.contains("--buffer-size") && e.contains("12X"), "{e}");
-        assert!(parse_buffer_size("0").is_err());
-    }
-
-    #[test]
-    fn default_rings_shrink_with_many_cpus() {
-        assert_eq!(default_buffer_bytes(2), 16 << 20);
-        assert_eq!(default_buffer_bytes(16), 4 << 20);
-        assert_eq!(default_buffer_bytes(256), 1 << 20);
     }
 }

@@ -1,30 +1,62 @@
 //! The only module with `unsafe`: the perf_event_open syscall, its ioctls,
 //! the mmap'ed ring buffer, mount(2) and the signal handler.
 //!
+//! Struct layouts (`perf_event_attr`, `perf_event_mmap_page`), ioctl numbers
+//! and flags come from `perf-event-open-sys`, whose bindgen layout tests
+//! check them against the kernel headers; the tests below check that
+//! schedscope's own ABI constants (`schedscope_perf_data::abi`, the attr
+//! bytes the file stores) agree with those bindings.
+//!
 //! Why not the `perf-event-open` crate's high-level API: it cannot redirect
 //! several events into one ring (PERF_EVENT_IOC_SET_OUTPUT), does not offer
 //! PERF_SAMPLE_IDENTIFIER, and does not expose the attr it built, which the
-//! file must store byte for byte. Its raw layer is private, so this module
-//! issues the few syscalls itself.
+//! file must store byte for byte.
 
-use schedscope_parser::perf_data::writer::EventAttr;
+use perf_event_open_sys::bindings::{self, perf_event_attr, perf_event_mmap_page};
+use perf_event_open_sys::ioctls;
+use schedscope_perf_data::attr::ATTR_SIZE;
+use schedscope_perf_data::EventAttr;
 use std::ffi::CString;
 use std::io;
+use std::mem::offset_of;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-const IOC_ENABLE: libc::c_ulong = 0x2400;
-const IOC_DISABLE: libc::c_ulong = 0x2401;
-const IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
-const IOC_SET_FILTER: libc::c_ulong = 0x4008_2406;
-const IOC_ID: libc::c_ulong = 0x8008_2407;
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
-
 /// Offsets in struct perf_event_mmap_page.
-const DATA_HEAD: usize = 1024;
-const DATA_TAIL: usize = 1032;
-const DATA_OFFSET: usize = 1040;
-const DATA_SIZE: usize = 1048;
+const DATA_HEAD: usize = offset_of!(perf_event_mmap_page, data_head);
+const DATA_TAIL: usize = offset_of!(perf_event_mmap_page, data_tail);
+const DATA_OFFSET: usize = offset_of!(perf_event_mmap_page, data_offset);
+const DATA_SIZE: usize = offset_of!(perf_event_mmap_page, data_size);
+
+/// The bindgen struct holding `attr`'s ABI bytes (its fields past
+/// [`ATTR_SIZE`] zero).
+fn raw_attr(attr: &EventAttr) -> perf_event_attr {
+    const { assert!(std::mem::size_of::<perf_event_attr>() >= ATTR_SIZE) };
+    let bytes = attr.to_bytes();
+    // SAFETY: perf_event_attr is plain integers and unions of integers,
+    // for which all-zero bytes are a valid value.
+    let mut raw: perf_event_attr = unsafe { std::mem::zeroed() };
+    // SAFETY: `raw` is at least ATTR_SIZE bytes long (checked above at
+    // compile time) and does not overlap `bytes`; every byte pattern is a
+    // valid perf_event_attr.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            bytes.as_ptr(),
+            (&mut raw as *mut perf_event_attr).cast::<u8>(),
+            ATTR_SIZE,
+        );
+    }
+    raw
+}
+
+/// Map a -1 return of a syscall wrapper to the errno error.
+fn check(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
 
 /// An open perf event.
 #[derive(Debug)]
@@ -33,62 +65,47 @@ pub struct EventFd(OwnedFd);
 impl EventFd {
     /// perf_event_open(attr, pid = -1 (all tasks), cpu, group = -1).
     pub fn open(attr: &EventAttr, cpu: u32) -> io::Result<EventFd> {
-        let bytes = attr.to_bytes();
-        // SAFETY: `bytes` is a valid perf_event_attr of the size it declares
-        // (128), alive for the duration of the call; the kernel only reads it.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_perf_event_open,
-                bytes.as_ptr(),
-                -1 as libc::pid_t,
+        let mut raw = raw_attr(attr);
+        // SAFETY: `raw` is a valid perf_event_attr whose `size` field (128)
+        // the kernel honours; it is alive for the duration of the call and
+        // the kernel only reads it.
+        let fd = check(unsafe {
+            perf_event_open_sys::perf_event_open(
+                &mut raw,
+                -1,
                 cpu as libc::c_int,
-                -1 as libc::c_int,
-                PERF_FLAG_FD_CLOEXEC,
+                -1,
+                bindings::PERF_FLAG_FD_CLOEXEC as libc::c_ulong,
             )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        })?;
         // SAFETY: the syscall returned a fresh descriptor that nothing else owns.
         Ok(EventFd(unsafe { OwnedFd::from_raw_fd(fd as RawFd) }))
-    }
-
-    fn ioctl(&self, req: libc::c_ulong, arg: libc::c_ulong) -> io::Result<libc::c_int> {
-        // SAFETY: plain ioctl on a descriptor we own; callers pass either an
-        // integer argument or a pointer to memory valid for the request.
-        let r = unsafe { libc::ioctl(self.0.as_raw_fd(), req as _, arg) };
-        if r < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(r)
-        }
     }
 
     /// The kernel's sample id of this event (PERF_EVENT_IOC_ID).
     pub fn id(&self) -> io::Result<u64> {
         let mut id = 0u64;
         // SAFETY: IOC_ID writes one u64 to the pointer, which points at `id`.
-        let r = unsafe { libc::ioctl(self.0.as_raw_fd(), IOC_ID as _, &mut id as *mut u64) };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        check(unsafe { ioctls::ID(self.raw(), &mut id) })?;
         Ok(id)
     }
 
     /// Start counting.
     pub fn enable(&self) -> io::Result<()> {
-        self.ioctl(IOC_ENABLE, 0).map(|_| ())
+        // SAFETY: PERF_EVENT_IOC_ENABLE takes an integer argument.
+        check(unsafe { ioctls::ENABLE(self.raw(), 0) }).map(|_| ())
     }
 
     /// Stop counting.
     pub fn disable(&self) -> io::Result<()> {
-        self.ioctl(IOC_DISABLE, 0).map(|_| ())
+        // SAFETY: PERF_EVENT_IOC_DISABLE takes an integer argument.
+        check(unsafe { ioctls::DISABLE(self.raw(), 0) }).map(|_| ())
     }
 
     /// Send this event's records into `target`'s ring (same CPU).
     pub fn set_output(&self, target: &EventFd) -> io::Result<()> {
-        self.ioctl(IOC_SET_OUTPUT, target.0.as_raw_fd() as libc::c_ulong)
-            .map(|_| ())
+        // SAFETY: PERF_EVENT_IOC_SET_OUTPUT takes a descriptor, which we own.
+        check(unsafe { ioctls::SET_OUTPUT(self.raw(), target.raw()) }).map(|_| ())
     }
 
     /// Tracepoint filter (ftrace filter syntax, e.g. `vec == 7`).
@@ -96,12 +113,9 @@ impl EventFd {
         let c = CString::new(filter).map_err(|_| {
             io::Error::new(io::ErrorKind::InvalidInput, "filter contains a NUL byte")
         })?;
-        // SAFETY: the kernel copies the NUL-terminated string before returning.
-        let r = unsafe { libc::ioctl(self.0.as_raw_fd(), IOC_SET_FILTER as _, c.as_ptr()) };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        // SAFETY: the kernel copies the NUL-terminated string before
+        // returning and does not write to it.
+        check(unsafe { ioctls::SET_FILTER(self.raw(), c.as_ptr().cast_mut()) }).map(|_| ())
     }
 
     /// read(2) the counter: `words` u64 values (layout per read_format).
@@ -279,15 +293,44 @@ pub fn mount_tracefs(target: &str) -> io::Result<()> {
 }
 
 /// Lower the calling thread's nice value to `nice` (needs CAP_SYS_NICE;
-/// failures are ignored: the recording works, only with more risk of loss).
-/// On Linux the nice value is per thread, and children forked later inherit
-/// it, so call this after starting the command.
-pub fn raise_priority(nice: i32) {
-    // SAFETY: setpriority has no memory-safety preconditions; who = 0 is
-    // the calling thread.
+/// failures are ignored: the recording works, only with more risk of loss)
+/// and return the nice value it had. On Linux the nice value is per thread
+/// and children inherit it: start commands with [`spawn_with_nice`].
+pub fn raise_priority(nice: i32) -> i32 {
+    // SAFETY: getpriority/setpriority have no memory-safety preconditions;
+    // who = 0 is the calling thread. -1 is a valid nice value, so errno
+    // tells a failure apart; on failure the default 0 is assumed.
     unsafe {
+        *libc::__errno_location() = 0;
+        let old = libc::getpriority(libc::PRIO_PROCESS, 0);
+        let old = if old == -1 && *libc::__errno_location() != 0 {
+            0
+        } else {
+            old
+        };
         libc::setpriority(libc::PRIO_PROCESS, 0, nice);
+        old
     }
+}
+
+/// Spawn `cmd` with nice value `nice` (the caller's before
+/// [`raise_priority`]), so the recorded command runs as it would unrecorded.
+pub fn spawn_with_nice(
+    cmd: &mut std::process::Command,
+    nice: i32,
+) -> io::Result<std::process::Child> {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec and only
+    // makes the async-signal-safe setpriority syscall; a failure (no
+    // CAP_SYS_NICE to go back up) is ignored, the command then keeps the
+    // recorder's nice value.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::setpriority(libc::PRIO_PROCESS, 0, nice);
+            Ok(())
+        });
+    }
+    cmd.spawn()
 }
 
 /// Effective user id.
@@ -351,4 +394,133 @@ pub fn monotonic_ns() -> u64 {
         libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
     }
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedscope_perf_data::{abi, attr_flag};
+
+    /// `EventAttr::to_bytes` read back through the bindgen struct: every
+    /// field lands where the kernel header puts it.
+    #[test]
+    fn attr_bytes_match_the_bindgen_layout() {
+        let a = EventAttr {
+            kind: 7,
+            config: 0x1111,
+            sample_period: 0x2222,
+            sample_type: 0x3333,
+            read_format: 0x4444,
+            flags: attr_flag::DISABLED,
+            wakeup: 0x5555,
+            clockid: 6,
+            sample_max_stack: 0x77,
+        };
+        let raw = raw_attr(&a);
+        assert_eq!(raw.type_, 7);
+        assert_eq!(raw.size, bindings::PERF_ATTR_SIZE_VER7);
+        assert_eq!(raw.config, 0x1111);
+        // SAFETY: reading an integer member of a union of integers.
+        assert_eq!(unsafe { raw.__bindgen_anon_1.sample_period }, 0x2222);
+        assert_eq!(raw.sample_type, 0x3333);
+        assert_eq!(raw.read_format, 0x4444);
+        assert_eq!(raw.disabled(), 1);
+        assert_eq!(raw.inherit(), 0);
+        // SAFETY: as above.
+        assert_eq!(unsafe { raw.__bindgen_anon_2.wakeup_watermark }, 0x5555);
+        assert_eq!(raw.clockid, 6);
+        assert_eq!(raw.sample_max_stack, 0x77);
+    }
+
+    /// Each flag bit schedscope sets is the bindgen bitfield of that name.
+    #[test]
+    fn attr_flag_bits_match_the_bindgen_bitfields() {
+        type Set = fn(&mut perf_event_attr, u64);
+        let cases: [(u64, Set); 13] = [
+            (attr_flag::DISABLED, perf_event_attr::set_disabled),
+            (attr_flag::INHERIT, perf_event_attr::set_inherit),
+            (attr_flag::EXCLUDE_HV, perf_event_attr::set_exclude_hv),
+            (attr_flag::MMAP, perf_event_attr::set_mmap),
+            (attr_flag::COMM, perf_event_attr::set_comm),
+            (attr_flag::FREQ, perf_event_attr::set_freq),
+            (attr_flag::TASK, perf_event_attr::set_task),
+            (attr_flag::WATERMARK, perf_event_attr::set_watermark),
+            (attr_flag::SAMPLE_ID_ALL, perf_event_attr::set_sample_id_all),
+            (
+                attr_flag::EXCLUDE_CALLCHAIN_USER,
+                perf_event_attr::set_exclude_callchain_user,
+            ),
+            (attr_flag::MMAP2, perf_event_attr::set_mmap2),
+            (attr_flag::COMM_EXEC, perf_event_attr::set_comm_exec),
+            (attr_flag::USE_CLOCKID, perf_event_attr::set_use_clockid),
+        ];
+        for (bit, set) in cases {
+            // SAFETY: all-zero bytes are a valid perf_event_attr.
+            let mut raw: perf_event_attr = unsafe { std::mem::zeroed() };
+            set(&mut raw, 1);
+            let ours = EventAttr {
+                flags: bit,
+                ..EventAttr::default()
+            }
+            .to_bytes();
+            // SAFETY: `raw` is a plain struct of at least ATTR_SIZE bytes.
+            let theirs = unsafe {
+                std::slice::from_raw_parts((&raw as *const perf_event_attr).cast::<u8>(), 48)
+            };
+            assert_eq!(&ours[40..48], &theirs[40..48], "flag bit {bit:#x}");
+        }
+    }
+
+    #[test]
+    fn abi_constants_match_the_bindings() {
+        use abi::{read_format as rf, sample as s};
+        let pairs: &[(u64, u64)] = &[
+            (s::IP, bindings::PERF_SAMPLE_IP as u64),
+            (s::TID, bindings::PERF_SAMPLE_TID as u64),
+            (s::TIME, bindings::PERF_SAMPLE_TIME as u64),
+            (s::CALLCHAIN, bindings::PERF_SAMPLE_CALLCHAIN as u64),
+            (s::ID, bindings::PERF_SAMPLE_ID as u64),
+            (s::CPU, bindings::PERF_SAMPLE_CPU as u64),
+            (s::PERIOD, bindings::PERF_SAMPLE_PERIOD as u64),
+            (s::RAW, bindings::PERF_SAMPLE_RAW as u64),
+            (s::IDENTIFIER, bindings::PERF_SAMPLE_IDENTIFIER as u64),
+            (s::CGROUP, bindings::PERF_SAMPLE_CGROUP as u64),
+            (rf::ID, bindings::PERF_FORMAT_ID as u64),
+            (rf::LOST, bindings::PERF_FORMAT_LOST as u64),
+            (
+                abi::attr_type::TRACEPOINT as u64,
+                bindings::PERF_TYPE_TRACEPOINT as u64,
+            ),
+            (
+                abi::attr_type::SOFTWARE as u64,
+                bindings::PERF_TYPE_SOFTWARE as u64,
+            ),
+            (
+                abi::RecordType::SAMPLE.0 as u64,
+                bindings::PERF_RECORD_SAMPLE as u64,
+            ),
+            (
+                abi::RecordType::LOST.0 as u64,
+                bindings::PERF_RECORD_LOST as u64,
+            ),
+            (
+                abi::RecordType::LOST_SAMPLES.0 as u64,
+                bindings::PERF_RECORD_LOST_SAMPLES as u64,
+            ),
+            (
+                abi::MISC_KERNEL as u64,
+                bindings::PERF_RECORD_MISC_KERNEL as u64,
+            ),
+            (
+                abi::MISC_USER as u64,
+                bindings::PERF_RECORD_MISC_USER as u64,
+            ),
+            (abi::context::USER, bindings::PERF_CONTEXT_USER),
+            (abi::context::KERNEL, bindings::PERF_CONTEXT_KERNEL),
+        ];
+        for (i, (ours, theirs)) in pairs.iter().enumerate() {
+            assert_eq!(ours, theirs, "pair {i}");
+        }
+        assert_eq!(ATTR_SIZE as u32, bindings::PERF_ATTR_SIZE_VER7);
+    }
 }

@@ -10,13 +10,15 @@
 //!   tracepoint payloads are decoded through the tracefs format
 //!   descriptions embedded in the file. Samples the file itself shows to be
 //!   damaged (a CPU beyond its CPU count, a time far from its neighbours')
-//!   are skipped and counted in a warning.
+//!   are skipped and counted in a warning. The format's ABI constants and
+//!   schedscope's own feature sections come from `schedscope-perf-data`,
+//!   which also holds the writer.
 //! * [`ftrace_text`]: text from `/sys/kernel/tracing/trace`, `trace-cmd
 //!   report` and `perf script`.
 //! * [`trace_dat`]: trace-cmd's binary trace.dat (versions 6 and 7, zstd
 //!   or uncompressed), decoded through the format descriptions it embeds.
 //! * [`tracefs_format`]: the nom parser for tracefs `format` files, shared by
-//!   the perf.data decoder and the collector.
+//!   the perf.data decoder and the simulator.
 //!
 //! Every decoder returns events sorted by time, a task table and counted
 //! warnings; damage in the middle of a file yields the events before it plus

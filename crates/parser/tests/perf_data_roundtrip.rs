@@ -1,12 +1,11 @@
 //! Generated perf.data files with known contents (written with the
-//! collector's `PerfDataWriter`): every field the decoder produces is
+//! `schedscope_perf_data::PerfDataWriter`): every field the decoder produces is
 //! compared with what was written, including what perf 6.1 files lack
 //! (cpumasks, kallsyms, the schedscope cgroup section, the R+ marker).
 
-use schedscope_parser::perf_data::abi;
-use schedscope_parser::perf_data::writer::{
-    AttrSpec, EventAttr, Features, PerfDataWriter, TracingData,
-};
+use schedscope_perf_data::abi;
+use schedscope_perf_data::sections::encode_cgroup_samples;
+use schedscope_perf_data::{AttrSpec, EventAttr, Features, PerfDataWriter, TracingData};
 use schedscope_trace::{CgroupSample, Cpu, EventData, PrevState, Sym, Tid, Ts};
 use std::io::Cursor;
 
@@ -60,30 +59,6 @@ fn switch_raw(prev: (&str, i32, i32, i64), next: (&str, i32, i32)) -> Vec<u8> {
     r[56..60].copy_from_slice(&next.1.to_le_bytes());
     r[60..64].copy_from_slice(&next.2.to_le_bytes());
     r
-}
-
-fn cgroup_section(samples: &[CgroupSample]) -> Vec<u8> {
-    let mut b = Vec::new();
-    b.extend_from_slice(&1u32.to_le_bytes());
-    b.extend_from_slice(&(samples.len() as u32).to_le_bytes());
-    for s in samples {
-        for v in [
-            s.ts.0,
-            s.quota_us as u64,
-            s.period_us,
-            s.nr_periods,
-            s.nr_throttled,
-            s.throttled_ns,
-            s.usage_ns.unwrap_or(u64::MAX),
-        ] {
-            b.extend_from_slice(&v.to_le_bytes());
-        }
-        b.extend_from_slice(&(s.path.len() as u32).to_le_bytes());
-        b.extend_from_slice(s.path.as_bytes());
-        let len = 7 * 8 + 4 + s.path.len();
-        b.resize(b.len() + (8 - len % 8) % 8, 0);
-    }
-    b
 }
 
 #[test]
@@ -182,7 +157,10 @@ fn generated_file_decodes_to_what_was_written() {
         arch: Some("x86_64".into()),
         nr_cpus: Some((4, 2)),
         cmdline: vec!["schedscope".into(), "record".into()],
-        extra: vec![(abi::feature::SCHEDSCOPE_CGROUP_SAMPLES, cgroup_section(&cg))],
+        extra: vec![(
+            abi::feature::SCHEDSCOPE_CGROUP_SAMPLES,
+            encode_cgroup_samples(&cg),
+        )],
         ..Features::default()
     };
     let (out, _) = w.finish(&features).unwrap();

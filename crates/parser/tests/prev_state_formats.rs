@@ -7,9 +7,7 @@
 //! definitions (include/linux/sched.h and the sched_switch print fmt of
 //! each version).
 
-use schedscope_parser::perf_data::writer::{
-    AttrSpec, EventAttr, Features, PerfDataWriter, TracingData,
-};
+use schedscope_perf_data::{AttrSpec, EventAttr, Features, PerfDataWriter, TracingData};
 use schedscope_parser::tracefs_format::{parse_format, EventFormat, FieldKind};
 use schedscope_parser::{load_bytes, load_bytes_with, LoadOptions};
 use schedscope_trace::{EventData, PrevState, Severity, Trace};

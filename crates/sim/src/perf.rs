@@ -1,4 +1,4 @@
-//! perf.data output through `schedscope_parser::perf_data::writer`.
+//! perf.data output through `schedscope_perf_data::PerfDataWriter`.
 //!
 //! Tracepoint payloads are laid out from this kernel's real format files
 //! (copied into `fixtures/formats/`), read with the project's tracefs format
@@ -9,10 +9,8 @@
 use crate::config::Isa;
 use crate::ftrace::prev_state_text;
 use crate::model::{SimData, Simulation};
-use schedscope_parser::perf_data::writer::{
-    AttrSpec, EventAttr, Features, PerfDataWriter, TracingData,
-};
 use schedscope_parser::tracefs_format::{parse_format, EventFormat, FieldKind};
+use schedscope_perf_data::{AttrSpec, EventAttr, Features, PerfDataWriter, TracingData};
 use std::io::{self, Cursor};
 
 /// (system, event, format file text) of every event the simulator emits.

@@ -105,14 +105,43 @@ pub fn record_with_output(
         summary.line(),
         summary.output.display()
     );
+    eprintln!(
+        "schedscope: start-up {:.2} s, finish {:.2} s",
+        summary.startup.as_secs_f64(),
+        summary.finish.as_secs_f64()
+    );
     if summary.lost > 0 {
         eprintln!(
-            "schedscope: warning: {} events lost ({:.2}%); use a larger --buffer-size",
+            "schedscope: warning: {} events lost ({:.2}%): {}; use a larger --buffer-size",
             summary.lost,
-            summary.lost_percent()
+            summary.lost_percent(),
+            loss_places(&summary.lost_by_cpu)
         );
     }
     Ok(summary)
+}
+
+/// "CPU 1: 300 between 2.10 s and 2.35 s, CPU 0: 12": where the losses
+/// were, with the times of the first and last loss record after the start.
+fn loss_places(by_cpu: &[schedscope_collector::CpuLoss]) -> String {
+    let parts: Vec<String> = by_cpu
+        .iter()
+        .map(|l| match l.when {
+            Some((a, b)) => format!(
+                "CPU {}: {} between {:.2} s and {:.2} s",
+                l.cpu,
+                l.lost,
+                a.as_secs_f64(),
+                b.as_secs_f64()
+            ),
+            None => format!("CPU {}: {}", l.cpu, l.lost),
+        })
+        .collect();
+    if parts.is_empty() {
+        "no CPU named".into()
+    } else {
+        parts.join(", ")
+    }
 }
 
 /// The exit code to pass on from a command's status (128+signal when killed).

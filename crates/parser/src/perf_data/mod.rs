@@ -43,7 +43,7 @@
 //! 1.38 s on that file. Its sequential, round-sorted record iterator does
 //! not split into parallel chunks, which is where the speed comes from.
 
-pub mod abi;
+pub use schedscope_perf_data::abi;
 mod assemble;
 mod bytes;
 pub(crate) mod chunk;
@@ -59,18 +59,16 @@ mod task_cgroups;
 pub(crate) mod tracepoint;
 pub mod tracing_data;
 mod walk;
-pub mod writer;
 
 use crate::ParseError;
 use abi::attr_type;
 pub(crate) use assemble::remap_local;
 use assemble::{merge, MergeHow};
-use bytes::Cursor;
 use chunk::{AttrCtx, ChunkOut, Ctx};
 use hash::{DenseMap, FxMap};
 use layout::Layout;
 use rayon::prelude::*;
-use schedscope_trace::{CgroupSample, Event, Severity, Trace, TraceFormat, Ts};
+use schedscope_trace::{Event, Severity, Trace, TraceFormat, Ts};
 use std::mem::MaybeUninit;
 use std::ops::Range;
 use tracepoint::TpDecoder;
@@ -415,9 +413,9 @@ fn sample_filter<'c>(ctx: &'c Ctx<'_>) -> SampleFilter<'c> {
 fn add_sections(trace: &mut Trace, td: tracing_data::TracingData, feats: &header::Features<'_>) {
     trace.kernel_symbols.syms = td.kallsyms;
     if let Some((b, off)) = feats.cgroup_samples {
-        match parse_cgroup_samples(b, off) {
+        match schedscope_perf_data::sections::decode_cgroup_samples(b, off) {
             Ok(s) => trace.cgroup_samples = s,
-            Err(e) => trace.warn(Severity::DataLoss, e, 1),
+            Err(e) => trace.warn(Severity::DataLoss, e.to_string(), 1),
         }
     }
     task_cgroups::load(trace, feats.task_cgroups);
@@ -754,52 +752,6 @@ fn split_slots<T>(events: &mut [T], sizes: impl Iterator<Item = usize>) -> Vec<&
     out
 }
 
-/// Parse the schedscope cgroup-samples feature section (version 1).
-fn parse_cgroup_samples(b: &[u8], base: u64) -> Result<Vec<CgroupSample>, String> {
-    let mut c = Cursor::new(b, base);
-    let err = |c: &Cursor<'_>, what: &str| {
-        format!(
-            "schedscope cgroup section (byte offset {base}): {what} at byte offset {}",
-            c.offset()
-        )
-    };
-    let version = c.u32().ok_or_else(|| err(&c, "truncated version"))?;
-    if version != 1 {
-        return Err(err(&c, &format!("unsupported version {version}")));
-    }
-    let count = c.u32().ok_or_else(|| err(&c, "truncated count"))?;
-    let mut out = Vec::with_capacity((count as usize).min(c.remaining() / 60));
-    for _ in 0..count {
-        let rec = (|| {
-            let ts = c.u64()?;
-            let quota_us = c.u64()? as i64;
-            let period_us = c.u64()?;
-            let nr_periods = c.u64()?;
-            let nr_throttled = c.u64()?;
-            let throttled_ns = c.u64()?;
-            let usage = c.u64()?;
-            let len = c.u32()? as usize;
-            let path = c.bytes(len)?;
-            let consumed = 7 * 8 + 4 + len;
-            c.bytes((8 - consumed % 8) % 8)?;
-            Some(CgroupSample {
-                ts: Ts(ts),
-                path: String::from_utf8_lossy(bytes::until_nul(path)).into_owned(),
-                quota_us,
-                period_us,
-                nr_periods,
-                nr_throttled,
-                throttled_ns,
-                usage_ns: (usage != u64::MAX).then_some(usage),
-            })
-        })();
-        match rec {
-            Some(r) => out.push(r),
-            None => return Err(err(&c, "truncated sample")),
-        }
-    }
-    Ok(out)
-}
 
 #[cfg(test)]
 mod tests {

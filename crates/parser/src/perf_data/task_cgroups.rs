@@ -1,74 +1,22 @@
 //! The schedscope task-cgroup feature section (bit
 //! [`abi::feature::SCHEDSCOPE_TASK_CGROUPS`](super::abi::feature::SCHEDSCOPE_TASK_CGROUPS),
-//! layout documented in the collector's `cgroup` module): each thread's
+//! layout and decoder in [`schedscope_perf_data::sections`]): each thread's
 //! CPU-controller cgroup at record start and at record end. [`apply`] sets
 //! [`schedscope_trace::Task::cgroup`] from it.
 
-use super::bytes::{self, Cursor};
+use schedscope_perf_data::sections::{decode_task_cgroups, TaskCgroup};
 use schedscope_trace::{EventData, Severity, Tid, Trace};
 use std::collections::HashMap;
-
-/// One entry: thread `tid` of process `pid` was in `path` at `ts`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry {
-    /// Thread id.
-    pub tid: i32,
-    /// Thread-group id.
-    pub pid: i32,
-    /// When it was read (the events' clock).
-    pub ts: u64,
-    /// cgroup path, e.g. `/L1/L2/C1`.
-    pub path: String,
-}
-
-/// Parse the section (version 1); `base` is its file offset, for messages.
-pub fn parse(b: &[u8], base: u64) -> Result<Vec<Entry>, String> {
-    let mut c = Cursor::new(b, base);
-    let err = |c: &Cursor<'_>, what: &str| {
-        format!(
-            "schedscope task-cgroup section (byte offset {base}): {what} at byte offset {}",
-            c.offset()
-        )
-    };
-    let version = c.u32().ok_or_else(|| err(&c, "truncated version"))?;
-    if version != 1 {
-        return Err(err(&c, &format!("unsupported version {version}")));
-    }
-    let count = c.u32().ok_or_else(|| err(&c, "truncated count"))?;
-    let mut out = Vec::with_capacity((count as usize).min(c.remaining() / 24));
-    for _ in 0..count {
-        let rec = (|| {
-            let tid = c.u32()? as i32;
-            let pid = c.u32()? as i32;
-            let ts = c.u64()?;
-            let len = c.u32()? as usize;
-            let path = c.bytes(len)?;
-            let consumed = 4 + 4 + 8 + 4 + len;
-            c.bytes((8 - consumed % 8) % 8)?;
-            Some(Entry {
-                tid,
-                pid,
-                ts,
-                path: String::from_utf8_lossy(bytes::until_nul(path)).into_owned(),
-            })
-        })();
-        match rec {
-            Some(r) => out.push(r),
-            None => return Err(err(&c, "truncated entry")),
-        }
-    }
-    Ok(out)
-}
 
 /// Read the section when the file has one and apply it to `trace` (a
 /// damaged section becomes a data-loss warning that names its offset).
 pub fn load(trace: &mut Trace, section: Option<(&[u8], u64)>) {
     if let Some((b, off)) = section {
-        match parse(b, off) {
+        match decode_task_cgroups(b, off) {
             Ok(entries) => {
                 apply(trace, &entries);
             }
-            Err(e) => trace.warn(Severity::DataLoss, e, 1),
+            Err(e) => trace.warn(Severity::DataLoss, e.to_string(), 1),
         }
     }
 }
@@ -80,8 +28,8 @@ pub fn load(trace: &mut Trace, section: Option<(&[u8], u64)>) {
 /// through the sched_process_fork events; a thread that still has none and
 /// whose process (tgid) has one takes its process's (new threads are created
 /// by a thread of the same process). Returns how many tasks got a cgroup.
-pub fn apply(trace: &mut Trace, entries: &[Entry]) -> usize {
-    let mut by_tid: HashMap<i32, Vec<&Entry>> = HashMap::new();
+pub fn apply(trace: &mut Trace, entries: &[TaskCgroup]) -> usize {
+    let mut by_tid: HashMap<i32, Vec<&TaskCgroup>> = HashMap::new();
     for e in entries {
         by_tid.entry(e.tid).or_default().push(e);
     }
@@ -155,47 +103,13 @@ mod tests {
     use super::*;
     use schedscope_trace::{Cpu, Event, StackId, TraceFormat, Ts};
 
-    fn encode(entries: &[Entry]) -> Vec<u8> {
-        // Written by hand from the documented layout (the collector has the
-        // production encoder; its test round-trips through the decoder).
-        let mut b = Vec::new();
-        b.extend_from_slice(&1u32.to_le_bytes());
-        b.extend_from_slice(&(entries.len() as u32).to_le_bytes());
-        for e in entries {
-            b.extend_from_slice(&e.tid.to_le_bytes());
-            b.extend_from_slice(&e.pid.to_le_bytes());
-            b.extend_from_slice(&e.ts.to_le_bytes());
-            b.extend_from_slice(&(e.path.len() as u32).to_le_bytes());
-            b.extend_from_slice(e.path.as_bytes());
-            while b.len() % 8 != 0 {
-                b.push(0);
-            }
-        }
-        b
-    }
-
-    fn entry(tid: i32, pid: i32, ts: u64, path: &str) -> Entry {
-        Entry {
+    fn entry(tid: i32, pid: i32, ts: u64, path: &str) -> TaskCgroup {
+        TaskCgroup {
             tid,
             pid,
             ts,
             path: path.into(),
         }
-    }
-
-    #[test]
-    fn section_round_trips_and_truncation_names_the_offset() {
-        let es = vec![entry(5, 5, 10, "/L1/L2/C1"), entry(6, 5, 99, "/")];
-        let b = encode(&es);
-        assert_eq!(parse(&b, 0).unwrap(), es);
-        let e = parse(&b[..b.len() - 3], 4096).unwrap_err();
-        assert!(
-            e.contains("byte offset 4096") && e.contains("truncated"),
-            "{e}"
-        );
-        let mut v2 = b.clone();
-        v2[0] = 2;
-        assert!(parse(&v2, 0).unwrap_err().contains("version 2"));
     }
 
     #[test]
@@ -246,5 +160,64 @@ mod tests {
         assert_eq!(cg(13).as_deref(), Some("/first"), "earliest entry wins");
         assert_eq!(cg(14), None, "the entry was for the previous incarnation");
         assert_eq!(n, 4);
+    }
+
+    #[test]
+    fn task_cgroups_round_trip_through_the_writer_and_decoder() {
+        use schedscope_perf_data::sections::encode_task_cgroups;
+        use schedscope_perf_data::{abi, AttrSpec, EventAttr, Features, PerfDataWriter};
+        let spec = AttrSpec {
+            attr: EventAttr::tracepoint(300),
+            name: "test:ev".into(),
+            ids: vec![10],
+        };
+        let mut w = PerfDataWriter::new(std::io::Cursor::new(Vec::new()), vec![spec]).unwrap();
+        // 100 (process) and 101 (its thread) alive at start; 102 a thread
+        // of 100 created during the recording (PERF_RECORD_FORK, no entry).
+        w.fork(100, 1, 100, 1, 0).unwrap();
+        w.comm(100, 100, "burn", 0).unwrap();
+        w.fork(100, 100, 101, 100, 0).unwrap();
+        w.comm(100, 101, "burn", 0).unwrap();
+        w.fork(100, 100, 102, 101, 500).unwrap();
+        w.comm(100, 102, "burn", 500).unwrap();
+        w.finished_round().unwrap();
+        let entries = [
+            entry(100, 100, 1, "/L1/L2/C1"),
+            entry(101, 100, 1, "/L1/L2/C1"),
+        ];
+        let feats = Features {
+            extra: vec![(
+                abi::feature::SCHEDSCOPE_TASK_CGROUPS,
+                encode_task_cgroups(&entries),
+            )],
+            ..Features::default()
+        };
+        let (cur, _) = w.finish(&feats).unwrap();
+        let trace = crate::perf_data::decode("rt", cur.get_ref()).unwrap();
+        for tid in [100, 101, 102] {
+            let t = trace
+                .tasks
+                .by_tid(Tid(tid))
+                .unwrap_or_else(|| panic!("task {tid} decoded"));
+            assert_eq!(t.cgroup.as_deref(), Some("/L1/L2/C1"), "tid {tid}");
+        }
+        assert!(
+            !trace.warnings.iter().any(|w| w.message.contains("cgroup")),
+            "{:?}",
+            trace.warnings
+        );
+    }
+
+    #[test]
+    fn a_damaged_section_is_a_warning_that_names_its_offset() {
+        let mut t = Trace::new("t", TraceFormat::PerfData);
+        load(&mut t, Some((&[1, 0, 0, 0, 5, 0, 0, 0, 1], 4096)));
+        assert!(
+            t.warnings
+                .iter()
+                .any(|w| w.message.contains("task-cgroup") && w.message.contains("4096")),
+            "{:?}",
+            t.warnings
+        );
     }
 }

@@ -1,5 +1,5 @@
-//! perf.data (PERFILE2) layout constants shared by the decoder and the
-//! collector's writer. Values from linux/include/uapi/linux/perf_event.h and
+//! perf.data (PERFILE2) layout constants shared by the reader (parser) and
+//! the writer (collector, simulator). Values from linux/include/uapi/linux/perf_event.h and
 //! tools/perf/util/header.h / event.h.
 
 /// File magic, native endian ("PERFILE2" read as a little-endian u64).
@@ -172,6 +172,10 @@ pub const FILE_HEADER_SIZE: u64 = 104;
 /// Size of a record header (struct perf_event_header).
 pub const RECORD_HEADER_SIZE: usize = 8;
 
+/// perf_event_header.misc: the record belongs to the kernel (PERF_RECORD_MISC_KERNEL).
+pub const MISC_KERNEL: u16 = 1;
+/// perf_event_header.misc: the record belongs to user space (PERF_RECORD_MISC_USER).
+pub const MISC_USER: u16 = 2;
 /// PERF_RECORD_MISC_COMM_EXEC: a COMM record caused by exec.
 pub const MISC_COMM_EXEC: u16 = 1 << 13;
 /// PERF_SAMPLE_BRANCH_HW_INDEX bit of branch_sample_type.

@@ -1,5 +1,5 @@
 //! perf.data (PERFILE2) writer, used by the collector and the scheduling
-//! simulator.
+//! simulator (`schedscope-sim`).
 //!
 //! Layout written (tools/perf/Documentation/perf.data-file-format.txt):
 //!
@@ -25,104 +25,14 @@
 //! keeps the data section up to the last complete record that reached the
 //! file, so the result is still a valid perf.data file.
 
-use super::abi::{self, RecordType};
+use crate::abi::{self, RecordType};
+use crate::attr::{EventAttr, ATTR_SIZE, FILE_ATTR_SIZE};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 
-/// Size of the perf_event_attr we write (PERF_ATTR_SIZE_VER7; perf 6.1
-/// refuses larger attrs).
-pub const ATTR_SIZE: usize = 128;
-/// Size of a `struct perf_file_attr` (attr + ids section).
-pub const FILE_ATTR_SIZE: usize = ATTR_SIZE + 16;
 /// Strings in feature sections are padded to this alignment (NAME_ALIGN).
 const NAME_ALIGN: usize = 64;
-/// perf_event_header.misc: the record belongs to the kernel (PERF_RECORD_MISC_KERNEL).
-pub const MISC_KERNEL: u16 = 1;
 /// Buffer size for small records.
 const BUF_CAP: usize = 1 << 20;
-
-/// perf_event_attr flag bits (the bitfield word at offset 40).
-#[allow(missing_docs)]
-pub mod attr_flag {
-    pub const DISABLED: u64 = 1 << 0;
-    pub const INHERIT: u64 = 1 << 1;
-    pub const EXCLUDE_HV: u64 = 1 << 6;
-    pub const MMAP: u64 = 1 << 8;
-    pub const COMM: u64 = 1 << 9;
-    pub const FREQ: u64 = 1 << 10;
-    pub const TASK: u64 = 1 << 13;
-    pub const WATERMARK: u64 = 1 << 14;
-    pub const SAMPLE_ID_ALL: u64 = 1 << 18;
-    pub const EXCLUDE_CALLCHAIN_USER: u64 = 1 << 22;
-    pub const MMAP2: u64 = 1 << 23;
-    pub const COMM_EXEC: u64 = 1 << 24;
-    pub const USE_CLOCKID: u64 = 1 << 25;
-}
-
-/// The fields of `struct perf_event_attr` that schedscope uses; the rest are
-/// written as zero. [`EventAttr::to_bytes`] gives the exact 128-byte ABI
-/// layout, which is what the collector passes to perf_event_open and what
-/// the file stores.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct EventAttr {
-    /// PERF_TYPE_* (`abi::attr_type`).
-    pub kind: u32,
-    /// Event config (the tracepoint id for PERF_TYPE_TRACEPOINT).
-    pub config: u64,
-    /// Sample period, or frequency when `attr_flag::FREQ` is set.
-    pub sample_period: u64,
-    /// PERF_SAMPLE_* bits (`abi::sample`).
-    pub sample_type: u64,
-    /// PERF_FORMAT_* bits (`abi::read_format`).
-    pub read_format: u64,
-    /// Flag bitfield (`attr_flag`).
-    pub flags: u64,
-    /// wakeup_events, or wakeup_watermark (bytes) when `attr_flag::WATERMARK` is set.
-    pub wakeup: u32,
-    /// Clock id used when `attr_flag::USE_CLOCKID` is set.
-    pub clockid: i32,
-    /// Maximum call-chain depth (0 = kernel default).
-    pub sample_max_stack: u16,
-}
-
-impl EventAttr {
-    /// A tracepoint sampled on every hit, as `perf record -e sys:event` does:
-    /// IP, TID, TIME, CPU, PERIOD, RAW and IDENTIFIER, sample_id_all set.
-    pub fn tracepoint(id: u64) -> EventAttr {
-        EventAttr {
-            kind: abi::attr_type::TRACEPOINT,
-            config: id,
-            sample_period: 1,
-            sample_type: abi::sample::IDENTIFIER
-                | abi::sample::IP
-                | abi::sample::TID
-                | abi::sample::TIME
-                | abi::sample::CPU
-                | abi::sample::PERIOD
-                | abi::sample::RAW,
-            read_format: 0,
-            flags: attr_flag::SAMPLE_ID_ALL | attr_flag::DISABLED,
-            wakeup: 1,
-            clockid: 0,
-            sample_max_stack: 0,
-        }
-    }
-
-    /// The ABI bytes (native endian, `size` = [`ATTR_SIZE`]).
-    pub fn to_bytes(&self) -> [u8; ATTR_SIZE] {
-        let mut b = [0u8; ATTR_SIZE];
-        b[0..4].copy_from_slice(&self.kind.to_ne_bytes());
-        b[4..8].copy_from_slice(&(ATTR_SIZE as u32).to_ne_bytes());
-        b[8..16].copy_from_slice(&self.config.to_ne_bytes());
-        b[16..24].copy_from_slice(&self.sample_period.to_ne_bytes());
-        b[24..32].copy_from_slice(&self.sample_type.to_ne_bytes());
-        b[32..40].copy_from_slice(&self.read_format.to_ne_bytes());
-        b[40..48].copy_from_slice(&self.flags.to_ne_bytes());
-        b[48..52].copy_from_slice(&self.wakeup.to_ne_bytes());
-        b[92..96].copy_from_slice(&self.clockid.to_ne_bytes());
-        b[108..110].copy_from_slice(&self.sample_max_stack.to_ne_bytes());
-        b
-    }
-}
 
 /// One event of the file: its attr, its name (`sched:sched_switch`) and the
 /// sample ids the kernel gave its fds (one per CPU; any unique non-zero u64
@@ -499,8 +409,14 @@ impl<W: Read + Write + Seek> PerfDataWriter<W> {
         self.write_records(&rec)
     }
 
-    /// The sample_id trailer of non-sample records (layout of the first attr).
+    /// The sample_id trailer of non-sample records (layout of the first
+    /// attr), with sample id 0 (synthesized).
     fn sample_id(&self, rec: &mut Vec<u8>, pid: u32, tid: u32, time: u64, cpu: u32) {
+        self.sample_id_of(rec, pid, tid, time, cpu, 0);
+    }
+
+    /// The sample_id trailer naming event id `id`.
+    fn sample_id_of(&self, rec: &mut Vec<u8>, pid: u32, tid: u32, time: u64, cpu: u32, id: u64) {
         use abi::sample as s;
         let st = self.id_sample_type;
         if st & s::TID != 0 {
@@ -511,18 +427,30 @@ impl<W: Read + Write + Seek> PerfDataWriter<W> {
             put64(rec, time);
         }
         if st & s::ID != 0 {
-            put64(rec, 0);
+            put64(rec, id);
         }
         if st & s::STREAM_ID != 0 {
-            put64(rec, 0);
+            put64(rec, id);
         }
         if st & s::CPU != 0 {
             put32(rec, cpu);
             put32(rec, 0);
         }
         if st & s::IDENTIFIER != 0 {
-            put64(rec, 0);
+            put64(rec, id);
         }
+    }
+
+    /// Append a PERF_RECORD_LOST_SAMPLES: the kernel's count of samples of
+    /// event id `id` on `cpu` that never reached the ring (as perf writes
+    /// at the end of a recording from the PERF_FORMAT_LOST counters).
+    pub fn lost_samples(&mut self, id: u64, cpu: u32, lost: u64, time: u64) -> io::Result<()> {
+        let mut rec = Vec::with_capacity(56);
+        rec.extend_from_slice(&[0u8; 8]);
+        put64(&mut rec, lost);
+        self.sample_id_of(&mut rec, 0, 0, time, cpu, id);
+        finish_header(&mut rec, RecordType::LOST_SAMPLES, 0)?;
+        self.write_records(&rec)
     }
 
     /// Append a PERF_RECORD_COMM (pid = tgid) with a zero-id sample_id
@@ -556,7 +484,7 @@ impl<W: Read + Write + Seek> PerfDataWriter<W> {
         self.write_records(&rec)
     }
 
-    /// Append a PERF_RECORD_MMAP (`misc` e.g. [`MISC_KERNEL`] for the kernel
+    /// Append a PERF_RECORD_MMAP (`misc` e.g. [`abi::MISC_KERNEL`] for the kernel
     /// map perf synthesizes as `[kernel.kallsyms]_text`, pid `u32::MAX`).
     #[allow(clippy::too_many_arguments)]
     pub fn mmap(
@@ -839,23 +767,23 @@ mod tests {
     }
 
     #[test]
-    fn attr_bytes_match_the_abi_offsets() {
-        let mut a = EventAttr::tracepoint(316);
-        a.clockid = 1;
-        a.wakeup = 4096;
-        let b = a.to_bytes();
-        assert_eq!(u32::from_ne_bytes(b[4..8].try_into().unwrap()), 128);
-        assert_eq!(u64_at(&b, 8), 316);
+    fn lost_samples_record_names_event_cpu_and_time() {
+        let mut w = PerfDataWriter::new(Cursor::new(Vec::new()), vec![spec(1), spec(2)]).unwrap();
+        w.lost_samples(21, 1, 5, 77).unwrap();
+        let (cur, sum) = w.finish(&Features::default()).unwrap();
+        let f = cur.into_inner();
+        let r = sum.data_offset as usize;
+        assert_eq!(u32::from_ne_bytes(f[r..r + 4].try_into().unwrap()), 13);
+        // header 8 + lost 8 + sample_id (tid 8, time 8, cpu 8, identifier 8).
+        assert_eq!(u16::from_ne_bytes([f[r + 6], f[r + 7]]), 48);
+        assert_eq!(u64_at(&f, r + 8), 5, "lost");
+        assert_eq!(u64_at(&f, r + 24), 77, "time");
         assert_eq!(
-            u64_at(&b, 24) & abi::sample::IDENTIFIER,
-            abi::sample::IDENTIFIER
+            u32::from_ne_bytes(f[r + 32..r + 36].try_into().unwrap()),
+            1,
+            "cpu"
         );
-        assert_eq!(
-            u64_at(&b, 40) & abi::ATTR_FLAG_SAMPLE_ID_ALL,
-            abi::ATTR_FLAG_SAMPLE_ID_ALL
-        );
-        assert_eq!(u32::from_ne_bytes(b[48..52].try_into().unwrap()), 4096);
-        assert_eq!(i32::from_ne_bytes(b[92..96].try_into().unwrap()), 1);
+        assert_eq!(u64_at(&f, r + 40), 21, "identifier");
     }
 
     #[test]
