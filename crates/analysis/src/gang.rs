@@ -24,7 +24,6 @@ use schedscope_trace::{EventData, Tid, Trace, Ts};
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
-use std::io::{self, Write};
 
 /// How many of the longest fragmented episodes each gang keeps.
 pub const EPISODES_KEPT: usize = 10;
@@ -79,6 +78,10 @@ pub struct Gang {
     pub tgid: Option<Tid>,
     /// Member tids, ascending.
     pub members: Vec<Tid>,
+    /// Comm of each member (parallel to `members`; empty when unknown), as
+    /// the timeline last knew it. Not in the JSON (its keys are a contract).
+    #[serde(skip)]
+    pub member_comms: Vec<String>,
     /// vCPU ids of the members (VMs only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub vcpus: Vec<Option<u32>>,
@@ -717,6 +720,16 @@ fn sweep(
         kind: def.kind,
         tgid: def.tgid,
         members: def.members.clone(),
+        member_comms: def
+            .members
+            .iter()
+            .map(|&t| {
+                timeline
+                    .thread(t)
+                    .map(|t| t.comm.clone())
+                    .unwrap_or_default()
+            })
+            .collect(),
         vcpus: def.vcpus.clone(),
         corun_ratio: ratio(all, any),
         fragmented_ns: frag,
@@ -761,175 +774,6 @@ pub fn analyze(ctx: &Context) -> Result<GangReport, AnalysisError> {
         )),
     };
     Ok(GangReport { gangs, note })
-}
-
-fn pct(r: f64) -> String {
-    format!("{:.0}%", r * 100.0)
-}
-
-fn ms(ns: u64) -> String {
-    format!("{:.3}", ns as f64 / 1e6)
-}
-
-/// Render rows as an aligned table: the first column and columns with an
-/// empty header (bar charts) left-aligned, the others right-aligned.
-pub(crate) fn write_table(
-    out: &mut dyn Write,
-    indent: &str,
-    header: &[&str],
-    rows: &[Vec<String>],
-) -> io::Result<()> {
-    let mut w: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            if i < w.len() {
-                w[i] = w[i].max(c.chars().count());
-            }
-        }
-    }
-    let line = |cells: &mut dyn Iterator<Item = &str>| -> String {
-        let mut s = String::from(indent);
-        for (i, c) in cells.enumerate() {
-            if i > 0 {
-                s.push_str("  ");
-            }
-            let pad = w[i].saturating_sub(c.chars().count());
-            if i == 0 || header.get(i).is_some_and(|h| h.is_empty()) {
-                s.push_str(c);
-                s.push_str(&" ".repeat(pad));
-            } else {
-                s.push_str(&" ".repeat(pad));
-                s.push_str(c);
-            }
-        }
-        s.trim_end().to_string()
-    };
-    writeln!(out, "{}", line(&mut header.iter().copied()))?;
-    for r in rows {
-        writeln!(out, "{}", line(&mut r.iter().map(String::as_str)))?;
-    }
-    Ok(())
-}
-
-impl Gang {
-    /// The one-line verdict: "VM 4242 (qemu): all 4 vCPUs co-ran 12% of the time it ran; 61% fragmented".
-    pub fn verdict(&self) -> String {
-        let what = if self.kind == GangKind::Vm || !self.vcpus.is_empty() {
-            "vCPUs"
-        } else {
-            "threads"
-        };
-        format!(
-            "{}: all {} {} co-ran {} of the time it ran; {} fragmented",
-            self.name,
-            self.members.len(),
-            what,
-            pct(self.corun_ratio),
-            pct(self.fragmented_ratio)
-        )
-    }
-}
-
-impl GangReport {
-    /// Text: a verdict per gang, then per gang its histogram as a bar chart,
-    /// its busiest members and longest fragmented episodes.
-    pub fn render_text(&self, ctx: &Context, out: &mut dyn Write) -> io::Result<()> {
-        let top = if ctx.opts.top == 0 { 10 } else { ctx.opts.top };
-        if let Some(note) = &self.note {
-            writeln!(out, "  {note}")?;
-        }
-        let mut order: Vec<&Gang> = self.gangs.iter().collect();
-        order.sort_by_key(|g| Reverse(g.any_running_ns));
-        for g in order.iter().take(top) {
-            writeln!(out, "  {}", g.verdict())?;
-        }
-        if order.len() > top {
-            writeln!(out, "  ... {} more gangs (--top)", order.len() - top)?;
-        }
-        for g in order.iter().take(top) {
-            writeln!(out)?;
-            writeln!(
-                out,
-                "{}  (members {}, any ran {} ms, all ran {} ms, fragmented {} ms)",
-                g.name,
-                g.members.len(),
-                ms(g.any_running_ns),
-                ms(g.all_running_ns),
-                ms(g.fragmented_ns)
-            )?;
-            let total: u64 = g.running_hist_ns.iter().sum();
-            let rows: Vec<Vec<String>> = g
-                .running_hist_ns
-                .iter()
-                .enumerate()
-                .map(|(k, &ns)| {
-                    let share = ratio(ns, total);
-                    let bar = "#".repeat((share * 40.0).round() as usize);
-                    vec![k.to_string(), ms(ns), format!("{:.1}", share * 100.0), bar]
-                })
-                .collect();
-            write_table(out, "  ", &["running", "time (ms)", "share (%)", ""], &rows)?;
-            let mut members: Vec<usize> = (0..g.members.len()).collect();
-            members.sort_by_key(|&i| Reverse(g.member_running_ns[i]));
-            let rows: Vec<Vec<String>> = members
-                .iter()
-                .take(top)
-                .map(|&i| {
-                    let best = (0..g.members.len())
-                        .filter(|&j| j != i)
-                        .map(|j| g.pair_corun[i][j])
-                        .fold(f64::NAN, f64::max);
-                    let tid = g.members[i];
-                    vec![
-                        match g.vcpus.get(i).copied().flatten() {
-                            Some(v) => format!("{tid} (vcpu {v})"),
-                            None => tid.to_string(),
-                        },
-                        ctx.timeline
-                            .thread(tid)
-                            .map(|t| t.comm.clone())
-                            .unwrap_or_default(),
-                        ms(g.member_running_ns[i]),
-                        if best.is_nan() {
-                            "-".into()
-                        } else {
-                            format!("{:.1}", best * 100.0)
-                        },
-                    ]
-                })
-                .collect();
-            write_table(
-                out,
-                "  ",
-                &["member", "comm", "ran (ms)", "best pair co-run (%)"],
-                &rows,
-            )?;
-            if !g.episodes.is_empty() {
-                let rows: Vec<Vec<String>> = g
-                    .episodes
-                    .iter()
-                    .take(top)
-                    .map(|e| {
-                        vec![Ts(e.start_ns).to_string(), ms(e.duration_ns), {
-                            let mut w: Vec<String> =
-                                e.waiting.iter().take(8).map(|t| t.to_string()).collect();
-                            if e.waiting.len() > 8 {
-                                w.push(format!("+{}", e.waiting.len() - 8));
-                            }
-                            w.join(",")
-                        }]
-                    })
-                    .collect();
-                write_table(
-                    out,
-                    "  ",
-                    &["fragmented from (s)", "for (ms)", "waiting tids"],
-                    &rows,
-                )?;
-            }
-        }
-        Ok(())
-    }
 }
 
 /// Members of `defs` by tid: (gang index, member index); first gang wins.

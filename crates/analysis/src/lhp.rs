@@ -25,7 +25,7 @@
 
 use crate::gang::{self, GangDef, GangKind};
 use crate::hash::IntMap;
-use crate::report::Section;
+use crate::section::Section;
 use crate::timeline::{StateInterval, ThreadState, ThreadTimeline, Timeline};
 use crate::{AnalysisError, Context};
 use rayon::prelude::*;
@@ -33,7 +33,6 @@ use schedscope_trace::{EventData, KvmIsa, Tid, Trace, Ts};
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
-use std::io::{self, Write};
 
 /// A directed yield counts when the switch follows the exit within this window.
 pub const YIELD_WINDOW_NS: u64 = 50_000;
@@ -1186,200 +1185,6 @@ fn waker_preempted_chunked(
         wakeups,
         pairs,
         processes,
-    }
-}
-
-fn pct(a: u64, b: u64) -> String {
-    if b == 0 {
-        "-".into()
-    } else {
-        format!("{:.1}", a as f64 * 100.0 / b as f64)
-    }
-}
-
-fn ms(ns: u64) -> String {
-    format!("{:.3}", ns as f64 / 1e6)
-}
-
-impl LhpReport {
-    /// Text: PLE headline and tables, exit reasons, then the waker-preempted tables.
-    pub fn render_text(&self, ctx: &Context, out: &mut dyn Write) -> io::Result<()> {
-        let top = if ctx.opts.top == 0 { 20 } else { ctx.opts.top };
-        match &self.ple.0 {
-            Err(e) => writeln!(out, "  pause-loop exits: {e}")?,
-            Ok(p) => {
-                writeln!(
-                    out,
-                    "  {} pause-loop exits ({:.1}/s): {}% with a sibling vCPU preempted, {}% with all siblings running, {}% with siblings idle; {} directed yields to a sibling within 50 us",
-                    p.total,
-                    p.per_second,
-                    pct(p.sibling_preempted, p.total),
-                    pct(p.all_running, p.total),
-                    pct(p.siblings_idle, p.total),
-                    p.directed_yield.to_sibling
-                )?;
-                let hdr = [
-                    "VM",
-                    "vCPUs",
-                    "PLE exits",
-                    "per s",
-                    "sibling preempted (%)",
-                    "all running (%)",
-                    "siblings idle (%)",
-                    "yield to sibling",
-                ];
-                let rows: Vec<Vec<String>> = p
-                    .per_vm
-                    .iter()
-                    .take(top)
-                    .map(|v| {
-                        vec![
-                            v.name.clone(),
-                            v.vcpus.to_string(),
-                            v.total.to_string(),
-                            format!("{:.1}", v.per_second),
-                            pct(v.sibling_preempted, v.total),
-                            pct(v.all_running, v.total),
-                            pct(v.siblings_idle, v.total),
-                            v.yield_to_sibling.to_string(),
-                        ]
-                    })
-                    .collect();
-                gang::write_table(out, "  ", &hdr, &rows)?;
-                let mut vc: Vec<&PleVcpu> = p.per_vcpu.iter().collect();
-                vc.sort_by_key(|v| Reverse(v.total));
-                let rows: Vec<Vec<String>> = vc
-                    .iter()
-                    .take(top)
-                    .map(|v| {
-                        vec![
-                            v.tid.to_string(),
-                            v.vcpu.map(|x| x.to_string()).unwrap_or_else(|| "-".into()),
-                            v.tgid.map(|x| x.to_string()).unwrap_or_else(|| "-".into()),
-                            v.total.to_string(),
-                            format!("{:.1}", v.per_second),
-                            pct(v.sibling_preempted, v.total),
-                            pct(v.all_running, v.total),
-                            pct(v.siblings_idle, v.total),
-                        ]
-                    })
-                    .collect();
-                writeln!(out)?;
-                gang::write_table(
-                    out,
-                    "  ",
-                    &[
-                        "vCPU tid",
-                        "vcpu",
-                        "VM",
-                        "PLE exits",
-                        "per s",
-                        "sibling preempted (%)",
-                        "all running (%)",
-                        "siblings idle (%)",
-                    ],
-                    &rows,
-                )?;
-                writeln!(
-                    out,
-                    "  directed yield within 50 us: {} to a sibling, {} to another task, {} no switch",
-                    p.directed_yield.to_sibling, p.directed_yield.to_other, p.directed_yield.no_switch
-                )?;
-                for vm in &p.exit_reasons {
-                    writeln!(out)?;
-                    writeln!(out, "  exit reasons of {} ({} exits)", vm.name, vm.total)?;
-                    let rows: Vec<Vec<String>> = vm
-                        .reasons
-                        .iter()
-                        .take(top)
-                        .map(|r| {
-                            vec![
-                                r.reason.clone(),
-                                r.count.to_string(),
-                                format!("{:.2}", r.share * 100.0),
-                                format!("{:.2}", r.time_ns as f64 / 1e3 / r.count.max(1) as f64),
-                            ]
-                        })
-                        .collect();
-                    gang::write_table(
-                        out,
-                        "    ",
-                        &["reason", "samples", "samples (%)", "avg time (us)"],
-                        &rows,
-                    )?;
-                }
-            }
-        }
-        writeln!(out)?;
-        match &self.waker_preempted.0 {
-            Err(e) => writeln!(out, "  waker-preempted time: {e}")?,
-            Ok(w) => {
-                writeln!(
-                    out,
-                    "  waker-preempted time: {} ms over {} wakeups (sleepers waited while their waker was runnable but off CPU)",
-                    ms(w.total_ns),
-                    w.wakeups
-                )?;
-                let rows: Vec<Vec<String>> = w
-                    .pairs
-                    .iter()
-                    .take(top)
-                    .map(|p| {
-                        vec![
-                            format!("{}:{}", p.waker_comm, p.waker),
-                            format!("{}:{}", p.wakee_comm, p.wakee),
-                            p.wakeups.to_string(),
-                            ms(p.waker_preempted_ns),
-                            ms(p.max_ns),
-                        ]
-                    })
-                    .collect();
-                gang::write_table(
-                    out,
-                    "  ",
-                    &[
-                        "waker",
-                        "wakee",
-                        "wakeups",
-                        "waker preempted (ms)",
-                        "max (ms)",
-                    ],
-                    &rows,
-                )?;
-                writeln!(out)?;
-                let rows: Vec<Vec<String>> = w
-                    .processes
-                    .iter()
-                    .take(top)
-                    .map(|p| {
-                        vec![
-                            format!(
-                                "{}:{}",
-                                p.name,
-                                p.tgid.map(|t| t.to_string()).unwrap_or_else(|| "-".into())
-                            ),
-                            p.wakeups.to_string(),
-                            ms(p.sleep_ns),
-                            ms(p.waker_preempted_ns),
-                            pct(p.waker_preempted_ns, p.sleep_ns),
-                        ]
-                    })
-                    .collect();
-                gang::write_table(
-                    out,
-                    "  ",
-                    &[
-                        "process",
-                        "wakeups",
-                        "slept (ms)",
-                        "waker preempted (ms)",
-                        "share (%)",
-                    ],
-                    &rows,
-                )?;
-            }
-        }
-        Ok(())
     }
 }
 

@@ -19,8 +19,8 @@ pub mod idle;
 pub mod latency;
 pub mod lhp;
 pub mod report;
+pub mod section;
 pub mod symbolize;
-pub mod table;
 pub mod timeline;
 pub mod tlb;
 

@@ -47,7 +47,6 @@
 //!   a gap-length histogram and the longest gaps with who was waiting.
 
 mod pass;
-mod render;
 mod stats;
 
 use crate::{AnalysisError, Context};
@@ -371,12 +370,4 @@ pub fn analyze(ctx: &Context) -> Result<IdleReport, AnalysisError> {
         .map(|s| s.to_string())
         .collect();
     Ok(report)
-}
-
-impl IdleReport {
-    /// Render the section as text: headline first, then aligned tables
-    /// (`ctx.opts.top` rows where a table can be long).
-    pub fn render_text(&self, ctx: &Context, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        render::render(self, ctx, out)
-    }
 }

@@ -25,7 +25,6 @@
 //! [`profile`] is the cpu-clock "top callers" table of `record --profile`.
 
 pub mod profile;
-mod render;
 mod requests;
 
 pub use profile::{analyze_profile, ProfileReport, ProfileRow};

@@ -10,6 +10,7 @@
 
 use crate::args::{OutputFormat, ReportArgs};
 use schedscope_analysis::{Options, Report, Sections};
+use schedscope_render::{RenderText, TextOptions};
 use schedscope_trace::Trace;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -20,6 +21,7 @@ use std::time::Instant;
 struct Config {
     sections: Sections,
     opts: Options,
+    text: TextOptions,
 }
 
 impl Config {
@@ -44,6 +46,7 @@ impl Config {
                 gang_specs: a.gang_of.clone(),
                 top: a.top,
             },
+            text: TextOptions { top: a.top },
         }
     }
 }
@@ -105,7 +108,7 @@ pub(crate) fn load_with(
     if t0.elapsed().as_secs_f64() > 0.5 {
         progress.say(&format!(
             "loaded {} events in {:.1} s; analysing...",
-            schedscope_analysis::table::count(trace.events.len() as u64),
+            schedscope_render::fmt::count(trace.events.len() as u64),
             t0.elapsed().as_secs_f64()
         ));
     }
@@ -146,7 +149,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     };
     let trace = load_with(&args.file, &progress, &load_opts)?;
     let t1 = Instant::now();
-    let report = Report::compute(&trace, cfg.sections, &cfg.opts);
+    let (report, timeline) = Report::compute_with_timeline(&trace, cfg.sections, &cfg.opts);
     if std::env::var_os("SCHEDSCOPE_TIMING").is_some() {
         eprintln!("timing: compute {:.1} ms", t1.elapsed().as_secs_f64() * 1e3);
     }
@@ -156,7 +159,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     match args.format {
         OutputFormat::Text => {
             print_warnings(&trace);
-            report.render_text(&trace, &cfg.opts, &mut out)?;
+            report.render_text(&cfg.text, &mut out)?;
         }
         OutputFormat::Json => {
             serde_json::to_writer_pretty(&mut out, &report)?;
@@ -176,6 +179,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     // one by one would only delay the exit (about 5% of the run), the OS
     // takes the memory back at once.
     std::mem::forget(report);
+    std::mem::forget(timeline);
     std::mem::forget(trace);
     if failed {
         return Ok(ExitCode::from(1));
