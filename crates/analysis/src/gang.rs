@@ -1,4 +1,4 @@
-//! Gang co-run (DESIGN.md "Analyses — definitions", issue 4).
+//! Gang co-run (DESIGN.md "Analyses — definitions").
 //!
 //! A gang is a set of threads that should run together: by default every
 //! process (tgid) with two or more threads that were Running or Runnable, and
@@ -247,18 +247,71 @@ fn invalid(spec: &str, detail: impl Into<String>) -> AnalysisError {
     }
 }
 
-/// Parse one `--gang-of` spec against the trace.
+/// One `--gang-of` spec, parsed (its syntax checked) but not yet resolved
+/// against a trace: front ends check specs with [`GangSpec::parse`] before
+/// loading (a usage error), [`explicit_gang`] resolves them.
+#[derive(Clone, Debug)]
+pub enum GangSpec {
+    /// `pid=N`: the threads of process N that ran or waited.
+    Pid(i32),
+    /// `tids=A,B,C`: these threads (ascending, no repeats; the list as given
+    /// names the gang).
+    Tids(Vec<i32>, String),
+    /// `comm=REGEX`: the threads whose comm matches.
+    Comm(regex::Regex),
+    /// `cgroup=PATH`: the threads at or below this cgroup that ran.
+    Cgroup(String),
+}
+
+impl GangSpec {
+    /// Check the syntax of `spec` (`pid=N`, `tids=A,B,C`, `comm=REGEX`,
+    /// `cgroup=PATH`); the error is [`AnalysisError::InvalidOption`] naming
+    /// the option.
+    pub fn parse(spec: &str) -> Result<GangSpec, AnalysisError> {
+        let (key, value) = spec.split_once('=').ok_or_else(|| {
+            invalid(
+                spec,
+                "expected pid=N, tids=A,B,C, comm=REGEX or cgroup=PATH",
+            )
+        })?;
+        match key.trim() {
+            "pid" => value
+                .trim()
+                .parse()
+                .map(GangSpec::Pid)
+                .map_err(|_| invalid(spec, format!("`{value}` is not a process id"))),
+            "tids" => {
+                let mut tids = Vec::new();
+                for part in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                    let tid: i32 = part
+                        .parse()
+                        .map_err(|_| invalid(spec, format!("`{part}` is not a thread id")))?;
+                    tids.push(tid);
+                }
+                if tids.is_empty() {
+                    return Err(invalid(spec, "no thread ids given"));
+                }
+                Ok(GangSpec::Tids(tids, value.to_string()))
+            }
+            "comm" => regex::Regex::new(value)
+                .map(GangSpec::Comm)
+                .map_err(|e| invalid(spec, format!("bad regular expression: {e}"))),
+            "cgroup" => Ok(GangSpec::Cgroup(value.trim().to_string())),
+            other => Err(invalid(
+                spec,
+                format!("unknown key `{other}`; expected pid, tids, comm or cgroup"),
+            )),
+        }
+    }
+}
+
+/// Parse one `--gang-of` spec and resolve it against the trace.
 pub fn explicit_gang(
     trace: &Trace,
     timeline: &Timeline,
     spec: &str,
 ) -> Result<GangDef, AnalysisError> {
-    let (key, value) = spec.split_once('=').ok_or_else(|| {
-        invalid(
-            spec,
-            "expected pid=N, tids=A,B,C, comm=REGEX or cgroup=PATH",
-        )
-    })?;
+    let parsed = GangSpec::parse(spec)?;
     let vcpus = vcpu_threads(trace);
     let vcpu_list = |members: &[Tid]| -> Vec<Option<u32>> {
         if members.iter().any(|t| vcpus.contains_key(t)) {
@@ -270,12 +323,8 @@ pub fn explicit_gang(
             Vec::new()
         }
     };
-    match key.trim() {
-        "pid" => {
-            let pid: i32 = value
-                .trim()
-                .parse()
-                .map_err(|_| invalid(spec, format!("`{value}` is not a process id")))?;
+    match parsed {
+        GangSpec::Pid(pid) => {
             let tgid = Tid(pid);
             let mut members: Vec<Tid> = timeline
                 .threads
@@ -310,12 +359,9 @@ pub fn explicit_gang(
                 vcpus: vc,
             })
         }
-        "tids" => {
+        GangSpec::Tids(tids, value) => {
             let mut members = Vec::new();
-            for part in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-                let tid: i32 = part
-                    .parse()
-                    .map_err(|_| invalid(spec, format!("`{part}` is not a thread id")))?;
+            for tid in tids {
                 if timeline.thread(Tid(tid)).is_none() {
                     return Err(invalid(
                         spec,
@@ -326,9 +372,6 @@ pub fn explicit_gang(
             }
             members.sort();
             members.dedup();
-            if members.is_empty() {
-                return Err(invalid(spec, "no thread ids given"));
-            }
             let vc = vcpu_list(&members);
             Ok(GangDef {
                 name: format!("tids {value}"),
@@ -338,9 +381,7 @@ pub fn explicit_gang(
                 vcpus: vc,
             })
         }
-        "comm" => {
-            let re = regex::Regex::new(value)
-                .map_err(|e| invalid(spec, format!("bad regular expression: {e}")))?;
+        GangSpec::Comm(re) => {
             let mut members: Vec<Tid> = timeline
                 .threads
                 .iter()
@@ -348,33 +389,32 @@ pub fn explicit_gang(
                 .map(|t| t.tid)
                 .collect();
             if members.is_empty() {
-                return Err(invalid(spec, format!("no thread's comm matches `{value}`")));
+                return Err(invalid(
+                    spec,
+                    format!("no thread's comm matches `{}`", re.as_str()),
+                ));
             }
             members.sort();
             let vc = vcpu_list(&members);
             Ok(GangDef {
-                name: format!("comm ~ {value}"),
+                name: format!("comm ~ {}", re.as_str()),
                 kind: GangKind::Explicit,
                 tgid: None,
                 members,
                 vcpus: vc,
             })
         }
-        "cgroup" => {
-            let members = cgroup_members(trace, timeline, spec, value.trim())?;
+        GangSpec::Cgroup(path) => {
+            let members = cgroup_members(trace, timeline, spec, &path)?;
             let vc = vcpu_list(&members);
             Ok(GangDef {
-                name: format!("cgroup {}", normalize_cgroup(value.trim())),
+                name: format!("cgroup {}", normalize_cgroup(&path)),
                 kind: GangKind::Explicit,
                 tgid: None,
                 members,
                 vcpus: vc,
             })
         }
-        other => Err(invalid(
-            spec,
-            format!("unknown key `{other}`; expected pid, tids, comm or cgroup"),
-        )),
     }
 }
 

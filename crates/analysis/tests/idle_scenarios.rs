@@ -1,4 +1,4 @@
-//! Real CFS-bandwidth scenarios recorded on this machine (issue 5).
+//! Real CFS-bandwidth scenarios recorded on this machine.
 //!
 //! * capped: `scripts/cgroup-scenario.sh` (nested cgroups, each burner capped
 //!   at 50% of a CPU) recorded with `perf record -a`: the analysis must find

@@ -1,4 +1,4 @@
-//! Idle under bandwidth control (DESIGN.md "Idle under bandwidth", issue 5).
+//! Idle under bandwidth control (DESIGN.md "Idle under bandwidth").
 //!
 //! One pass over the time-sorted events ([`pass`]) keeps per-CPU state (who
 //! runs, idle since when, open wasted-idle gap, SCHED softirq in progress)

@@ -3,12 +3,17 @@
 //!
 //! Sections come from the flags (`--latency --gang --lhp --idle --tlb`,
 //! `--all`; `--gang-of` implies `--gang`); with none, latency is shown.
+//! An invalid `--gang-of` is a usage error (exit 2) before anything is
+//! loaded. The report is computed by `schedscope_analysis` and printed by
+//! `schedscope_render` (text) or serde_json.
 //! A section that cannot be computed prints its reason and the others still
 //! print; the exit code is 1 only when every requested section failed.
 //! Decoder warnings go to stderr in text mode and into `trace.warnings` in
 //! JSON.
 
 use crate::args::{OutputFormat, ReportArgs};
+use crate::ExitError;
+use schedscope_analysis::gang::GangSpec;
 use schedscope_analysis::{Options, Report, Sections};
 use schedscope_render::{RenderText, TextOptions};
 use schedscope_trace::Trace;
@@ -25,7 +30,15 @@ struct Config {
 }
 
 impl Config {
-    fn from_args(a: &ReportArgs) -> Config {
+    /// The configuration of `a`; an invalid `--gang-of` is a usage error
+    /// (exit 2), reported before the trace is loaded.
+    fn from_args(a: &ReportArgs) -> Result<Config, ExitError> {
+        for spec in &a.gang_of {
+            GangSpec::parse(spec).map_err(|e| ExitError {
+                code: 2,
+                message: e.to_string(),
+            })?;
+        }
         let mut sections = if a.all {
             Sections::all()
         } else {
@@ -40,14 +53,14 @@ impl Config {
         if sections.is_empty() {
             sections.latency = true;
         }
-        Config {
+        Ok(Config {
             sections,
             opts: Options {
                 gang_specs: a.gang_of.clone(),
                 top: a.top,
             },
             text: TextOptions { top: a.top },
-        }
+        })
     }
 }
 
@@ -129,7 +142,7 @@ pub(crate) fn print_warnings(trace: &Trace) {
 
 /// Run `schedscope report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let cfg = Config::from_args(&args);
+    let cfg = Config::from_args(&args)?;
     let progress = Progress::new();
     // Decode only the events the sections read (counts still cover the
     // whole file).
@@ -195,7 +208,7 @@ mod tests {
     fn cfg(argv: &[&str]) -> Config {
         let cli = crate::args::Cli::parse_from(argv);
         match cli.command {
-            crate::args::Command::Report(a) => Config::from_args(&a),
+            crate::args::Command::Report(a) => Config::from_args(&a).expect("valid"),
             _ => unreachable!(),
         }
     }
@@ -229,5 +242,23 @@ mod tests {
         );
         assert_eq!(c.opts.gang_specs, vec!["pid=3".to_string()]);
         assert_eq!(c.opts.top, 5);
+    }
+
+    #[test]
+    fn invalid_gang_of_is_a_usage_error() {
+        for spec in ["pid=x", "tids=", "comm=(", "nope=1", "pid"] {
+            let cli = crate::args::Cli::parse_from(["schedscope", "report", "--gang-of", spec]);
+            let crate::args::Command::Report(a) = cli.command else {
+                unreachable!()
+            };
+            let e = Config::from_args(&a).err().expect("rejected");
+            assert_eq!(e.code, 2, "{spec}");
+            assert!(
+                e.message
+                    .starts_with(&format!("invalid --gang-of {spec}: ")),
+                "{}",
+                e.message
+            );
+        }
     }
 }
