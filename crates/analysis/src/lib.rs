@@ -28,6 +28,7 @@ pub mod latency;
 pub mod lhp;
 pub mod report;
 pub mod section;
+pub mod stats;
 pub mod symbolize;
 pub mod timeline;
 pub mod tlb;

@@ -47,13 +47,12 @@
 //!   a gap-length histogram and the longest gaps with who was waiting.
 
 mod pass;
-mod stats;
 
 use crate::{AnalysisError, Context};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-pub use stats::{percentile_nearest_rank, population_stddev};
+pub use crate::stats::{percentile_nearest_rank, population_stddev};
 
 /// Events the analysis cannot do without.
 pub(crate) const REQUIRED: &[&str] = &["sched:sched_switch"];

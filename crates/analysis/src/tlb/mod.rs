@@ -30,6 +30,7 @@ mod requests;
 pub use profile::{analyze_profile, ProfileReport, ProfileRow};
 
 use crate::hash::IntMap;
+use crate::stats::{log2_bucket, log2_bucket_bounds, Summary};
 use crate::symbolize::{chain_locations, Location, SymbolTable};
 use crate::{AnalysisError, Context};
 use requests::Request;
@@ -152,49 +153,40 @@ pub struct HistBucket {
     pub count: u64,
 }
 
+/// The last [`DurStats::hist`] bucket, open above: `[2^20 us, inf)`.
+const HIST_OPEN: usize = 21;
+
 impl DurStats {
     /// Statistics of `v` (sorted in place); `None` when empty.
     pub fn of(v: &mut [u64]) -> Option<DurStats> {
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_unstable();
-        let n = v.len();
-        let pct = |p: usize| v[((n * p).div_ceil(100)).clamp(1, n) - 1];
-        // Buckets: [0,1us), [1us,2us), [2us,4us), ... [2^20 us, inf).
-        let mut hist: Vec<HistBucket> = Vec::new();
-        let mut lo = 0u64;
-        let mut hi = 1000u64;
-        loop {
-            let last = hi > 1000 << 20;
-            // `v` is sorted: count by binary search.
-            let from = v.partition_point(|&x| x < lo);
-            let to = if last {
-                n
-            } else {
-                v.partition_point(|&x| x < hi)
-            };
-            let count = (to - from) as u64;
-            hist.push(HistBucket {
-                lo_ns: lo,
-                hi_ns: (!last).then_some(hi),
-                count,
-            });
-            if last || v[n - 1] < hi {
-                break;
-            }
-            lo = hi;
-            hi *= 2;
-        }
-        while hist.len() > 1 && hist.first().is_some_and(|b| b.count == 0) {
-            hist.remove(0);
-        }
+        let s = Summary::of(v)?;
+        // Log2 buckets (stats::log2_bucket) up to the maximum's, the last
+        // one open; `v` is sorted: count by binary search.
+        let last = log2_bucket(s.max).min(HIST_OPEN);
+        let mut hist: Vec<HistBucket> = (0..=last)
+            .map(|i| {
+                let (lo, hi) = log2_bucket_bounds(i);
+                let from = v.partition_point(|&x| x < lo);
+                let to = if i == HIST_OPEN {
+                    v.len()
+                } else {
+                    v.partition_point(|&x| x < hi)
+                };
+                HistBucket {
+                    lo_ns: lo,
+                    hi_ns: (i != HIST_OPEN).then_some(hi),
+                    count: (to - from) as u64,
+                }
+            })
+            .collect();
+        let empty_head = hist.iter().take_while(|b| b.count == 0).count();
+        hist.drain(..empty_head.min(hist.len() - 1));
         Some(DurStats {
-            count: n as u64,
-            mean_ns: (v.iter().map(|&x| x as u128).sum::<u128>() / n as u128) as u64,
-            p50_ns: pct(50),
-            p99_ns: pct(99),
-            max_ns: v[n - 1],
+            count: s.count,
+            mean_ns: s.mean_floor(),
+            p50_ns: s.p50,
+            p99_ns: s.p99,
+            max_ns: s.max,
             hist,
         })
     }
