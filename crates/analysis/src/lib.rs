@@ -17,11 +17,15 @@
 //! (lock-holder preemption), [`idle`] (idle under bandwidth control, its own
 //! pass), [`tlb`] (TLB-shootdown and IPI hotspots, and the cpu-clock
 //! profile). [`symbolize`] turns kernel and user addresses into names for
-//! tlb; it is the only module that reads the host (/proc/kallsyms,
-//! /proc/PID/maps, ELF files).
+//! tlb and idle; it is the only module that reads the host for an answer
+//! (/proc/kallsyms, live processes, ELF files; behind its `host` and `elf`
+//! modules). Shared pieces: [`groups`] (which threads form a gang or VM,
+//! for gang and lhp), [`stats`] (percentiles, duration summaries, log2
+//! histograms).
 
 pub mod error;
 pub mod gang;
+pub mod groups;
 mod hash;
 pub mod idle;
 pub mod latency;
