@@ -49,7 +49,9 @@ pub struct Options {
     /// Explicit gang specs from `--gang-of` (`pid=N`, `tids=A,B,C`,
     /// `comm=REGEX`, `cgroup=PATH`); empty = automatic gangs.
     pub gang_specs: Vec<String>,
-    /// Rows per table in text output.
+    /// Rows per table in text output. No analysis reads it (the text views
+    /// take `schedscope_render::TextOptions::top`); kept so that front ends
+    /// written against it still build.
     pub top: usize,
 }
 

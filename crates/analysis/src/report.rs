@@ -241,7 +241,7 @@ impl Report {
     /// The timeline is built once (only when a section needs it), in
     /// parallel with the work that does not read it: latency and idle
     /// (their own passes over the events) and the bulk of tlb (its pass
-    /// and symbolization, [`tlb::prepare`]); then gang and lhp run on the
+    /// and symbolization, `tlb::prepare`); then gang and lhp run on the
     /// timeline, and tlb finishes on it. Results do not depend on the
     /// number of threads.
     pub fn compute(trace: &Trace, sections: Sections, opts: &Options) -> Report {

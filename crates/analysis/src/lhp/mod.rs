@@ -24,8 +24,8 @@
 //! which costs more here than reading the timeline again.
 
 //!
-//! The two parts are apart: [`ple`] (pause-loop exits, one pass over the
-//! events) and [`waker`] (waker-preempted time, from the timeline); this
+//! The two parts are apart: `ple` (pause-loop exits, one pass over the
+//! events) and `waker` (waker-preempted time, from the timeline); this
 //! module gathers them into the [`LhpReport`] and re-exports their types.
 
 mod ple;
