@@ -558,4 +558,46 @@ mod cgroup_spec_tests {
             "{e}"
         );
     }
+
+    #[test]
+    fn specs_parse_without_a_trace_and_resolve_against_one() {
+        match GangSpec::parse(" pid = 42").expect("pid") {
+            GangSpec::Pid(42) => {}
+            other => panic!("{other:?}"),
+        }
+        match GangSpec::parse("tids=3, 1,,2").expect("tids") {
+            GangSpec::Tids(t, v) => assert_eq!((t, v.as_str()), (vec![3, 1, 2], "3, 1,,2")),
+            other => panic!("{other:?}"),
+        }
+        match GangSpec::parse("comm=^spin-[0-9]+$").expect("comm") {
+            GangSpec::Comm(re) => assert!(re.is_match("spin-12") && !re.is_match("x")),
+            other => panic!("{other:?}"),
+        }
+        match GangSpec::parse("cgroup= /L1/C1/ ").expect("cgroup") {
+            GangSpec::Cgroup(p) => assert_eq!(p, "/L1/C1/"),
+            other => panic!("{other:?}"),
+        }
+        for (bad, why) in [
+            ("pid=x", "`x` is not a process id"),
+            ("tids=1,y", "`y` is not a thread id"),
+            ("tids= , ", "no thread ids given"),
+            ("comm=(", "bad regular expression"),
+            ("uid=0", "unknown key `uid`"),
+            ("comm", "expected pid=N"),
+        ] {
+            let e = option_error(GangSpec::parse(bad).expect_err(bad));
+            assert!(
+                e.starts_with(&format!("--gang-of {bad}: ")) && e.contains(why),
+                "{e}"
+            );
+        }
+        // The same spec resolved: tids are sorted and checked against the trace.
+        let t = trace(true);
+        let tl = Timeline::build(&t);
+        let g = explicit_gang(&t, &tl, "tids=3,1,2,1").expect("gang");
+        assert_eq!(g.members, vec![Tid(1), Tid(2), Tid(3)]);
+        assert_eq!(g.name, "tids 3,1,2,1");
+        let e = option_error(explicit_gang(&t, &tl, "tids=1,77").unwrap_err());
+        assert!(e.contains("thread 77 does not appear in the trace"), "{e}");
+    }
 }
