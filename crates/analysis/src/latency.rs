@@ -32,12 +32,10 @@
 //! * `context_switch_bugs` counts switch-outs of a task that the previous
 //!   switch on that CPU did not switch in (perf's "context switch bugs").
 
-use crate::table::{self, Align, Table};
 use crate::timeline::TidMap;
 use crate::{AnalysisError, Context};
 use schedscope_trace::{Cpu, EventData, PrevState, StrId, Tid, Trace, Ts, WakeKind};
 use serde::Serialize;
-use std::io::{self, Write};
 
 /// The `latency` section.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -355,81 +353,6 @@ pub fn compute(trace: &Trace) -> Result<LatencyReport, AnalysisError> {
     })
 }
 
-impl LatencyReport {
-    /// Render the section as text: a headline (the worst delay first), then
-    /// the `perf sched latency`-style table sorted by maximum delay
-    /// (`ctx.opts.top` rows; 0 = all), then totals.
-    pub fn render_text(&self, ctx: &Context, out: &mut dyn Write) -> io::Result<()> {
-        let with_switches = self.tasks.iter().filter(|t| t.switches > 0).count();
-        match self.tasks.first().filter(|t| t.switches > 0) {
-            Some(w) => writeln!(
-                out,
-                "Scheduling latency: max delay {} ms ({}:{} at {} s); {} tasks, {} switches, {} wakeups",
-                table::ms(w.delay_max_ns),
-                w.comm,
-                w.tid,
-                table::secs(w.delay_max_at_ns),
-                with_switches,
-                self.total_switches,
-                self.total_wakeups,
-            )?,
-            None => writeln!(out, "Scheduling latency: no task was switched in after a wait")?,
-        }
-        let mut t = Table::new(&[
-            ("Task", Align::Left),
-            ("Runtime ms", Align::Right),
-            ("Switches", Align::Right),
-            ("Avg delay ms", Align::Right),
-            ("Max delay ms", Align::Right),
-            ("Max delay at s", Align::Right),
-        ]);
-        let top = if ctx.opts.top == 0 {
-            usize::MAX
-        } else {
-            ctx.opts.top
-        };
-        for task in self.tasks.iter().take(top) {
-            t.row(vec![
-                format!("{}:{}", task.comm, task.tid),
-                table::ms(task.runtime_ns),
-                task.switches.to_string(),
-                table::ms(task.delay_avg_ns),
-                table::ms(task.delay_max_ns),
-                if task.switches > 0 {
-                    table::secs(task.delay_max_at_ns)
-                } else {
-                    "-".to_string()
-                },
-            ]);
-        }
-        t.footer(vec![
-            format!("TOTAL ({} tasks)", self.tasks.len()),
-            table::ms(self.total_runtime_ns),
-            self.total_switches.to_string(),
-        ]);
-        t.write(out)?;
-        if self.tasks.len() > t.len() {
-            writeln!(
-                out,
-                "  ({} more tasks not shown; use --top N, 0 for all)",
-                self.tasks.len() - t.len()
-            )?;
-        }
-        if self.context_switch_bugs > 0 {
-            writeln!(
-                out,
-                "  note: {} context switch bugs (perf sched latency's count: a CPU switched out a task that no recorded sched_switch put there; the trace is missing sched_switch events, through loss or a kernel that does not trace every switch)",
-                self.context_switch_bugs
-            )?;
-        }
-        writeln!(
-            out,
-            "  Delays run from {} (or a yield) to the switch-in, as perf sched latency; run time as perf sched timehist.",
-            self.wakeup_event
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -533,41 +456,5 @@ mod tests {
         t.0.finish();
         let e = compute(&t.0).unwrap_err();
         assert!(e.to_string().contains("sched:sched_switch"), "{e}");
-    }
-
-    #[test]
-    fn text_has_headline_table_and_totals() {
-        let mut t = T::new();
-        t.switch(100, 0, 0, "R", 5)
-            .switch(200, 0, 5, "S", 0)
-            .wake(300, 0, 7, Wakeup, 5, 0)
-            .switch(2_000_300, 0, 0, "R", 5);
-        t.0.finish();
-        t.0.tasks.set_comm(Tid(5), "worker");
-        let r = compute(&t.0).unwrap();
-        let tl = crate::Timeline::default();
-        let opts = crate::Options {
-            top: 1,
-            ..Default::default()
-        };
-        let ctx = Context {
-            trace: &t.0,
-            timeline: &tl,
-            opts: &opts,
-        };
-        let mut out = Vec::new();
-        r.render_text(&ctx, &mut out).unwrap();
-        let s = String::from_utf8(out).unwrap();
-        let lines: Vec<&str> = s.lines().collect();
-        assert!(
-            lines[0].starts_with("Scheduling latency: max delay 2.000 ms (worker:5 at 0.002000 s)"),
-            "{s}"
-        );
-        assert!(
-            lines[1].contains("Runtime ms") && lines[1].contains("Max delay ms"),
-            "{s}"
-        );
-        assert!(lines[3].starts_with("  worker:5 "), "{s}");
-        assert!(s.contains("TOTAL (1 tasks)"), "{s}");
     }
 }

@@ -1,26 +1,39 @@
-//! The thread-state timeline and the schedscope analyses.
+//! The thread-state timeline and the schedscope analyses: this crate only
+//! computes; presenting is `schedscope-render`'s job (text), serde's (JSON)
+//! and the other front ends' (TUI, Parquet export, `diff`).
 //!
 //! Data flow: a [`schedscope_trace::Trace`] (time-sorted events) is turned
 //! once into a [`Timeline`] (per-thread state intervals and per-CPU run
-//! intervals, see DESIGN.md "Thread states"). Each analysis then reads the
-//! trace and the timeline through a [`Context`] and returns a serde report
-//! struct; [`report::Report`] gathers the sections that were asked for. The
-//! same structs feed the text renderers, JSON, Parquet and the TUI, so the
-//! numbers always agree.
+//! intervals, see DESIGN.md "Thread states"). Each analysis reads the trace
+//! and the timeline through a [`Context`] and returns a serde report
+//! struct that holds everything a view needs (names, comms, the host);
+//! [`report::Report::compute`] runs the sections asked for ([`Sections`],
+//! in parallel) and gathers them, each as a [`section::Section`] (its
+//! report, or the [`AnalysisError`] saying why there is none). The JSON of
+//! these structs is a public contract.
 //!
-//! Analyses: [`latency`] (scheduling latency and run time per task),
-//! [`gang`] (gang co-run), [`lhp`] (lock-holder preemption), [`idle`] (idle
-//! under bandwidth control), [`tlb`] (TLB-shootdown and IPI hotspots).
+//! Analyses: [`latency`] (scheduling latency and run time per task, perf's
+//! rules, its own pass over the events), [`gang`] (gang co-run), [`lhp`]
+//! (lock-holder preemption), [`idle`] (idle under bandwidth control, its own
+//! pass), [`tlb`] (TLB-shootdown and IPI hotspots, and the cpu-clock
+//! profile). [`symbolize`] turns kernel and user addresses into names for
+//! tlb and idle; it is the only module that reads the host for an answer
+//! (/proc/kallsyms, live processes, ELF files; behind its `host` and `elf`
+//! modules). Shared pieces: [`groups`] (which threads form a gang or VM,
+//! for gang and lhp), [`stats`] (percentiles, duration summaries, log2
+//! histograms).
 
 pub mod error;
 pub mod gang;
+pub mod groups;
 mod hash;
 pub mod idle;
 pub mod latency;
 pub mod lhp;
 pub mod report;
+pub mod section;
+pub mod stats;
 pub mod symbolize;
-pub mod table;
 pub mod timeline;
 pub mod tlb;
 
@@ -36,7 +49,9 @@ pub struct Options {
     /// Explicit gang specs from `--gang-of` (`pid=N`, `tids=A,B,C`,
     /// `comm=REGEX`, `cgroup=PATH`); empty = automatic gangs.
     pub gang_specs: Vec<String>,
-    /// Rows per table in text output.
+    /// Rows per table in text output. No analysis reads it (the text views
+    /// take `schedscope_render::TextOptions::top`); kept so that front ends
+    /// written against it still build.
     pub top: usize,
 }
 

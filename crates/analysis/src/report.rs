@@ -5,12 +5,11 @@
 //! could not be computed serialises as `{"error": {...}}` naming what is missing.
 
 use crate::error::check_input;
-use crate::{gang, idle, latency, lhp, table, tlb, AnalysisError, Context, Options, Timeline};
+pub use crate::section::Section;
+use crate::{gang, idle, latency, lhp, tlb, AnalysisError, Context, Options, Timeline};
 use schedscope_trace::{Trace, Warning};
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 use std::collections::BTreeMap;
-use std::io::{self, Write};
-use std::sync::Arc;
 
 /// Which sections to compute.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -154,6 +153,11 @@ pub struct TraceSummary {
     pub events_by_name: BTreeMap<String, u64>,
     /// Decoder warnings.
     pub warnings: Vec<Warning>,
+    /// Host the trace was recorded on, when the file says (perf.data's
+    /// hostname header). Not in the JSON: the `trace` object's keys are a
+    /// contract; the text header and other views print it.
+    #[serde(skip)]
+    pub host: Option<String>,
 }
 
 impl TraceSummary {
@@ -169,28 +173,7 @@ impl TraceSummary {
             end_ns: trace.end().0,
             events_by_name: trace.events_by_name.clone(),
             warnings: trace.warnings.clone(),
-        }
-    }
-}
-
-/// A section's outcome: its report, or why there is none.
-#[derive(Clone, Debug)]
-pub struct Section<T>(pub Result<T, AnalysisError>);
-
-impl<T: Serialize> Serialize for Section<T> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct ErrorObj<'a> {
-            error: &'a AnalysisError,
-            message: String,
-        }
-        match &self.0 {
-            Ok(v) => v.serialize(s),
-            Err(e) => ErrorObj {
-                error: e,
-                message: e.to_string(),
-            }
-            .serialize(s),
+            host: trace.meta.hostname.clone(),
         }
     }
 }
@@ -218,17 +201,6 @@ pub struct Report {
     /// cpu-clock profile (present with `--tlb` when the trace has samples).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<tlb::ProfileReport>,
-    /// The timeline the sections were computed from (empty when only
-    /// latency was asked for); kept for [`Report::render_text`].
-    #[serde(skip)]
-    timeline: Arc<Timeline>,
-}
-
-impl<T> Section<T> {
-    /// Whether the section failed.
-    pub fn is_err(&self) -> bool {
-        self.0.is_err()
-    }
 }
 
 /// Run `f` when `on`, as a [`Section`].
@@ -270,10 +242,21 @@ impl Report {
     /// The timeline is built once (only when a section needs it), in
     /// parallel with the work that does not read it: latency and idle
     /// (their own passes over the events) and the bulk of tlb (its pass
-    /// and symbolization, [`tlb::prepare`]); then gang and lhp run on the
+    /// and symbolization, `tlb::prepare`); then gang and lhp run on the
     /// timeline, and tlb finishes on it. Results do not depend on the
     /// number of threads.
     pub fn compute(trace: &Trace, sections: Sections, opts: &Options) -> Report {
+        Report::compute_with_timeline(trace, sections, opts).0
+    }
+
+    /// [`Report::compute`], also returning the [`Timeline`] the sections
+    /// were computed from (empty when no section needed it, see
+    /// [`Sections::need_timeline`]), for views that draw it (the TUI).
+    pub fn compute_with_timeline(
+        trace: &Trace,
+        sections: Sections,
+        opts: &Options,
+    ) -> (Report, Timeline) {
         // Two strands, balanced by rayon's work stealing: the timeline and
         // its readers, beside the sections that need no timeline.
         let no_timeline = Timeline::default();
@@ -365,7 +348,7 @@ impl Report {
             };
             Section(p.and_then(|p| timed("tlb finish", || tlb::finish(&ctx, p))))
         });
-        Report {
+        let report = Report {
             trace: TraceSummary::of(trace),
             latency,
             gang,
@@ -373,13 +356,8 @@ impl Report {
             idle,
             tlb,
             profile,
-            timeline: Arc::new(timeline),
-        }
-    }
-
-    /// The timeline the sections were computed from.
-    pub fn timeline(&self) -> &Timeline {
-        &self.timeline
+        };
+        (report, timeline)
     }
 
     /// Errors of the sections that failed, in report order.
@@ -416,82 +394,6 @@ impl Report {
     /// Whether every requested section failed (the CLI then exits 1).
     pub fn all_failed(&self) -> bool {
         self.requested() > 0 && self.errors().len() == self.requested()
-    }
-
-    /// Render every section as text: a one-line summary of the trace, then
-    /// each section under its title; a failed section prints its message.
-    /// Decoder warnings are not printed here (the CLI puts them on stderr).
-    pub fn render_text(
-        &self,
-        trace: &Trace,
-        opts: &Options,
-        out: &mut dyn Write,
-    ) -> io::Result<()> {
-        let ctx = Context {
-            trace,
-            timeline: &self.timeline,
-            opts,
-        };
-        let t = &self.trace;
-        writeln!(
-            out,
-            "{}: {}{}, {} events over {:.3} s on {} CPUs{}",
-            t.path,
-            t.format.as_str(),
-            trace
-                .meta
-                .hostname
-                .as_deref()
-                .map(|h| format!(" recorded on {h}"))
-                .unwrap_or_default(),
-            t.events,
-            t.end_ns.saturating_sub(t.start_ns) as f64 / 1e9,
-            t.cpus,
-            if t.lost > 0 {
-                format!(
-                    ", {} lost ({}%)",
-                    t.lost,
-                    table::pct(t.lost, t.events + t.lost)
-                )
-            } else {
-                String::new()
-            }
-        )?;
-        fn section<T>(
-            out: &mut dyn Write,
-            title: &str,
-            s: &Option<Section<T>>,
-            render: impl FnOnce(&T, &mut dyn Write) -> io::Result<()>,
-        ) -> io::Result<()> {
-            let Some(s) = s else { return Ok(()) };
-            writeln!(out)?;
-            writeln!(out, "== {title} ==")?;
-            match &s.0 {
-                Ok(r) => render(r, out),
-                Err(e) => writeln!(out, "{e}"),
-            }
-        }
-        section(out, "Scheduling latency", &self.latency, |r, o| {
-            r.render_text(&ctx, o)
-        })?;
-        section(out, "Gang co-run", &self.gang, |r, o| {
-            r.render_text(&ctx, o)
-        })?;
-        section(out, "Lock-holder preemption", &self.lhp, |r, o| {
-            r.render_text(&ctx, o)
-        })?;
-        section(out, "Idle under bandwidth control", &self.idle, |r, o| {
-            r.render_text(&ctx, o)
-        })?;
-        section(out, "TLB shootdowns and IPIs", &self.tlb, |r, o| {
-            r.render_text(&ctx, o)
-        })?;
-        if let Some(p) = &self.profile {
-            writeln!(out)?;
-            writeln!(out, "== Profile ==")?;
-            p.render_text(&ctx, out)?;
-        }
-        Ok(())
     }
 }
 
@@ -590,7 +492,7 @@ mod tests {
     fn latency_alone_skips_the_timeline_and_failures_are_counted() {
         let trace = fixture("bare-metal-s1.data");
         let opts = Options::default();
-        let r = Report::compute(
+        let (r, timeline) = Report::compute_with_timeline(
             &trace,
             Sections {
                 latency: true,
@@ -599,7 +501,7 @@ mod tests {
             &opts,
         );
         assert!(
-            r.timeline().threads.is_empty(),
+            timeline.threads.is_empty(),
             "timeline built for latency alone"
         );
         assert_eq!(
@@ -607,7 +509,7 @@ mod tests {
             (1, 0, false)
         );
         // The bare-metal fixture has no IPI/TLB events: tlb alone fails.
-        let r = Report::compute(
+        let (r, timeline) = Report::compute_with_timeline(
             &trace,
             Sections {
                 tlb: true,
@@ -615,17 +517,12 @@ mod tests {
             },
             &opts,
         );
-        assert!(!r.timeline().threads.is_empty());
+        assert!(!timeline.threads.is_empty());
         assert_eq!(
             (r.requested(), r.errors().len(), r.all_failed()),
             (1, 1, true)
         );
-        let mut out = Vec::new();
-        r.render_text(&trace, &opts, &mut out).unwrap();
-        let s = String::from_utf8(out).unwrap();
-        assert!(
-            s.contains("== TLB shootdowns and IPIs ==") && s.contains("the trace has no"),
-            "{s}"
-        );
+        let e = r.errors()[0].to_string();
+        assert!(e.contains("the trace has no"), "{e}");
     }
 }

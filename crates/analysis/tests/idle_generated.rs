@@ -28,6 +28,7 @@
 
 use schedscope_analysis::idle::{self, IdleReport};
 use schedscope_analysis::{AnalysisError, Context, Options, Timeline};
+use schedscope_render::RenderText;
 use schedscope_trace::{
     Cpu, Event, EventData, PrevState, StackId, Sym, Tid, Trace, TraceFormat, Ts, WakeKind,
 };
@@ -335,7 +336,11 @@ fn text_report_puts_the_headline_first_and_prints_the_seed_table() {
         opts: &opts,
     };
     let mut out = Vec::new();
-    r.render_text(&ctx, &mut out).expect("write to a Vec");
+    r.render_text(
+        &schedscope_render::TextOptions { top: ctx.opts.top },
+        &mut out,
+    )
+    .expect("write to a Vec");
     let text = String::from_utf8(out).expect("utf-8");
     let first = text.lines().next().unwrap_or("");
     assert!(
@@ -506,7 +511,11 @@ fn recorded_membership_maps_tasks_to_sampled_ancestors_instead_of_names() {
         timeline: &timeline,
         opts: &opts,
     };
-    r.render_text(&ctx, &mut text).expect("renders");
+    r.render_text(
+        &schedscope_render::TextOptions { top: ctx.opts.top },
+        &mut text,
+    )
+    .expect("renders");
     let text = String::from_utf8_lossy(&text);
     assert!(
         text.contains("tasks mapped by their recorded cgroup membership"),

@@ -1,4 +1,4 @@
-//! Real CFS-bandwidth scenarios recorded on this machine (issue 5).
+//! Real CFS-bandwidth scenarios recorded on this machine.
 //!
 //! * capped: `scripts/cgroup-scenario.sh` (nested cgroups, each burner capped
 //!   at 50% of a CPU) recorded with `perf record -a`: the analysis must find
@@ -16,6 +16,7 @@
 
 use schedscope_analysis::idle::{self, IdleReport};
 use schedscope_analysis::{Context, Options, Timeline};
+use schedscope_render::RenderText;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
@@ -96,7 +97,11 @@ fn analyze(path: &Path, ours: &dyn Fn(&str) -> bool) -> (IdleReport, f64) {
     };
     let r = idle::analyze(&ctx).unwrap_or_else(|e| panic!("idle analysis: {e}"));
     let mut text = Vec::new();
-    r.render_text(&ctx, &mut text).expect("render");
+    r.render_text(
+        &schedscope_render::TextOptions { top: ctx.opts.top },
+        &mut text,
+    )
+    .expect("render");
     println!("{}", String::from_utf8_lossy(&text));
     let end = trace.end();
     let foreign: u64 = timeline

@@ -22,6 +22,7 @@
 use schedscope_analysis::symbolize::{chain_locations, is_kernel_addr, Location, SymbolTable};
 use schedscope_analysis::tlb::{self, IpiClass, TlbReport};
 use schedscope_analysis::{Context, Options, Timeline};
+use schedscope_render::RenderText;
 use schedscope_testkit::{self as testkit, run, tmpdir};
 use schedscope_trace::{EventData, Sym, Tid, Trace};
 use std::collections::{BTreeMap, HashMap};
@@ -312,21 +313,13 @@ fn real_recording_tlb_shootdowns_match_perf_script() {
     }
 
     // The text report renders.
-    let tl = Timeline::build(&trace);
     let opts = Options {
         top: 5,
         ..Options::default()
     };
     let mut out = Vec::new();
-    r.render_text(
-        &Context {
-            trace: &trace,
-            timeline: &tl,
-            opts: &opts,
-        },
-        &mut out,
-    )
-    .unwrap();
+    r.render_text(&schedscope_render::TextOptions { top: opts.top }, &mut out)
+        .unwrap();
     let text = String::from_utf8(out).unwrap();
     assert!(text.starts_with(&format!("TLB shootdowns: {} (", r.shootdowns)));
     println!("{text}");
@@ -496,7 +489,11 @@ fn cpu_clock_profile_matches_perf_script_leaf_symbols() {
         assert_eq!(ours, *n, "self samples of {sym} (aliases {names:?})");
     }
     let mut out = Vec::new();
-    p.render_text(&ctx, &mut out).unwrap();
+    p.render_text(
+        &schedscope_render::TextOptions { top: ctx.opts.top },
+        &mut out,
+    )
+    .unwrap();
     println!("{}", String::from_utf8_lossy(&out));
     let _ = std::fs::remove_dir_all(&dir);
 }

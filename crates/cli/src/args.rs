@@ -79,7 +79,12 @@ pub struct ReportArgs {
     /// Gang co-run analysis.
     #[arg(long)]
     pub gang: bool,
-    /// Explicit gang (pid=N, tids=A,B,C, comm=REGEX, cgroup=PATH); repeatable.
+    /// Explicit gang instead of the automatic ones; repeatable. SPEC is
+    /// `pid=N` (the threads of process N), `tids=A,B,C` (these threads),
+    /// `comm=REGEX` (threads whose comm matches) or `cgroup=PATH` (threads
+    /// at or below this cgroup that ran, from the task cgroups that
+    /// `schedscope record` stores, e.g. `cgroup=/system.slice/db.service`).
+    /// Implies --gang; an invalid SPEC exits with status 2 before loading.
     #[arg(long = "gang-of", value_name = "SPEC")]
     pub gang_of: Vec<String>,
     /// Lock-holder preemption analysis.

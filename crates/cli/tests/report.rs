@@ -239,6 +239,53 @@ fn file_errors_name_the_file_and_exit_1() {
 }
 
 #[test]
+fn invalid_gang_of_is_a_usage_error_before_loading() {
+    // The file does not exist: the spec is rejected before it is opened.
+    for (spec, why) in [
+        ("pid=abc", "`abc` is not a process id"),
+        ("tids=1,x", "`x` is not a thread id"),
+        ("comm=(", "bad regular expression"),
+        ("size=4", "unknown key `size`"),
+        (
+            "cgroup",
+            "expected pid=N, tids=A,B,C, comm=REGEX or cgroup=PATH",
+        ),
+    ] {
+        let o = schedscope(&["report", "--gang-of", spec, "/nonexistent/trace.data"]);
+        assert_eq!(o.status.code(), Some(2), "{spec}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.starts_with(&format!("schedscope: invalid --gang-of {spec}: "))
+                && err.contains(why),
+            "{spec}: {err}"
+        );
+        assert!(
+            !err.contains("nonexistent"),
+            "loaded before checking: {err}"
+        );
+        assert!(o.stdout.is_empty());
+    }
+    // A valid spec goes on to load the file (and fails on it: exit 1).
+    let o = schedscope(&[
+        "report",
+        "--gang-of",
+        "cgroup=/a",
+        "/nonexistent/trace.data",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    // A spec that is valid but names nothing in the trace is still the
+    // gang section's error, after loading.
+    let data = fixture("bare-metal-s1.data");
+    let o = schedscope(&["report", "--gang-of", "pid=999999", data.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("invalid --gang-of pid=999999: process 999999 does not appear"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
 fn text_and_perf_data_renditions_give_the_same_json() {
     let a = json(&[
         "report",

@@ -5,6 +5,7 @@
 use schedscope_analysis::gang::{GangKind, GangReport};
 use schedscope_analysis::lhp::LhpReport;
 use schedscope_analysis::{gang, lhp, AnalysisError, Context, Options, Timeline};
+use schedscope_render::RenderText;
 use schedscope_sim::{ftrace, perf, simulate, Config, Simulation, Truth};
 use schedscope_trace::{Tid, Trace};
 use std::collections::BTreeMap;
@@ -585,7 +586,11 @@ fn json_keys_and_text_verdicts() {
         );
         // Text: one verdict per gang first, with the truth's percentages.
         let mut out = Vec::new();
-        g.render_text(ctx, &mut out).expect("render gang");
+        g.render_text(
+            &schedscope_render::TextOptions { top: ctx.opts.top },
+            &mut out,
+        )
+        .expect("render gang");
         let text = String::from_utf8(out).expect("utf8");
         let vm0 = &sim.truth.gangs[0];
         let verdict = format!(
@@ -603,7 +608,11 @@ fn json_keys_and_text_verdicts() {
             "histogram table"
         );
         let mut out = Vec::new();
-        l.render_text(ctx, &mut out).expect("render lhp");
+        l.render_text(
+            &schedscope_render::TextOptions { top: ctx.opts.top },
+            &mut out,
+        )
+        .expect("render lhp");
         let text = String::from_utf8(out).expect("utf8");
         let first = text.lines().next().unwrap_or("");
         assert!(

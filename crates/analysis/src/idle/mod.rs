@@ -1,6 +1,6 @@
-//! Idle under bandwidth control (DESIGN.md "Idle under bandwidth", issue 5).
+//! Idle under bandwidth control (DESIGN.md "Idle under bandwidth").
 //!
-//! One pass over the time-sorted events ([`pass`]) keeps per-CPU state (who
+//! One pass over the time-sorted events (`pass`) keeps per-CPU state (who
 //! runs, idle since when, open wasted-idle gap, SCHED softirq in progress)
 //! and per-task state (running, or waiting on which CPU since when, and
 //! whether the wait is a CFS-bandwidth throttle). From it:
@@ -47,14 +47,12 @@
 //!   a gap-length histogram and the longest gaps with who was waiting.
 
 mod pass;
-mod render;
-mod stats;
 
 use crate::{AnalysisError, Context};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-pub use stats::{percentile_nearest_rank, population_stddev};
+pub use crate::stats::{percentile_nearest_rank, population_stddev};
 
 /// Events the analysis cannot do without.
 pub(crate) const REQUIRED: &[&str] = &["sched:sched_switch"];
@@ -371,12 +369,4 @@ pub fn analyze(ctx: &Context) -> Result<IdleReport, AnalysisError> {
         .map(|s| s.to_string())
         .collect();
     Ok(report)
-}
-
-impl IdleReport {
-    /// Render the section as text: headline first, then aligned tables
-    /// (`ctx.opts.top` rows where a table can be long).
-    pub fn render_text(&self, ctx: &Context, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        render::render(self, ctx, out)
-    }
 }

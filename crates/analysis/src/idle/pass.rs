@@ -10,10 +10,12 @@
 //! none; every idle CPU accrues wasted time into the current mode, so the
 //! work per event is O(1) except on mode changes (O(CPUs)).
 
-use super::stats::{dur_stats, gap_bucket, histogram, population_stddev, SecondBuckets, SEC};
 use super::{
     Attribution, Balance, CgroupMapping, CgroupUsage, CpuIdle, Gap, GapEndings, Gaps, IdleReport,
     Kick, PctStats, Waiter, WorkStats,
+};
+use crate::stats::{
+    dur_stats, histogram, log2_bucket as gap_bucket, population_stddev, SecondBuckets, SEC,
 };
 use crate::symbolize::{Location, SymbolTable};
 use schedscope_trace::{EventData, StrId, Sym, Tid, Trace, WakeKind};

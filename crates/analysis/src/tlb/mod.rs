@@ -25,16 +25,16 @@
 //! [`profile`] is the cpu-clock "top callers" table of `record --profile`.
 
 pub mod profile;
-mod render;
 mod requests;
 
 pub use profile::{analyze_profile, ProfileReport, ProfileRow};
 
 use crate::hash::IntMap;
+use crate::stats::{log2_bucket, log2_bucket_bounds, Summary};
 use crate::symbolize::{chain_locations, Location, SymbolTable};
 use crate::{AnalysisError, Context};
 use requests::Request;
-use schedscope_trace::{Dur, StackId, Sym, TaskTable, Tid, Ts};
+use schedscope_trace::{Dur, StackId, Sym, TaskTable, Tid, Trace, Ts};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -153,49 +153,40 @@ pub struct HistBucket {
     pub count: u64,
 }
 
+/// The last [`DurStats::hist`] bucket, open above: `[2^20 us, inf)`.
+const HIST_OPEN: usize = 21;
+
 impl DurStats {
     /// Statistics of `v` (sorted in place); `None` when empty.
     pub fn of(v: &mut [u64]) -> Option<DurStats> {
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_unstable();
-        let n = v.len();
-        let pct = |p: usize| v[((n * p).div_ceil(100)).clamp(1, n) - 1];
-        // Buckets: [0,1us), [1us,2us), [2us,4us), ... [2^20 us, inf).
-        let mut hist: Vec<HistBucket> = Vec::new();
-        let mut lo = 0u64;
-        let mut hi = 1000u64;
-        loop {
-            let last = hi > 1000 << 20;
-            // `v` is sorted: count by binary search.
-            let from = v.partition_point(|&x| x < lo);
-            let to = if last {
-                n
-            } else {
-                v.partition_point(|&x| x < hi)
-            };
-            let count = (to - from) as u64;
-            hist.push(HistBucket {
-                lo_ns: lo,
-                hi_ns: (!last).then_some(hi),
-                count,
-            });
-            if last || v[n - 1] < hi {
-                break;
-            }
-            lo = hi;
-            hi *= 2;
-        }
-        while hist.len() > 1 && hist.first().is_some_and(|b| b.count == 0) {
-            hist.remove(0);
-        }
+        let s = Summary::of(v)?;
+        // Log2 buckets (stats::log2_bucket) up to the maximum's, the last
+        // one open; `v` is sorted: count by binary search.
+        let last = log2_bucket(s.max).min(HIST_OPEN);
+        let mut hist: Vec<HistBucket> = (0..=last)
+            .map(|i| {
+                let (lo, hi) = log2_bucket_bounds(i);
+                let from = v.partition_point(|&x| x < lo);
+                let to = if i == HIST_OPEN {
+                    v.len()
+                } else {
+                    v.partition_point(|&x| x < hi)
+                };
+                HistBucket {
+                    lo_ns: lo,
+                    hi_ns: (i != HIST_OPEN).then_some(hi),
+                    count: (to - from) as u64,
+                }
+            })
+            .collect();
+        let empty_head = hist.iter().take_while(|b| b.count == 0).count();
+        hist.drain(..empty_head.min(hist.len() - 1));
         Some(DurStats {
-            count: n as u64,
-            mean_ns: (v.iter().map(|&x| x as u128).sum::<u128>() / n as u128) as u64,
-            p50_ns: pct(50),
-            p99_ns: pct(99),
-            max_ns: v[n - 1],
+            count: s.count,
+            mean_ns: s.mean_floor(),
+            p50_ns: s.p50,
+            p99_ns: s.p99,
+            max_ns: s.max,
             hist,
         })
     }
@@ -502,7 +493,10 @@ pub(crate) fn prepare<'a>(ctx: &Context<'a>) -> Result<Prepared<'a>, AnalysisErr
     })
 }
 
-/// The rest of [`analyze`], on the timeline.
+/// The rest of [`analyze`], on the timeline, in phases: classify the
+/// requests, accumulate per class (target states at send time on the
+/// timeline, latencies), name the hotspots, tally the receiving side, and
+/// say where the shootdown count comes from.
 pub(crate) fn finish(ctx: &Context, p: Prepared<'_>) -> Result<TlbReport, AnalysisError> {
     let Prepared {
         has_ipi,
@@ -514,14 +508,104 @@ pub(crate) fn finish(ctx: &Context, p: Prepared<'_>) -> Result<TlbReport, Analys
         func_class,
     } = p;
     let trace = ctx.trace;
-    let ipi_events = &EVENTS[..5];
     let duration = trace.duration();
     let secs = duration.0 as f64 / 1e9;
     let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
 
-    // Classify; drop hardware IPIs that only restate a csd request.
+    let (classified, class_by_index, unmatched_ipis) = classify(&scan, &func_class);
+    let tl = ctx.timeline;
+    let mut per_class = accumulate(&classified, &class_by_index, &scan, tl, &mut tgids);
+    let mut ipi_classes: Vec<ClassReport> = Vec::new();
+    for class in IpiClass::ALL {
+        let Some(a) = per_class[class.index()].as_mut() else {
+            continue;
+        };
+        ipi_classes.push(ClassReport {
+            class,
+            count: a.count,
+            per_second: rate(a.count),
+            targets: a.targets,
+            ipis_sent: a.ipis,
+            targets_hist: a.targets_hist.clone(),
+            targets_at_send: a.states.clone(),
+            delivery: DurStats::of(&mut a.delivery),
+            handler: DurStats::of(&mut a.handler),
+            senders: senders(ctx, &mut tgids, &a.senders, a.count, 10),
+        });
+    }
+    let total = classified.len() as u64;
+    let (top_callsites, top_stacks, with_stack) =
+        hotspots(trace, &syms, &classified, &req_stack_pid);
+    let tlb_flush_by_reason = flush_reasons(&scan);
+
+    let tlb_class = per_class[IpiClass::TlbShootdown.index()].as_ref();
+    let mut notes = Vec::new();
+    let (shootdowns, source) = if has_ipi {
+        let src = if has_csd {
+            "csd:csd_queue_cpu"
+        } else {
+            "ipi:ipi_send_cpu/ipi_send_cpumask"
+        };
+        (tlb_class.map(|a| a.count).unwrap_or(0), src.to_string())
+    } else {
+        notes.push(no_ipi_note(ctx));
+        let n = tlb_flush_by_reason
+            .get("remote IPI send")
+            .map(|r| r.count)
+            .unwrap_or(0);
+        (n, "tlb:tlb_flush remote IPI send".to_string())
+    };
+    notes.extend(missing_notes(
+        ctx,
+        has_ipi && total > 0 && with_stack == 0,
+        has_csd,
+    ));
+    let mut states = tlb_class.map(|a| a.states.clone()).unwrap_or_default();
+    if states.total() == 0 {
+        states = TargetStates::default();
+    }
+    let senders_all = tlb_class
+        .map(|a| senders(ctx, &mut tgids, &a.senders, a.count, JSON_ROWS))
+        .unwrap_or_default();
+    let unsymbolized = syms.unsymbolized_count() as u64;
+    Ok(TlbReport {
+        shootdowns,
+        shootdowns_per_second: rate(shootdowns),
+        targets_hist: tlb_class
+            .map(|a| a.targets_hist.clone())
+            .unwrap_or_default(),
+        targets_at_send: states,
+        duration_ns: duration.0,
+        source,
+        ipi_classes,
+        top_callsites,
+        top_stacks,
+        senders: senders_all,
+        tlb_flush_by_reason,
+        irq_vectors: scan.irq_vectors.clone(),
+        undelivered: scan.undelivered,
+        unmatched_ipis,
+        symbols: SymbolStats {
+            distinct: syms.len() as u64,
+            unsymbolized,
+            kernel_source: syms.kernel_source.to_string(),
+        },
+        notes,
+    })
+}
+
+/// A request with its class and its index in the scan.
+type Classified<'s> = (IpiClass, &'s Request, usize);
+
+/// Classify every request by its function; hardware IPIs that only restate
+/// a csd request are dropped (and counted with the unmatched IPIs). Also
+/// returns each request's class by index and the unmatched-IPI count.
+fn classify<'s>(
+    scan: &'s requests::Scan,
+    func_class: &IntMap<Sym, (IpiClass, bool)>,
+) -> (Vec<Classified<'s>>, Vec<Option<IpiClass>>, u64) {
     let mut unmatched_ipis = scan.unmatched_ipis;
-    let mut classified: Vec<(IpiClass, &Request, usize)> = Vec::with_capacity(scan.requests.len());
+    let mut classified: Vec<Classified> = Vec::with_capacity(scan.requests.len());
     let mut class_by_index: Vec<Option<IpiClass>> = vec![None; scan.requests.len()];
     for (i, r) in scan.requests.iter().enumerate() {
         let (class, generic) = func_class
@@ -535,13 +619,22 @@ pub(crate) fn finish(ctx: &Context, p: Prepared<'_>) -> Result<TlbReport, Analys
         class_by_index[i] = Some(class);
         classified.push((class, r, i));
     }
+    (classified, class_by_index, unmatched_ipis)
+}
 
-    let mut notes = Vec::new();
-    let tl = ctx.timeline;
+/// Per class: counts, what each target CPU ran at send time (from the
+/// timeline), senders, delivery and handler latencies.
+fn accumulate(
+    classified: &[Classified],
+    class_by_index: &[Option<IpiClass>],
+    scan: &requests::Scan,
+    tl: &crate::Timeline,
+    tgids: &mut Tgids,
+) -> [Option<ClassAcc>; IpiClass::ALL.len()] {
     let mut per_class: [Option<ClassAcc>; IpiClass::ALL.len()] = Default::default();
     // Requests come in time order: walk each CPU's runs forward.
     let mut current = CpuCursor::new(tl);
-    for &(class, r, _) in &classified {
+    for &(class, r, _) in classified {
         let acc = per_class[class.index()].get_or_insert_with(ClassAcc::default);
         acc.count += 1;
         acc.ipis += r.ipis as u64;
@@ -581,33 +674,22 @@ pub(crate) fn finish(ctx: &Context, p: Prepared<'_>) -> Result<TlbReport, Analys
                 .push(d.0);
         }
     }
+    per_class
+}
 
-    let mut ipi_classes: Vec<ClassReport> = Vec::new();
-    for class in IpiClass::ALL {
-        let Some(a) = per_class[class.index()].as_mut() else {
-            continue;
-        };
-        ipi_classes.push(ClassReport {
-            class,
-            count: a.count,
-            per_second: rate(a.count),
-            targets: a.targets,
-            ipis_sent: a.ipis,
-            targets_hist: a.targets_hist.clone(),
-            targets_at_send: a.states.clone(),
-            delivery: DurStats::of(&mut a.delivery),
-            handler: DurStats::of(&mut a.handler),
-            senders: senders(ctx, &mut tgids, &a.senders, a.count, 10),
-        });
-    }
-
-    // Hotspots.
+/// The top callsites and top stacks (counted by raw keys first, then each
+/// distinct key named once: different addresses in one function merge),
+/// and how many requests had a stack.
+fn hotspots(
+    trace: &Trace,
+    syms: &SymbolTable,
+    classified: &[Classified],
+    req_stack_pid: &[Option<Tid>],
+) -> (Vec<Callsite>, Vec<StackRow>, u64) {
     let total = classified.len() as u64;
-    // Count by raw keys first, then name each distinct key once (different
-    // addresses in one function merge).
     let mut by_site_raw: IntMap<(Sym, Sym, IpiClass), u64> = IntMap::default();
     let mut by_stack_raw: IntMap<(StackId, Option<Tid>, Sym, IpiClass), u64> = IntMap::default();
-    for &(class, r, i) in &classified {
+    for &(class, r, i) in classified {
         *by_site_raw.entry((r.callsite, r.func, class)).or_default() += 1;
         if r.stack.is_some() {
             *by_stack_raw
@@ -619,7 +701,7 @@ pub(crate) fn finish(ctx: &Context, p: Prepared<'_>) -> Result<TlbReport, Analys
     for ((cs, f, class), n) in by_site_raw {
         let key = (
             syms.name(Location::kernel(cs)),
-            callback_name(&syms, f),
+            callback_name(syms, f),
             class,
         );
         *by_site.entry(key).or_default() += n;
@@ -643,7 +725,7 @@ pub(crate) fn finish(ctx: &Context, p: Prepared<'_>) -> Result<TlbReport, Analys
         if !fr.is_empty() {
             with_stack += n;
             *by_stack
-                .entry((fr, callback_name(&syms, f), class))
+                .entry((fr, callback_name(syms, f), class))
                 .or_default() += n;
         }
     }
@@ -681,8 +763,11 @@ pub(crate) fn finish(ctx: &Context, p: Prepared<'_>) -> Result<TlbReport, Analys
             .then_with(|| a.callback.cmp(&b.callback))
     });
     top_stacks.truncate(JSON_ROWS);
+    (top_callsites, top_stacks, with_stack)
+}
 
-    // Receiving side and pages.
+/// The receiving side: tlb_flush tallies by reason, with pages.
+fn flush_reasons(scan: &requests::Scan) -> BTreeMap<String, FlushReason> {
     let mut tlb_flush_by_reason: BTreeMap<String, FlushReason> = BTreeMap::new();
     for (reason, f) in &scan.flushes {
         let pages_hist: BTreeMap<String, u64> = f
@@ -703,43 +788,37 @@ pub(crate) fn finish(ctx: &Context, p: Prepared<'_>) -> Result<TlbReport, Analys
             },
         );
     }
+    tlb_flush_by_reason
+}
 
-    let tlb_class = per_class[IpiClass::TlbShootdown.index()].as_ref();
-    let (shootdowns, source) = if has_ipi {
-        let src = if has_csd {
-            "csd:csd_queue_cpu"
-        } else {
-            "ipi:ipi_send_cpu/ipi_send_cpumask"
-        };
-        (tlb_class.map(|a| a.count).unwrap_or(0), src.to_string())
+/// Why shootdowns are counted from tlb_flush (no csd/ipi event fired).
+fn no_ipi_note(ctx: &Context) -> String {
+    let recorded_ipi: Vec<&str> = EVENTS[..5]
+        .iter()
+        .copied()
+        .filter(|n| recorded(ctx, n))
+        .collect();
+    let why = if recorded_ipi.is_empty() {
+        "the trace has no csd/ipi events".to_string()
     } else {
-        let recorded_ipi: Vec<&str> = ipi_events
-            .iter()
-            .copied()
-            .filter(|n| recorded(ctx, n))
-            .collect();
-        let why = if recorded_ipi.is_empty() {
-            "the trace has no csd/ipi events".to_string()
-        } else {
-            format!(
-                "{} recorded but never fired (a shootdown to a single CPU takes the \
-                 csd:csd_queue_cpu + ipi:ipi_send_cpu path)",
-                recorded_ipi.join(", ")
-            )
-        };
-        notes.push(format!(
-            "{why}: shootdowns are counted from tlb_flush \"remote IPI send\", one per \
-             native_flush_tlb_multi call, including calls whose targets were all skipped \
-             (lazy TLB) and sent no IPI; targets, callsites and latencies need \
-             csd:csd_queue_cpu, csd:csd_function_entry, csd:csd_function_exit, \
-             ipi:ipi_send_cpu"
-        ));
-        let n = tlb_flush_by_reason
-            .get("remote IPI send")
-            .map(|r| r.count)
-            .unwrap_or(0);
-        (n, "tlb:tlb_flush remote IPI send".to_string())
+        format!(
+            "{} recorded but never fired (a shootdown to a single CPU takes the \
+             csd:csd_queue_cpu + ipi:ipi_send_cpu path)",
+            recorded_ipi.join(", ")
+        )
     };
+    format!(
+        "{why}: shootdowns are counted from tlb_flush \"remote IPI send\", one per \
+         native_flush_tlb_multi call, including calls whose targets were all skipped \
+         (lazy TLB) and sent no IPI; targets, callsites and latencies need \
+         csd:csd_queue_cpu, csd:csd_function_entry, csd:csd_function_exit, \
+         ipi:ipi_send_cpu"
+    )
+}
+
+/// Notes on what the trace lacks for the other figures.
+fn missing_notes(ctx: &Context, no_stacks: bool, has_csd: bool) -> Vec<String> {
+    let mut notes = Vec::new();
     if has_csd && !recorded(ctx, "csd:csd_function_entry") {
         notes.push(
             "no csd:csd_function_entry/exit events: delivery latency and handler run time unknown"
@@ -749,14 +828,14 @@ pub(crate) fn finish(ctx: &Context, p: Prepared<'_>) -> Result<TlbReport, Analys
     if !recorded(ctx, "tlb:tlb_flush") {
         notes.push("no tlb:tlb_flush events: receiving side and page counts unknown".into());
     }
-    if has_ipi && total > 0 && with_stack == 0 {
+    if no_stacks {
         notes.push(
             "no call chains: record with `schedscope record --call-graph` (or `perf record -g`) \
              for top stacks"
                 .into(),
         );
     }
-    if tl.cpus.iter().all(|runs| runs.is_empty()) {
+    if ctx.timeline.cpus.iter().all(|runs| runs.is_empty()) {
         notes.push("no sched:sched_switch timeline: target CPU states at send time unknown".into());
     }
     if !has_csd && recorded(ctx, "ipi:ipi_send_cpu") {
@@ -766,38 +845,7 @@ pub(crate) fn finish(ctx: &Context, p: Prepared<'_>) -> Result<TlbReport, Analys
                 .into(),
         );
     }
-    let mut states = tlb_class.map(|a| a.states.clone()).unwrap_or_default();
-    if states.total() == 0 {
-        states = TargetStates::default();
-    }
-    let senders_all = tlb_class
-        .map(|a| senders(ctx, &mut tgids, &a.senders, a.count, JSON_ROWS))
-        .unwrap_or_default();
-    let unsymbolized = syms.unsymbolized_count() as u64;
-    Ok(TlbReport {
-        shootdowns,
-        shootdowns_per_second: rate(shootdowns),
-        targets_hist: tlb_class
-            .map(|a| a.targets_hist.clone())
-            .unwrap_or_default(),
-        targets_at_send: states,
-        duration_ns: duration.0,
-        source,
-        ipi_classes,
-        top_callsites,
-        top_stacks,
-        senders: senders_all,
-        tlb_flush_by_reason,
-        irq_vectors: scan.irq_vectors.clone(),
-        undelivered: scan.undelivered,
-        unmatched_ipis,
-        symbols: SymbolStats {
-            distinct: syms.len() as u64,
-            unsymbolized,
-            kernel_source: syms.kernel_source.to_string(),
-        },
-        notes,
-    })
+    notes
 }
 
 #[derive(Default)]

@@ -2,7 +2,8 @@
 
 use super::report::{load, print_warnings, Progress};
 use crate::args::{InfoArgs, OutputFormat};
-use schedscope_analysis::table::{self, Align, Table};
+use schedscope_render::fmt;
+use schedscope_render::table::{Align, Table};
 use schedscope_trace::{Tid, Trace, TraceFormat, TraceMeta, Warning};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -115,8 +116,8 @@ impl Info {
         writeln!(
             out,
             "  time      {} .. {} s",
-            table::secs(self.start_ns),
-            table::secs(self.end_ns)
+            fmt::secs(self.start_ns),
+            fmt::secs(self.end_ns)
         )?;
         writeln!(
             out,
@@ -154,7 +155,7 @@ impl Info {
         by_count.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
         let total: u64 = self.events_by_name.values().sum();
         for (name, n) in by_count {
-            t.row(vec![name.clone(), n.to_string(), table::pct(*n, total)]);
+            t.row(vec![name.clone(), n.to_string(), fmt::pct(*n, total)]);
         }
         t.write(out)?;
         writeln!(out)?;
@@ -169,7 +170,7 @@ impl Info {
                 cc.comm.clone(),
                 cc.threads.to_string(),
                 cc.events.to_string(),
-                table::pct(cc.events, self.events),
+                fmt::pct(cc.events, self.events),
             ]);
         }
         c.write(out)?;

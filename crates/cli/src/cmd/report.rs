@@ -3,13 +3,19 @@
 //!
 //! Sections come from the flags (`--latency --gang --lhp --idle --tlb`,
 //! `--all`; `--gang-of` implies `--gang`); with none, latency is shown.
+//! An invalid `--gang-of` is a usage error (exit 2) before anything is
+//! loaded. The report is computed by `schedscope_analysis` and printed by
+//! `schedscope_render` (text) or serde_json.
 //! A section that cannot be computed prints its reason and the others still
 //! print; the exit code is 1 only when every requested section failed.
 //! Decoder warnings go to stderr in text mode and into `trace.warnings` in
 //! JSON.
 
 use crate::args::{OutputFormat, ReportArgs};
+use crate::ExitError;
+use schedscope_analysis::gang::GangSpec;
 use schedscope_analysis::{Options, Report, Sections};
+use schedscope_render::{RenderText, TextOptions};
 use schedscope_trace::Trace;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -20,10 +26,19 @@ use std::time::Instant;
 struct Config {
     sections: Sections,
     opts: Options,
+    text: TextOptions,
 }
 
 impl Config {
-    fn from_args(a: &ReportArgs) -> Config {
+    /// The configuration of `a`; an invalid `--gang-of` is a usage error
+    /// (exit 2), reported before the trace is loaded.
+    fn from_args(a: &ReportArgs) -> Result<Config, ExitError> {
+        for spec in &a.gang_of {
+            GangSpec::parse(spec).map_err(|e| ExitError {
+                code: 2,
+                message: e.to_string(),
+            })?;
+        }
         let mut sections = if a.all {
             Sections::all()
         } else {
@@ -38,13 +53,14 @@ impl Config {
         if sections.is_empty() {
             sections.latency = true;
         }
-        Config {
+        Ok(Config {
             sections,
             opts: Options {
                 gang_specs: a.gang_of.clone(),
                 top: a.top,
             },
-        }
+            text: TextOptions { top: a.top },
+        })
     }
 }
 
@@ -105,7 +121,7 @@ pub(crate) fn load_with(
     if t0.elapsed().as_secs_f64() > 0.5 {
         progress.say(&format!(
             "loaded {} events in {:.1} s; analysing...",
-            schedscope_analysis::table::count(trace.events.len() as u64),
+            schedscope_render::fmt::count(trace.events.len() as u64),
             t0.elapsed().as_secs_f64()
         ));
     }
@@ -126,7 +142,7 @@ pub(crate) fn print_warnings(trace: &Trace) {
 
 /// Run `schedscope report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let cfg = Config::from_args(&args);
+    let cfg = Config::from_args(&args)?;
     let progress = Progress::new();
     // Decode only the events the sections read (counts still cover the
     // whole file).
@@ -148,7 +164,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     };
     let trace = load_with(&args.file, &progress, &load_opts)?;
     let t1 = Instant::now();
-    let report = Report::compute(&trace, cfg.sections, &cfg.opts);
+    let (report, timeline) = Report::compute_with_timeline(&trace, cfg.sections, &cfg.opts);
     if std::env::var_os("SCHEDSCOPE_TIMING").is_some() {
         eprintln!("timing: compute {:.1} ms", t1.elapsed().as_secs_f64() * 1e3);
     }
@@ -158,7 +174,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     match args.format {
         OutputFormat::Text => {
             print_warnings(&trace);
-            report.render_text(&trace, &cfg.opts, &mut out)?;
+            report.render_text(&cfg.text, &mut out)?;
         }
         OutputFormat::Json => {
             serde_json::to_writer_pretty(&mut out, &report)?;
@@ -178,6 +194,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     // one by one would only delay the exit (about 5% of the run), the OS
     // takes the memory back at once.
     std::mem::forget(report);
+    std::mem::forget(timeline);
     std::mem::forget(trace);
     if failed {
         return Ok(ExitCode::from(1));
@@ -193,7 +210,7 @@ mod tests {
     fn cfg(argv: &[&str]) -> Config {
         let cli = crate::args::Cli::parse_from(argv);
         match cli.command {
-            crate::args::Command::Report(a) => Config::from_args(&a),
+            crate::args::Command::Report(a) => Config::from_args(&a).expect("valid"),
             _ => unreachable!(),
         }
     }
@@ -227,5 +244,23 @@ mod tests {
         );
         assert_eq!(c.opts.gang_specs, vec!["pid=3".to_string()]);
         assert_eq!(c.opts.top, 5);
+    }
+
+    #[test]
+    fn invalid_gang_of_is_a_usage_error() {
+        for spec in ["pid=x", "tids=", "comm=(", "nope=1", "pid"] {
+            let cli = crate::args::Cli::parse_from(["schedscope", "report", "--gang-of", spec]);
+            let crate::args::Command::Report(a) = cli.command else {
+                unreachable!()
+            };
+            let e = Config::from_args(&a).err().expect("rejected");
+            assert_eq!(e.code, 2, "{spec}");
+            assert!(
+                e.message
+                    .starts_with(&format!("invalid --gang-of {spec}: ")),
+                "{}",
+                e.message
+            );
+        }
     }
 }

@@ -1,59 +1,31 @@
-//! Text rendering of [`TlbReport`] and [`ProfileReport`]: headline first,
-//! aligned tables with units in the headers, `--top` rows.
+//! The `tlb` section and the cpu-clock profile as text: headline
+//! (shootdowns, rate, target states), IPI classes, callsites, senders,
+//! stacks, tlb_flush reasons; the profile's top callers.
 
-use super::{ClassReport, DurStats, ProfileReport, Sender, TargetStates, TlbReport};
-use crate::Context;
+use crate::fmt::{ratio_pct as pct, us};
+use crate::table::{Align, Table};
+use crate::{top_or, RenderText, TextOptions};
+use schedscope_analysis::tlb::{
+    ClassReport, DurStats, IpiClass, ProfileReport, Sender, TargetStates, TlbReport,
+};
 use std::io::{self, Write};
 
-/// A minimal aligned table: first column left-aligned where `left[i]`.
+/// A table of the tlb views: no rule, alignment per column (`left[i]`),
+/// lines kept as they end.
 fn table(
     out: &mut dyn Write,
     headers: &[&str],
     left: &[bool],
     rows: &[Vec<String>],
 ) -> io::Result<()> {
-    let mut w: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            if i < w.len() {
-                w[i] = w[i].max(c.chars().count());
-            }
-        }
-    }
-    let line = |cells: &[String]| {
-        let mut s = String::from("  ");
-        for (i, c) in cells.iter().enumerate() {
-            let width = w.get(i).copied().unwrap_or(0);
-            let last = i + 1 == cells.len();
-            if left.get(i).copied().unwrap_or(false) {
-                if last {
-                    s.push_str(c);
-                } else {
-                    s.push_str(&format!("{c:<width$}"));
-                }
-            } else {
-                s.push_str(&format!("{c:>width$}"));
-            }
-            if !last {
-                s.push_str("  ");
-            }
-        }
-        s
-    };
-    let hs: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
-    writeln!(out, "{}", line(&hs))?;
-    for r in rows {
-        writeln!(out, "{}", line(r))?;
-    }
-    Ok(())
-}
-
-fn pct(share: f64) -> String {
-    format!("{:.1}", share * 100.0)
-}
-
-fn us(ns: u64) -> String {
-    format!("{:.1}", ns as f64 / 1000.0)
+    let columns: Vec<(&str, Align)> = headers
+        .iter()
+        .zip(left)
+        .map(|(h, &l)| (*h, if l { Align::Left } else { Align::Right }))
+        .collect();
+    let mut t = Table::new(&columns).without_rule().untrimmed();
+    t.rows(rows.iter().cloned());
+    t.write(out)
 }
 
 fn dur_cells(d: &Option<DurStats>) -> [String; 3] {
@@ -115,10 +87,10 @@ fn senders_rows(s: &[Sender], top: usize) -> Vec<Vec<String>> {
         .collect()
 }
 
-impl TlbReport {
+impl RenderText for TlbReport {
     /// Render as text: headline (shootdowns, rate), classes, hotspots.
-    pub fn render_text(&self, ctx: &Context, out: &mut dyn Write) -> io::Result<()> {
-        let top = if ctx.opts.top == 0 { 10 } else { ctx.opts.top };
+    fn render_text(&self, opts: &TextOptions, out: &mut dyn Write) -> io::Result<()> {
+        let top = top_or(opts, 10);
         writeln!(
             out,
             "TLB shootdowns: {} ({:.1}/s over {:.3} s; from {})",
@@ -220,7 +192,7 @@ impl TlbReport {
             )?;
         }
         for c in &self.ipi_classes {
-            if c.class == super::IpiClass::TlbShootdown || c.senders.is_empty() {
+            if c.class == IpiClass::TlbShootdown || c.senders.is_empty() {
                 continue;
             }
             writeln!(out, "\nSenders of {} IPIs", c.class.label())?;
@@ -335,10 +307,10 @@ fn class_row(c: &ClassReport) -> Vec<String> {
     ]
 }
 
-impl ProfileReport {
+impl RenderText for ProfileReport {
     /// Render the "top callers" table; flush functions are marked with `*`.
-    pub fn render_text(&self, ctx: &Context, out: &mut dyn Write) -> io::Result<()> {
-        let top = if ctx.opts.top == 0 { 10 } else { ctx.opts.top };
+    fn render_text(&self, opts: &TextOptions, out: &mut dyn Write) -> io::Result<()> {
+        let top = top_or(opts, 10);
         writeln!(
             out,
             "Profile: {} {} samples ({} kernel, {} user, {} unsymbolized); {} ({:.1}%) under a TLB-flush function",

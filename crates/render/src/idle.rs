@@ -1,81 +1,28 @@
-//! Text rendering of the idle section: headline, seed table, per-CPU table,
+//! The `idle` section as text: headline, seed table, per-CPU table,
 //! balancing, gap histogram, longest gaps, cgroups.
 
-use super::{Attribution, CgroupMapping, IdleReport};
-use crate::Context;
+use crate::fmt::{ms, pct_opt, pct_sign, us_opt};
+use crate::table::Table;
+use crate::{RenderText, TextOptions};
+use schedscope_analysis::idle::{Attribution, CgroupMapping, IdleReport};
 use std::io::{self, Write};
 
-/// A small aligned table: first column left-aligned, the others right-aligned.
-struct Table {
-    rows: Vec<Vec<String>>,
-}
-
-impl Table {
-    fn new(header: &[&str]) -> Table {
-        Table {
-            rows: vec![header.iter().map(|s| s.to_string()).collect()],
-        }
-    }
-
-    fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
-    }
-
-    fn write(&self, out: &mut dyn Write) -> io::Result<()> {
-        let n = self.rows.iter().map(Vec::len).max().unwrap_or(0);
-        let widths: Vec<usize> = (0..n)
-            .map(|i| {
-                self.rows
-                    .iter()
-                    .filter_map(|r| r.get(i))
-                    .map(|s| s.chars().count())
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        for r in &self.rows {
-            let mut line = String::new();
-            for (i, cell) in r.iter().enumerate() {
-                if i == 0 {
-                    line.push_str(&format!("  {:<w$}", cell, w = widths[i]));
-                } else {
-                    line.push_str(&format!("  {:>w$}", cell, w = widths[i]));
-                }
-            }
-            writeln!(out, "{}", line.trim_end())?;
-        }
-        Ok(())
+impl RenderText for IdleReport {
+    /// Headline first, then aligned tables (`opts.top` rows where a table
+    /// can be long).
+    fn render_text(&self, opts: &TextOptions, out: &mut dyn Write) -> io::Result<()> {
+        render(self, opts, out)
     }
 }
 
-fn ms(ns: u64) -> String {
-    format!("{:.3}", ns as f64 / 1e6)
-}
-
-fn us_opt(ns: Option<u64>) -> String {
-    ns.map_or("-".into(), |v| format!("{:.1}", v as f64 / 1e3))
-}
-
-fn pct_opt(v: Option<f64>) -> String {
-    v.map_or("-".into(), |v| format!("{v:.1}%"))
-}
-
-fn pct(part: u64, whole: u64) -> String {
-    if whole == 0 {
-        "-".into()
-    } else {
-        format!("{:.1}%", part as f64 * 100.0 / whole as f64)
-    }
-}
-
-pub(super) fn render(r: &IdleReport, ctx: &Context, out: &mut dyn Write) -> io::Result<()> {
-    let top = ctx.opts.top.max(1);
+fn render(r: &IdleReport, opts: &TextOptions, out: &mut dyn Write) -> io::Result<()> {
+    let top = opts.top.max(1);
     let cpu_time = r.duration_ns.saturating_mul(r.cpus.len() as u64);
     writeln!(
         out,
         "Wasted idle: {} ms ({} of CPU time) idle while runnable work waited: throttled {} ms, imbalance {} ms (attribution: {})",
         ms(r.wasted_idle_ns),
-        pct(r.wasted_idle_ns, cpu_time),
+        pct_sign(r.wasted_idle_ns, cpu_time),
         ms(r.throttled_ns),
         ms(r.imbalance_ns),
         match (r.attribution, r.cgroup_mapping) {
@@ -91,14 +38,14 @@ pub(super) fn render(r: &IdleReport, ctx: &Context, out: &mut dyn Write) -> io::
         "Idle: {} ms of {} ms CPU time ({}) over {} CPUs, {:.3} s",
         ms(r.idle_ns),
         ms(cpu_time),
-        pct(r.idle_ns, cpu_time),
+        pct_sign(r.idle_ns, cpu_time),
         r.cpus.len(),
         r.duration_ns as f64 / 1e9
     )?;
     writeln!(out)?;
 
     let p = &r.per_second_idle_pct;
-    let mut t = Table::new(&["Idle time", "Average", "Std-deviation", "Min", "Max"]);
+    let mut t = Table::plain(&["Idle time", "Average", "Std-deviation", "Min", "Max"]);
     t.row(vec![
         format!("this trace ({} s)", r.seconds),
         pct_opt(p.avg),
@@ -108,7 +55,7 @@ pub(super) fn render(r: &IdleReport, ctx: &Context, out: &mut dyn Write) -> io::
     ]);
     t.write(out)?;
     let w = &r.work_per_second_ns;
-    let mut t = Table::new(&["Work done (CPU ms/s)", "Average", "Std-deviation"]);
+    let mut t = Table::plain(&["Work done (CPU ms/s)", "Average", "Std-deviation"]);
     let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.1}", v / 1e6));
     t.row(vec!["this trace".into(), f(w.avg), f(w.stddev)]);
     t.write(out)?;
@@ -121,7 +68,7 @@ pub(super) fn render(r: &IdleReport, ctx: &Context, out: &mut dyn Write) -> io::
     writeln!(out)?;
 
     writeln!(out, "Per CPU")?;
-    let mut t = Table::new(&[
+    let mut t = Table::plain(&[
         "CPU",
         "idle (ms)",
         "idle %",
@@ -136,7 +83,7 @@ pub(super) fn render(r: &IdleReport, ctx: &Context, out: &mut dyn Write) -> io::
         t.row(vec![
             c.cpu.to_string(),
             ms(c.idle_ns),
-            pct(c.idle_ns, r.duration_ns),
+            pct_sign(c.idle_ns, r.duration_ns),
             ms(c.wasted_idle_ns),
             ms(c.throttled_ns),
             ms(c.imbalance_ns),
@@ -159,14 +106,14 @@ pub(super) fn render(r: &IdleReport, ctx: &Context, out: &mut dyn Write) -> io::
         b.pulls_into_idle
     )?;
     if !b.pulls_by_path.is_empty() {
-        let mut t = Table::new(&["Pull path", "pulls"]);
+        let mut t = Table::plain(&["Pull path", "pulls"]);
         for (k, v) in &b.pulls_by_path {
             t.row(vec![k.clone(), v.to_string()]);
         }
         t.write(out)?;
     }
     let wp = &b.wait_before_pull_ns;
-    let mut t = Table::new(&[
+    let mut t = Table::plain(&[
         "Wait before pull",
         "count",
         "avg (µs)",
@@ -184,7 +131,7 @@ pub(super) fn render(r: &IdleReport, ctx: &Context, out: &mut dyn Write) -> io::
     ]);
     t.write(out)?;
     let e = &b.gap_endings;
-    let mut t = Table::new(&[
+    let mut t = Table::plain(&[
         "Gap endings",
         "wakeup",
         "pull",
@@ -204,7 +151,7 @@ pub(super) fn render(r: &IdleReport, ctx: &Context, out: &mut dyn Write) -> io::
     if !b.kicks.is_empty() {
         let mut kicks = b.kicks.clone();
         kicks.sort_by_key(|k| std::cmp::Reverse(k.count));
-        let mut t = Table::new(&["nohz kick from CPU", "to CPU", "kicks"]);
+        let mut t = Table::plain(&["nohz kick from CPU", "to CPU", "kicks"]);
         for k in kicks.iter().take(top) {
             t.row(vec![
                 k.from.to_string(),
@@ -218,7 +165,7 @@ pub(super) fn render(r: &IdleReport, ctx: &Context, out: &mut dyn Write) -> io::
 
     if !r.gaps.histogram.is_empty() {
         writeln!(out, "Wasted-idle gaps by length")?;
-        let mut t = Table::new(&["length (µs)", "gaps", "total (ms)"]);
+        let mut t = Table::plain(&["length (µs)", "gaps", "total (ms)"]);
         for h in r.gaps.histogram.iter().filter(|h| h.count > 0) {
             t.row(vec![
                 format!("[{}, {})", h.lo_ns / 1000, h.hi_ns / 1000),
@@ -229,7 +176,7 @@ pub(super) fn render(r: &IdleReport, ctx: &Context, out: &mut dyn Write) -> io::
         t.write(out)?;
         writeln!(out)?;
         writeln!(out, "Longest wasted-idle gaps")?;
-        let mut t = Table::new(&[
+        let mut t = Table::plain(&[
             "CPU",
             "start (s)",
             "length (ms)",
@@ -267,7 +214,7 @@ pub(super) fn render(r: &IdleReport, ctx: &Context, out: &mut dyn Write) -> io::
 
     if !r.cgroups.is_empty() {
         writeln!(out, "cgroups (recorded cpu.stat samples)")?;
-        let mut t = Table::new(&[
+        let mut t = Table::plain(&[
             "cgroup",
             "quota (CPUs)",
             "used (CPUs)",

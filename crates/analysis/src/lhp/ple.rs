@@ -1,0 +1,504 @@
+//! Pause-loop exits: each PLE exit classified by its siblings' states, the
+//! directed yield that followed it, and every exit reason per VM.
+
+use crate::groups;
+use crate::hash::IntMap;
+use crate::timeline::{StateInterval, ThreadState};
+use crate::{AnalysisError, Context};
+use schedscope_trace::{EventData, KvmIsa, Tid, Trace, Ts};
+use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+
+/// A directed yield counts when the switch follows the exit within this window.
+pub const YIELD_WINDOW_NS: u64 = 50_000;
+
+/// Whether a kvm_exit is a pause-loop exit.
+pub fn is_ple(isa: KvmIsa, exit_reason: u32) -> bool {
+    match isa {
+        KvmIsa::Vmx => exit_reason & 0xffff == 40,
+        KvmIsa::Svm => exit_reason == 0x77,
+        KvmIsa::Other(_) => false,
+    }
+}
+
+/// The kernel's name of an exit reason (`perf kvm stat` spelling), from
+/// the kernel's own kvm_exit tables; `reason N` for codes it does not name.
+pub fn exit_reason_name(isa: KvmIsa, exit_reason: u32) -> String {
+    let code = match isa {
+        KvmIsa::Vmx => exit_reason & 0xffff,
+        _ => exit_reason,
+    };
+    match schedscope_trace::kvm::reasons().name(isa, exit_reason) {
+        Some(n) => n.to_string(),
+        None => format!("reason {code}"),
+    }
+}
+
+/// PLE counts of one VM.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PleVm {
+    /// The VM's process (None when the trace has no tgid information).
+    pub tgid: Option<Tid>,
+    /// Display name.
+    pub name: String,
+    /// Number of vCPU threads in its gang.
+    pub vcpus: usize,
+    /// PLE exits.
+    pub total: u64,
+    /// ... while some sibling was Runnable.
+    pub sibling_preempted: u64,
+    /// ... while every alive sibling was Running.
+    pub all_running: u64,
+    /// ... otherwise.
+    pub siblings_idle: u64,
+    /// PLE exits per second of trace.
+    pub per_second: f64,
+    /// Directed yields to a sibling within the window.
+    pub yield_to_sibling: u64,
+}
+
+/// PLE counts of one vCPU thread.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PleVcpu {
+    /// The vCPU thread.
+    pub tid: Tid,
+    /// Its vCPU id, when the events carry one.
+    pub vcpu: Option<u32>,
+    /// Its VM's process.
+    pub tgid: Option<Tid>,
+    /// PLE exits.
+    pub total: u64,
+    /// ... while some sibling was Runnable.
+    pub sibling_preempted: u64,
+    /// ... while every alive sibling was Running.
+    pub all_running: u64,
+    /// ... otherwise.
+    pub siblings_idle: u64,
+    /// PLE exits per second of trace.
+    pub per_second: f64,
+}
+
+/// What followed a PLE exit on its CPU within [`YIELD_WINDOW_NS`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct YieldOutcomes {
+    /// The vCPU was switched out and a sibling switched in.
+    pub to_sibling: u64,
+    /// The vCPU was switched out for a non-sibling (or idle).
+    pub to_other: u64,
+    /// No switch on that CPU within the window.
+    pub no_switch: u64,
+}
+
+/// One exit reason of one VM.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExitReason {
+    /// Kernel name (`PAUSE_INSTRUCTION`, `pause`, ...).
+    pub reason: String,
+    /// Raw code.
+    pub code: u32,
+    /// Exits.
+    pub count: u64,
+    /// Share of this VM's exits (0..1).
+    pub share: f64,
+    /// Total handling time, exit to the next kvm_entry of the same thread (ns).
+    pub time_ns: u64,
+}
+
+/// All exit reasons of one VM.
+#[derive(Clone, Debug, Serialize)]
+pub struct VmExits {
+    /// The VM's process.
+    pub tgid: Option<Tid>,
+    /// Display name.
+    pub name: String,
+    /// Exits of all reasons.
+    pub total: u64,
+    /// By reason, most frequent first.
+    pub reasons: Vec<ExitReason>,
+}
+
+/// The virtualized part.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PleReport {
+    /// PLE exits.
+    pub total: u64,
+    /// ... while some sibling was Runnable.
+    pub sibling_preempted: u64,
+    /// ... while every alive sibling was Running.
+    pub all_running: u64,
+    /// ... otherwise.
+    pub siblings_idle: u64,
+    /// PLE exits per second of trace.
+    pub per_second: f64,
+    /// Directed-yield outcomes.
+    pub directed_yield: YieldOutcomes,
+    /// Per VM.
+    pub per_vm: Vec<PleVm>,
+    /// Per vCPU thread.
+    pub per_vcpu: Vec<PleVcpu>,
+    /// Exit reasons per VM.
+    pub exit_reasons: Vec<VmExits>,
+}
+
+/// A monotonic state cursor over one thread's intervals.
+struct Cursor<'a> {
+    ivs: &'a [StateInterval],
+    i: usize,
+}
+
+impl Cursor<'_> {
+    fn state_at(&mut self, ts: Ts) -> ThreadState {
+        while self.i < self.ivs.len() && self.ivs[self.i].end.is_some_and(|e| e <= ts) {
+            self.i += 1;
+        }
+        match self.ivs.get(self.i) {
+            Some(iv) if iv.ts <= ts => iv.state,
+            _ => ThreadState::Unknown,
+        }
+    }
+}
+
+/// How a PLE exit is classified by its siblings' states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PleClass {
+    /// Some sibling was Runnable (a likely preempted lock holder).
+    SiblingPreempted,
+    /// Every alive sibling was Running (futile exit).
+    AllRunning,
+    /// Otherwise (siblings asleep, or no siblings).
+    SiblingsIdle,
+}
+
+/// What followed one PLE exit on its CPU within [`YIELD_WINDOW_NS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum YieldOutcome {
+    /// The next switch put a sibling on the CPU.
+    ToSibling,
+    /// The next switch put another task (or idle) on the CPU.
+    ToOther,
+    /// No switch on that CPU within the window.
+    NoSwitch,
+}
+
+/// One pause-loop exit with its classification (for Parquet export and the TUI).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PleExit {
+    /// When.
+    pub ts: Ts,
+    /// The CPU it happened on.
+    pub cpu: schedscope_trace::Cpu,
+    /// The spinning vCPU thread.
+    pub tid: Tid,
+    /// Its VM (tgid), when known.
+    pub vm: Option<Tid>,
+    /// Sibling states at that instant.
+    pub class: PleClass,
+    /// Directed-yield outcome.
+    pub outcome: YieldOutcome,
+}
+
+/// Every PLE exit of the trace, classified, in time order (the rows behind
+/// [`PleReport`]'s counts).
+pub fn ple_exits(ctx: &Context) -> Result<Vec<PleExit>, AnalysisError> {
+    if ctx.trace.count("kvm:kvm_exit") == 0 {
+        return Err(AnalysisError::missing(
+            "lhp (pause-loop exits)",
+            &["kvm:kvm_exit", "kvm:kvm_entry"],
+        ));
+    }
+    groups::check_sched_events(ctx.trace, "lhp")?;
+    let mut exits = Vec::new();
+    ple_pass(ctx, Some(&mut exits))?;
+    Ok(exits)
+}
+
+pub(super) fn ple(ctx: &Context) -> Result<PleReport, AnalysisError> {
+    ple_pass(ctx, None)
+}
+
+fn ple_pass(
+    ctx: &Context,
+    mut exits: Option<&mut Vec<PleExit>>,
+) -> Result<PleReport, AnalysisError> {
+    let trace = ctx.trace;
+    let tl = ctx.timeline;
+    let defs = groups::vm_gangs(ctx)?;
+    let index = groups::member_index(&defs);
+    let vcpus = groups::vcpu_threads(trace);
+    // Cursors per gang member.
+    let mut cursors: Vec<Vec<Cursor>> = defs
+        .iter()
+        .map(|d| {
+            d.members
+                .iter()
+                .map(|t| Cursor {
+                    ivs: tl.thread(*t).map(|x| &x.intervals[..]).unwrap_or(&[]),
+                    i: 0,
+                })
+                .collect()
+        })
+        .collect();
+
+    let secs = trace.duration().0 as f64 / 1e9;
+    let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    let mut per_vm: Vec<PleVm> = defs
+        .iter()
+        .map(|d| PleVm {
+            tgid: d.tgid,
+            name: d.name.clone(),
+            vcpus: d.members.len(),
+            ..PleVm::default()
+        })
+        .collect();
+    let mut per_vcpu: BTreeMap<Tid, PleVcpu> = BTreeMap::new();
+    let mut outcomes = YieldOutcomes::default();
+    // Per CPU: PLE exits awaiting the next switch (ts, gang index or none).
+    // (exit time, gang index, row in `exits`)
+    type Pending = (Ts, Option<usize>, Option<usize>);
+    let mut pending: Vec<Vec<Pending>> = vec![Vec::new(); trace.nr_cpus as usize];
+    // Exit counts and handling time: rows (VM, isa, code, count, ns) and their index.
+    let mut reason_rows: Vec<(Option<Tid>, KvmIsa, u32, u64, u64)> = Vec::new();
+    let mut reason_idx: IntMap<(Option<Tid>, KvmIsa, u32), usize> = IntMap::default();
+    // Per vCPU thread, looked up once: its VM (tgid), gang position, open exit.
+    struct Slot {
+        vm: Option<Tid>,
+        gm: Option<(usize, usize)>,
+        open: Option<(Ts, usize)>,
+    }
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut slot_of: IntMap<Tid, usize> = IntMap::default();
+
+    for ev in &trace.events {
+        match ev.data {
+            EventData::KvmExit {
+                exit_reason, isa, ..
+            } => {
+                let si = *slot_of.entry(ev.tid).or_insert_with(|| {
+                    let vm = tl
+                        .thread(ev.tid)
+                        .and_then(|t| t.tgid)
+                        .or_else(|| trace.tasks.tgid(ev.tid));
+                    slots.push(Slot {
+                        vm,
+                        gm: index.get(&ev.tid).copied(),
+                        open: None,
+                    });
+                    slots.len() - 1
+                });
+                let (vm, gm) = (slots[si].vm, slots[si].gm);
+                let code = match isa {
+                    KvmIsa::Vmx => exit_reason & 0xffff,
+                    _ => exit_reason,
+                };
+                let ri = *reason_idx.entry((vm, isa, code)).or_insert_with(|| {
+                    reason_rows.push((vm, isa, code, 0, 0));
+                    reason_rows.len() - 1
+                });
+                reason_rows[ri].3 += 1;
+                slots[si].open = Some((ev.ts, ri));
+                if !is_ple(isa, exit_reason) {
+                    continue;
+                }
+                let class = match gm {
+                    None => PleClass::SiblingsIdle,
+                    Some((g, m)) => classify(&mut cursors[g], m, ev.ts),
+                };
+                let v = per_vcpu.entry(ev.tid).or_insert_with(|| PleVcpu {
+                    tid: ev.tid,
+                    vcpu: vcpus.get(&ev.tid).copied().flatten(),
+                    tgid: gm.and_then(|(g, _)| defs[g].tgid).or(vm),
+                    ..PleVcpu::default()
+                });
+                v.total += 1;
+                let bump = |sp: &mut u64, ar: &mut u64, si: &mut u64| match class {
+                    PleClass::SiblingPreempted => *sp += 1,
+                    PleClass::AllRunning => *ar += 1,
+                    PleClass::SiblingsIdle => *si += 1,
+                };
+                bump(
+                    &mut v.sibling_preempted,
+                    &mut v.all_running,
+                    &mut v.siblings_idle,
+                );
+                if let Some((g, _)) = gm {
+                    let p = &mut per_vm[g];
+                    p.total += 1;
+                    bump(
+                        &mut p.sibling_preempted,
+                        &mut p.all_running,
+                        &mut p.siblings_idle,
+                    );
+                }
+                let c = ev.cpu.0 as usize;
+                if c >= pending.len() {
+                    pending.resize(c + 1, Vec::new());
+                }
+                let row = exits.as_deref_mut().map(|x| {
+                    x.push(PleExit {
+                        ts: ev.ts,
+                        cpu: ev.cpu,
+                        tid: ev.tid,
+                        vm,
+                        class,
+                        outcome: YieldOutcome::NoSwitch,
+                    });
+                    x.len() - 1
+                });
+                pending[c].push((ev.ts, gm.map(|(g, _)| g), row));
+            }
+            EventData::KvmEntry { .. } => {
+                if let Some(&si) = slot_of.get(&ev.tid) {
+                    if let Some((t0, ri)) = slots[si].open.take() {
+                        reason_rows[ri].4 += ev.ts.0.saturating_sub(t0.0);
+                    }
+                }
+            }
+            EventData::Switch { next_tid, .. } => {
+                let c = ev.cpu.0 as usize;
+                let Some(list) = pending.get_mut(c) else {
+                    continue;
+                };
+                for (t0, g, row) in list.drain(..) {
+                    let outcome = if ev.ts.0.saturating_sub(t0.0) > YIELD_WINDOW_NS {
+                        outcomes.no_switch += 1;
+                        YieldOutcome::NoSwitch
+                    } else if g.is_some_and(|g| defs[g].members.binary_search(&next_tid).is_ok()) {
+                        outcomes.to_sibling += 1;
+                        if let Some(g) = g {
+                            per_vm[g].yield_to_sibling += 1;
+                        }
+                        YieldOutcome::ToSibling
+                    } else {
+                        outcomes.to_other += 1;
+                        YieldOutcome::ToOther
+                    };
+                    if let (Some(x), Some(r)) = (exits.as_deref_mut(), row) {
+                        if let Some(e) = x.get_mut(r) {
+                            e.outcome = outcome;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    outcomes.no_switch += pending.iter().map(|l| l.len() as u64).sum::<u64>();
+    let mut report = PleReport {
+        directed_yield: outcomes,
+        ..PleReport::default()
+    };
+    for v in per_vcpu.values_mut() {
+        v.per_second = rate(v.total);
+        report.total += v.total;
+        report.sibling_preempted += v.sibling_preempted;
+        report.all_running += v.all_running;
+        report.siblings_idle += v.siblings_idle;
+    }
+    report.per_second = rate(report.total);
+    for p in &mut per_vm {
+        p.per_second = rate(p.total);
+    }
+    // Only gangs with vCPU threads are VMs (explicit gangs may be plain processes).
+    report.per_vm = per_vm
+        .into_iter()
+        .zip(&defs)
+        .filter(|(_, d)| !d.vcpus.is_empty())
+        .map(|(v, _)| v)
+        .collect();
+    report.per_vcpu = per_vcpu.into_values().collect();
+    report.exit_reasons = exit_reasons(trace, reason_rows);
+    Ok(report)
+}
+
+/// The class of a PLE exit of member `m` at `ts`, from its siblings' states
+/// (`cursors`: one per member of its gang, moved forward).
+fn classify(cursors: &mut [Cursor], m: usize, ts: Ts) -> PleClass {
+    let (mut runnable, mut running, mut alive) = (false, 0, 0);
+    for (j, c) in cursors.iter_mut().enumerate() {
+        if j == m {
+            continue;
+        }
+        match c.state_at(ts) {
+            ThreadState::Runnable => {
+                runnable = true;
+                alive += 1;
+            }
+            ThreadState::Running => {
+                running += 1;
+                alive += 1;
+            }
+            ThreadState::Sleeping
+            | ThreadState::Blocked
+            | ThreadState::Other
+            | ThreadState::Unknown => alive += 1,
+            ThreadState::Dead => {}
+        }
+    }
+    if runnable {
+        PleClass::SiblingPreempted
+    } else if alive > 0 && running == alive {
+        PleClass::AllRunning
+    } else {
+        PleClass::SiblingsIdle
+    }
+}
+
+/// Exit reasons per VM from rows (VM, isa, code, count, ns), most frequent
+/// first, with their shares.
+fn exit_reasons(trace: &Trace, rows: Vec<(Option<Tid>, KvmIsa, u32, u64, u64)>) -> Vec<VmExits> {
+    let mut by_vm: BTreeMap<Option<Tid>, Vec<ExitReason>> = BTreeMap::new();
+    for (vm, isa, code, count, time_ns) in rows {
+        by_vm.entry(vm).or_default().push(ExitReason {
+            reason: exit_reason_name(isa, code),
+            code,
+            count,
+            share: 0.0,
+            time_ns,
+        });
+    }
+    by_vm
+        .into_iter()
+        .map(|(vm, mut rs)| {
+            let total: u64 = rs.iter().map(|r| r.count).sum();
+            for r in &mut rs {
+                r.share = if total > 0 {
+                    r.count as f64 / total as f64
+                } else {
+                    0.0
+                };
+            }
+            rs.sort_by_key(|r| (Reverse(r.count), r.code));
+            VmExits {
+                tgid: vm,
+                name: match vm {
+                    Some(g) => format!("VM {} ({})", g, trace.tasks.comm(g)),
+                    None => "threads without tgid".to_string(),
+                },
+                total,
+                reasons: rs,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ple_codes_per_isa() {
+        assert!(is_ple(KvmIsa::Vmx, 40));
+        // VMX: only the basic reason (low 16 bits) counts; FAILED_VMENTRY bit set.
+        assert!(is_ple(KvmIsa::Vmx, 0x8000_0028));
+        assert!(!is_ple(KvmIsa::Vmx, 0x77));
+        assert!(is_ple(KvmIsa::Svm, 0x77));
+        assert!(!is_ple(KvmIsa::Svm, 40));
+        assert!(!is_ple(KvmIsa::Other(3), 40));
+        assert_eq!(exit_reason_name(KvmIsa::Vmx, 40), "PAUSE_INSTRUCTION");
+        assert_eq!(exit_reason_name(KvmIsa::Svm, 0x400), "npf");
+        assert_eq!(exit_reason_name(KvmIsa::Vmx, 999), "reason 999");
+    }
+}

@@ -1,0 +1,188 @@
+//! The text views read only the reports: computed from fixtures (the
+//! trace dropped before rendering) or built by hand, they print the
+//! headline first, `--top` rows, the member comms and the host the report
+//! carries.
+
+use schedscope_analysis::latency::{LatencyReport, TaskLatency};
+use schedscope_analysis::report::TraceSummary;
+use schedscope_analysis::{Options, Report, Sections};
+use schedscope_render::{RenderText, TextOptions};
+use std::path::PathBuf;
+
+/// A report of a fixture; the trace is dropped before rendering.
+fn report(fixture: &str, sections: Sections) -> Report {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(fixture);
+    let trace = schedscope_parser::load(&p).expect("fixture loads");
+    Report::compute(&trace, sections, &Options::default())
+}
+
+fn text(r: &impl RenderText, top: usize) -> String {
+    let mut out = Vec::new();
+    r.render_text(&TextOptions { top }, &mut out)
+        .expect("write to a Vec");
+    String::from_utf8(out).expect("utf8")
+}
+
+fn task(tid: i32, comm: &str, runtime_ns: u64, max_ns: u64, at_ns: u64) -> TaskLatency {
+    TaskLatency {
+        tid,
+        tgid: Some(tid),
+        comm: comm.into(),
+        switches: 2,
+        runtime_ns,
+        wakeups: 1,
+        delay_max_ns: max_ns,
+        delay_avg_ns: max_ns / 2,
+        delay_max_at_ns: at_ns,
+        delay_max_start_ns: at_ns - max_ns,
+        delay_total_ns: max_ns,
+        preemptions: 0,
+        preempt_delay_max_ns: 0,
+        preempt_delay_total_ns: 0,
+    }
+}
+
+#[test]
+fn latency_has_headline_table_top_rows_and_totals() {
+    let r = LatencyReport {
+        tasks: vec![
+            task(5, "worker", 150, 2_000_000, 2_000_300),
+            task(6, "other", 50, 1_000, 3_000_000),
+        ],
+        total_switches: 4,
+        total_runtime_ns: 200,
+        total_wakeups: 2,
+        context_switch_bugs: 0,
+        wakeup_event: "sched:sched_wakeup".into(),
+    };
+    let s = text(&r, 1);
+    let lines: Vec<&str> = s.lines().collect();
+    assert_eq!(
+        lines[0],
+        "Scheduling latency: max delay 2.000 ms (worker:5 at 0.002000 s); 2 tasks, 4 switches, 2 wakeups"
+    );
+    assert!(
+        lines[1].contains("Runtime ms") && lines[1].contains("Max delay ms"),
+        "{s}"
+    );
+    assert!(lines[3].starts_with("  worker:5 "), "{s}");
+    assert!(!s.contains("other:6"), "--top 1 shows one row: {s}");
+    assert!(s.contains("TOTAL (2 tasks)"), "{s}");
+    assert!(s.contains("(1 more tasks not shown"), "{s}");
+    assert!(text(&r, 0).contains("  other:6 "), "--top 0 shows all");
+}
+
+#[test]
+fn the_summary_line_names_the_host_the_report_carries() {
+    let mut r = report("sim/bare-metal-s1.data", Sections::default());
+    assert_eq!(r.trace.host.as_deref(), Some("schedscope-sim"));
+    let first = |r: &Report| text(r, 20).lines().next().unwrap_or("").to_string();
+    assert!(
+        first(&r).contains("bare-metal-s1.data: perf.data recorded on schedscope-sim, "),
+        "{}",
+        first(&r)
+    );
+    r.trace.host = Some("elsewhere".into());
+    assert!(first(&r).contains(": perf.data recorded on elsewhere, "));
+    r.trace.host = None;
+    assert!(first(&r).contains("bare-metal-s1.data: perf.data, "));
+}
+
+#[test]
+fn gang_members_show_their_comms_from_the_report() {
+    let r = report("sim/mixed-s1.data", Sections::all());
+    let gangs = r
+        .gang
+        .as_ref()
+        .expect("gang asked")
+        .0
+        .as_ref()
+        .expect("gangs");
+    let vm = gangs
+        .gangs
+        .iter()
+        .find(|g| g.name.starts_with("VM 1000"))
+        .expect("VM 1000");
+    assert_eq!(vm.member_comms.len(), vm.members.len());
+    assert_eq!(vm.member_comms[0], "CPU 0/KVM");
+    let s = text(&r, 20);
+    assert!(s.contains("  1001 (vcpu 0)  CPU 0/KVM "), "{s}");
+    for title in [
+        "== Scheduling latency ==",
+        "== Gang co-run ==",
+        "== Lock-holder preemption ==",
+        "== Idle under bandwidth control ==",
+        "== TLB shootdowns and IPIs ==",
+    ] {
+        assert!(s.contains(title), "{title} missing");
+    }
+}
+
+#[test]
+fn top_limits_the_tlb_callsite_table() {
+    let r = report(
+        "tlb/tracefs-tlb.txt",
+        Sections {
+            tlb: true,
+            ..Sections::default()
+        },
+    );
+    let tlb = r.tlb.as_ref().expect("tlb asked").0.as_ref().expect("tlb");
+    assert!(tlb.top_callsites.len() > 3);
+    let s = text(tlb, 3);
+    assert!(s.starts_with("TLB shootdowns: "), "{s}");
+    let callsites = s.split("Top callsites").nth(1).expect("callsites");
+    let rows = callsites
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.trim().is_empty())
+        .count();
+    assert_eq!(rows, 3, "{s}");
+}
+
+#[test]
+fn a_failed_section_prints_why_under_its_title() {
+    let r = report(
+        "sim/bare-metal-s1.data",
+        Sections {
+            tlb: true,
+            ..Sections::default()
+        },
+    );
+    let s = text(&r, 20);
+    let after = s
+        .split("== TLB shootdowns and IPIs ==\n")
+        .nth(1)
+        .expect("tlb title");
+    assert!(after.starts_with("tlb: the trace has no"), "{after}");
+}
+
+#[test]
+fn a_hand_made_summary_prints_as_given() {
+    let r = Report {
+        trace: TraceSummary {
+            path: "x.data".into(),
+            format: schedscope_trace::TraceFormat::PerfData,
+            events: 10,
+            lost: 5,
+            cpus: 2,
+            start_ns: 0,
+            end_ns: 1_500_000_000,
+            events_by_name: Default::default(),
+            warnings: Vec::new(),
+            host: None,
+        },
+        latency: None,
+        gang: None,
+        lhp: None,
+        idle: None,
+        tlb: None,
+        profile: None,
+    };
+    assert_eq!(
+        text(&r, 20),
+        "x.data: perf.data, 10 events over 1.500 s on 2 CPUs, 5 lost (33.3%)\n"
+    );
+}
