@@ -1,6 +1,6 @@
 //! Idle under bandwidth control (DESIGN.md "Idle under bandwidth", issue 5).
 //!
-//! One pass over the time-sorted events ([`pass`]) keeps per-CPU state (who
+//! One pass over the time-sorted events (`pass`) keeps per-CPU state (who
 //! runs, idle since when, open wasted-idle gap, SCHED softirq in progress)
 //! and per-task state (running, or waiting on which CPU since when, and
 //! whether the wait is a CFS-bandwidth throttle). From it:

@@ -1040,23 +1040,26 @@ impl<'t> Pass<'t> {
     ///   pick (cross-CPU timestamps, remote wake lists) and the task is
     ///   switched in at once, whereas a throttle lasts until the refill;
     /// * a switch on `cpu` to another task: still queued, the watch goes
-    ///   on while `cpu` is busy.
+    ///   on while `cpu` is busy, for at most [`HOLD_NS`] without a switch
+    ///   there to idle (not proven then; this also bounds the look-ahead
+    ///   on a busy healthy trace to the events of a few tens of ms).
     fn woken_held_off(&self, cpu: u32, tid: Tid, ts: u64) -> bool {
-        let mut idle_since = self.idle(cpu).then_some(ts);
+        // Whether `cpu` is idle (with the task queued), and since when
+        // (while busy: since when the watch waits for it to idle).
+        let (mut idle, mut since) = (self.idle(cpu), ts);
         for ev in self.ahead() {
-            if idle_since.is_some_and(|t0| ev.ts.0 > t0.saturating_add(HOLD_NS)) {
-                return true;
+            if ev.ts.0 > since.saturating_add(HOLD_NS) {
+                return idle;
             }
             match ev.data {
                 EventData::Switch {
                     prev_tid, next_tid, ..
                 } if prev_tid == tid || next_tid == tid => return false,
-                EventData::Switch { next_tid, .. } if ev.cpu.0 == cpu => {
-                    if !next_tid.is_idle() {
-                        idle_since = None;
-                    } else if idle_since.is_none() {
-                        idle_since = Some(ev.ts.0);
-                    }
+                EventData::Switch { next_tid, .. }
+                    if ev.cpu.0 == cpu && next_tid.is_idle() != idle =>
+                {
+                    idle = next_tid.is_idle();
+                    since = ev.ts.0;
                 }
                 EventData::Migrate { tid: t, .. } | EventData::Exit { tid: t, .. } if t == tid => {
                     return false
@@ -1064,7 +1067,7 @@ impl<'t> Pass<'t> {
                 _ => {}
             }
         }
-        idle_since.is_some_and(|t0| self.trace.end().0 > t0.saturating_add(HOLD_NS))
+        idle && self.trace.end().0 > since.saturating_add(HOLD_NS)
     }
 
     fn migrate(&mut self, ev: &schedscope_trace::Event, ts: u64, tid: Tid, dest: u32) {
