@@ -2,7 +2,12 @@
 //! and `perf sched timehist -s` compute them.
 //!
 //! One pass over the events, independent of the [`crate::Timeline`] (so
-//! `report --latency` alone never pays for the timeline). The semantics are
+//! `report --latency` alone never pays for the timeline). It is a third
+//! sched_switch state machine on purpose: its numbers must be `perf sched
+//! latency`'s, whose rules differ from the thread-state timeline's (a
+//! preempted `R+` switch-out starts no wait, a wakeup of a task that is not
+//! sleeping is ignored, lost events are not repaired but counted as
+//! context-switch bugs), so it cannot read the timeline. The semantics are
 //! those of Debian's perf 6.1 (`tools/perf/builtin-sched.c`, `latency_*`),
 //! which is the oracle our tests compare against:
 //!

@@ -33,7 +33,12 @@
 //!   CPUs; loss does the same) is inferred when an idle CPU switches out a
 //!   task that was Runnable: the task ran from the later of "the CPU went
 //!   idle" and "the task became Runnable" (an idle CPU picks up a woken task
-//!   at once), counted in [`Timeline::inferred_switch_ins`].
+//!   at once), counted in [`Timeline::inferred_switch_ins`] (per CPU in
+//!   [`Timeline::inferred_switch_ins_by_cpu`]). This is the timeline's
+//!   lost-event repair, and gang and lhp read its result. It fires only at
+//!   a switch-out that no recorded switch explains, i.e. only on CPUs that
+//!   [`LossEvidence`] (kept in [`Timeline::loss`], found by the census
+//!   pass) marks lossy: on a fully traced CPU nothing is repaired.
 //! * After sched_process_exit the next switch-out makes the task Dead,
 //!   whatever its prev_state; so does a switch-out with prev_state X, Z or x.
 
@@ -206,6 +211,12 @@ pub struct Timeline {
     /// an idle CPU switched out a task that was Runnable (see the module
     /// docs). Also counted in `anomalies`.
     pub inferred_switch_ins: u64,
+    /// Per CPU: switch-ins inferred by that rule (index = CPU number; it
+    /// only fires on CPUs that [`Timeline::loss`] marks lossy, since an
+    /// idle CPU switching out a task is itself such evidence).
+    pub inferred_switch_ins_by_cpu: Vec<u64>,
+    /// Per-CPU evidence of lost events (see [`LossEvidence`]).
+    pub loss: LossEvidence,
     index: TidIndex,
 }
 
@@ -261,6 +272,83 @@ impl TidIndex {
     }
 }
 
+/// Per-CPU evidence, in one trace, that scheduler events are missing: the
+/// condition of every lost-event repair (here and in [`crate::idle`]).
+///
+/// A CPU whose sched_switch chain never breaks is fully traced: no analysis
+/// repairs anything there, so a healthy kernel's real waits are never
+/// dropped. A break is a switch-out of a task that no recorded switch put on
+/// the CPU (the previous sched_switch there switched in someone else), which
+/// is what `perf sched latency` counts as "context switch bugs"; a lost
+/// sched_switch record always leaves one, and a kernel that does not trace
+/// its switches out of idle on some CPU (this project's VM: CPU 1) leaves
+/// one for every such switch. Lost-record counts are only known per trace
+/// ([`schedscope_trace::Trace::lost`]), not per CPU, so they are not used
+/// to mark a CPU: a lost sched_switch shows up as a break on its own CPU.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LossEvidence {
+    /// Per CPU (index = CPU number).
+    pub cpus: Vec<CpuLoss>,
+}
+
+/// One CPU's [`LossEvidence`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CpuLoss {
+    /// Switch-outs of a task that the previous recorded sched_switch on this
+    /// CPU did not switch in (perf's context-switch bugs).
+    pub unswitched_outs: u64,
+    /// Of those, the ones where that previous switch had left the CPU idle:
+    /// a switch out of idle that was not traced.
+    pub idle_exits_missing: u64,
+}
+
+impl LossEvidence {
+    /// One pass over the sched_switch events of `trace` (time-sorted).
+    pub fn of(trace: &Trace) -> LossEvidence {
+        let mut ev = LossEvidence::default();
+        let mut cur: Vec<Option<Tid>> = Vec::new();
+        for e in &trace.events {
+            if let EventData::Switch {
+                prev_tid, next_tid, ..
+            } = e.data
+            {
+                let c = e.cpu.0 as usize;
+                if c >= cur.len() {
+                    cur.resize(c + 1, None);
+                }
+                ev.note(c, cur[c], prev_tid);
+                cur[c] = Some(next_tid);
+            }
+        }
+        ev
+    }
+
+    /// A sched_switch on CPU `c` switches out `prev` while the previous
+    /// recorded switch there put `cur` (if any) on it.
+    #[inline(always)]
+    fn note(&mut self, c: usize, cur: Option<Tid>, prev: Tid) {
+        let Some(cur) = cur.filter(|&cur| cur != prev) else {
+            return;
+        };
+        if c >= self.cpus.len() {
+            self.cpus.resize(c + 1, CpuLoss::default());
+        }
+        let l = &mut self.cpus[c];
+        l.unswitched_outs += 1;
+        l.idle_exits_missing += cur.is_idle() as u64;
+    }
+
+    /// Whether the trace shows loss on CPU `cpu` (repairs apply there).
+    pub fn lossy(&self, cpu: u32) -> bool {
+        self.cpu(cpu).unswitched_outs > 0
+    }
+
+    /// CPU `cpu`'s evidence (zero when it has none).
+    pub fn cpu(&self, cpu: u32) -> CpuLoss {
+        self.cpus.get(cpu as usize).copied().unwrap_or_default()
+    }
+}
+
 /// What a switch-out leaves a task in.
 fn state_after_switch_out(prev_state: PrevState, exiting: bool) -> ThreadState {
     let b = prev_state.bits;
@@ -293,6 +381,8 @@ struct Census {
     cpu_bound: Vec<usize>,
     /// Per CPU, who the last sched_switch put on it (`CpuTracker::current`).
     cpu_next: Vec<Option<Tid>>,
+    /// Evidence of lost events, per CPU.
+    loss: LossEvidence,
 }
 
 /// One thread in the [`Census`].
@@ -315,6 +405,7 @@ impl Census {
             threads: Vec::new(),
             cpu_bound: vec![0; nr_cpus],
             cpu_next: vec![None; nr_cpus],
+            loss: LossEvidence::default(),
         }
     }
 
@@ -359,6 +450,7 @@ impl Census {
         // An idle CPU switching out a task may infer a switch-in: one more
         // run on the CPU and one more interval of the task.
         let cur = self.cpu_next[c];
+        self.loss.note(c, cur, prev);
         let from_idle = !prev.is_idle() && cur == Some(Tid::IDLE);
         self.cpu_bound[c] += 1 + from_idle as usize;
         self.cpu_next[c] = Some(next);
@@ -788,6 +880,10 @@ impl Builder {
         );
         self.cpus[c].current = Some(prev);
         self.tl.inferred_switch_ins += 1;
+        if c >= self.tl.inferred_switch_ins_by_cpu.len() {
+            self.tl.inferred_switch_ins_by_cpu.resize(c + 1, 0);
+        }
+        self.tl.inferred_switch_ins_by_cpu[c] += 1;
         self.tl.anomalies += 1;
     }
 
@@ -916,6 +1012,8 @@ impl Timeline {
                 threads,
                 cpus,
                 index: census.index,
+                inferred_switch_ins_by_cpu: vec![0; census.cpu_bound.len()],
+                loss: census.loss,
                 ..Timeline::default()
             },
             regrown: 0,

@@ -205,6 +205,14 @@ fn run(trace: &Trace) -> Result<IdleReport, AnalysisError> {
     idle::analyze(&ctx)
 }
 
+/// The text report of `r` (of `trace`), `top` rows per long table.
+fn text_of(r: &IdleReport, _trace: &Trace, top: usize) -> String {
+    let mut out = Vec::new();
+    r.render_text(&schedscope_render::TextOptions { top }, &mut out)
+        .expect("write to a Vec");
+    String::from_utf8(out).expect("utf-8")
+}
+
 /// Compare JSON values; numbers within a relative 1e-9 (floats from sums).
 fn assert_json_eq(path: &str, got: &Value, want: &Value) {
     match (got, want) {
@@ -317,6 +325,10 @@ fn every_number_matches_the_hand_computed_ground_truth() {
         "cgroups": [],
         "missing_events": [],
         "anomalies": 0,
+        "repairs": ([0, 1].map(|cpu| json!({
+            "cpu": cpu, "unswitched_switch_outs": 0, "idle_exits_missing": 0, "lossy": false,
+            "waits_dropped": 0, "woken_throttled": 0, "woken_left_queued": 0,
+        }))),
     });
     assert_json_eq("idle", &got, &want);
 }
@@ -325,23 +337,7 @@ fn every_number_matches_the_hand_computed_ground_truth() {
 fn text_report_puts_the_headline_first_and_prints_the_seed_table() {
     let trace = scenario();
     let r = run(&trace).expect("all needed events are present");
-    let timeline = Timeline::default();
-    let opts = Options {
-        top: 3,
-        ..Options::default()
-    };
-    let ctx = Context {
-        trace: &trace,
-        timeline: &timeline,
-        opts: &opts,
-    };
-    let mut out = Vec::new();
-    r.render_text(
-        &schedscope_render::TextOptions { top: ctx.opts.top },
-        &mut out,
-    )
-    .expect("write to a Vec");
-    let text = String::from_utf8(out).expect("utf-8");
+    let text = text_of(&r, &trace, 3);
     let first = text.lines().next().unwrap_or("");
     assert!(
         first.starts_with("Wasted idle: 603.000 ms (12.1% of CPU time)"),
@@ -503,20 +499,7 @@ fn recorded_membership_maps_tasks_to_sampled_ancestors_instead_of_names() {
     assert_eq!(r.cgroups[0].trace_cpu_ns, 20 * MS);
     let json = serde_json::to_value(&r).expect("serializes");
     assert_eq!(json["cgroup_mapping"], "membership");
-    let mut text = Vec::new();
-    let timeline = Timeline::default();
-    let opts = Options::default();
-    let ctx = Context {
-        trace: &b.t,
-        timeline: &timeline,
-        opts: &opts,
-    };
-    r.render_text(
-        &schedscope_render::TextOptions { top: ctx.opts.top },
-        &mut text,
-    )
-    .expect("renders");
-    let text = String::from_utf8_lossy(&text);
+    let text = text_of(&r, &b.t, Options::default().top);
     assert!(
         text.contains("tasks mapped by their recorded cgroup membership"),
         "{text}"
@@ -645,15 +628,10 @@ fn cpu0_idle_from_10() -> B {
     b
 }
 
-#[test]
-fn a_woken_task_left_queued_on_a_cpu_that_idles_is_dropped_unless_it_runs_next() {
-    // As on this VM's CPU 1: P is woken (sched_waking, target CPU0) and
-    // placed on CPU1 (sched_migrate_task), but its sched_wakeup and switch-in
-    // are never traced. CPU0 idles from 10. P waits on busy CPU1 from 20
-    // (imbalance on CPU0); CPU1 idles at 30 with P still queued, which a
-    // scheduler never does with a runnable task, and P never shows up
-    // again: the wait is a lost-event artifact and ends at 30, so CPU1's
-    // later busy spell (40-60) does not make CPU0's idle wasted.
+/// P is woken (sched_waking, target CPU0) and placed on CPU1
+/// (sched_migrate_task), but its sched_wakeup and switch-in never show.
+/// CPU0 idles from 10; CPU1 idles at 30 with P still queued, runs X 40-60.
+fn p_left_queued_on_cpu1() -> B {
     let mut b = cpu0_idle_from_10();
     let comm = b.comm(P);
     b.push(
@@ -674,10 +652,32 @@ fn a_woken_task_left_queued_on_a_cpu_that_idles_is_dropped_unless_it_runs_next()
     b.wake(40, 1, 0, X, 1);
     b.switch(40, 1, 0, "R", X);
     b.switch(60, 1, X, "S", 0);
+    b
+}
+
+#[test]
+fn a_woken_task_left_queued_on_a_lossy_cpu_that_idles_is_dropped_unless_it_runs_next() {
+    // As on this VM's CPU 1, whose trace shows loss: at 70 idle CPU1
+    // switches out Y, which no recorded switch put there (its switch out of
+    // idle was not traced). CPU1 idles at 30 with P still queued, which a
+    // scheduler never does with a runnable task, and P never shows up
+    // again: the wait is a lost-event artifact and ends at 30, so CPU1's
+    // later busy spell (40-60) does not make CPU0's idle wasted.
+    let mut b = p_left_queued_on_cpu1();
+    b.switch(70, 1, Y, "S", 0);
     b.t.finish();
     let r = run(&b.t).expect("events present");
     assert_eq!((r.throttled_ns, r.imbalance_ns), (0, 10 * MS));
     assert!(r.anomalies >= 1, "the dropped wait is counted");
+    let cpu1 = &r.repairs[1];
+    assert!(cpu1.lossy);
+    assert_eq!(
+        (cpu1.unswitched_switch_outs, cpu1.idle_exits_missing),
+        (1, 1)
+    );
+    assert_eq!(cpu1.waits_dropped, 1);
+    assert!(!r.repairs[0].lossy, "CPU0's switches are all consistent");
+    assert_eq!(r.repairs[0].waits_dropped, 0);
 
     // The other case: P is switched in next (at 40, on CPU1), without having
     // run or been woken in between: its wakeup raced with CPU1's pick, and
@@ -692,4 +692,82 @@ fn a_woken_task_left_queued_on_a_cpu_that_idles_is_dropped_unless_it_runs_next()
     let r = run(&b.t).expect("events present");
     assert_eq!((r.throttled_ns, r.imbalance_ns), (0, 10 * MS));
     assert_eq!(r.anomalies, 0);
+}
+
+#[test]
+fn a_woken_task_left_queued_on_a_fully_traced_cpu_keeps_its_wait_and_is_shown() {
+    // The same trace without the evidence of loss: CPU1 is taken as fully
+    // traced, so P's wait is real and kept. It is not explained (no
+    // sched_wakeup, so no look-ahead), hence shown as an anomaly: P stays
+    // queued on CPU1 while CPU1 runs X (40-60), and CPU0's idle is wasted
+    // then too: imbalance 20-30 and 40-60.
+    let mut b = p_left_queued_on_cpu1();
+    b.t.finish();
+    let r = run(&b.t).expect("events present");
+    assert_eq!((r.throttled_ns, r.imbalance_ns), (0, 30 * MS));
+    assert!(r.repairs.iter().all(|c| !c.lossy && c.waits_dropped == 0));
+    assert_eq!(
+        r.repairs[1].woken_left_queued, 2,
+        "CPU1 idled at 30 and 60 with P queued"
+    );
+    let text = text_of(&r, &b.t, Options::default().top);
+    assert!(
+        text.contains(
+            "CPU 1: fully traced, nothing dropped; 2 woken tasks left queued while it idled"
+        ),
+        "{text}"
+    );
+}
+
+const Y: i32 = 112;
+const G: i32 = 113;
+
+#[test]
+fn a_task_woken_into_a_throttled_cgroup_on_a_healthy_kernel_is_throttled_from_its_wakeup() {
+    // Kernels before per-task CFS-bandwidth throttling: G, woken (waking +
+    // wakeup) into a throttled cgroup, stays queued on its CPU until the
+    // refill. CPU0 idles from 10 (A sleeps); X runs on CPU1.
+    // * G woken onto CPU1 at 20 while X runs; X sleeps at 30 and CPU1
+    //   idles with G queued: G throttled from 20; runs at 60 (refill).
+    // * G sleeps at 70, woken onto idle CPU0 at 80, not picked until the
+    //   refill at 130 (> 20 ms while CPU0 idles): throttled from 80.
+    // Truth: the only stuck work is G, throttled, 20-60 and 80-130 (a
+    // throttled task is stuck even on an idle CPU). Wasted idle, all of it
+    // throttled: CPU0 (idle 10-130) 20-60 and 80-130 = 90 ms, CPU1 (idle
+    // 30-60 and 70-) 30-60 and 80-130 = 80 ms. Zero waits dropped, both
+    // CPUs fully traced.
+    let mut b = cpu0_idle_from_10();
+    b.wake(20, 1, X, G, 1);
+    b.switch(30, 1, X, "S", 0);
+    b.switch(60, 1, 0, "R", G);
+    b.switch(70, 1, G, "S", 0);
+    b.wake(80, 1, 0, G, 0);
+    b.switch(130, 0, 0, "R", G);
+    b.switch(140, 0, G, "S", 0);
+    b.t.finish();
+    let r = run(&b.t).expect("events present");
+    assert_eq!(r.throttled_ns, 170 * MS);
+    assert_eq!(r.imbalance_ns, 0);
+    assert_eq!(r.wasted_idle_ns, 170 * MS);
+    assert_eq!(r.cpus[0].throttled_ns, 90 * MS);
+    assert_eq!(r.cpus[1].throttled_ns, 80 * MS);
+    assert!(r.repairs.iter().all(|c| !c.lossy && c.waits_dropped == 0));
+    assert_eq!(r.repairs[1].woken_throttled, 1);
+    assert_eq!(r.repairs[0].woken_throttled, 1);
+    assert_eq!(r.anomalies, 0);
+}
+
+#[test]
+fn a_woken_task_an_idle_cpu_picks_within_the_hold_is_its_incoming_work() {
+    // The same wake onto idle CPU0 at 80, picked at 90 (< 20 ms): a slow
+    // idle exit, not a throttle. Nothing is stuck anywhere.
+    let mut b = cpu0_idle_from_10();
+    b.switch(20, 1, X, "S", 0);
+    b.wake(80, 1, 0, G, 0);
+    b.switch(90, 0, 0, "R", G);
+    b.switch(140, 0, G, "S", 0);
+    b.t.finish();
+    let r = run(&b.t).expect("events present");
+    assert_eq!(r.wasted_idle_ns, 0);
+    assert_eq!(r.repairs[0].woken_throttled, 0);
 }

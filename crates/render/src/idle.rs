@@ -249,6 +249,7 @@ fn render(r: &IdleReport, opts: &TextOptions, out: &mut dyn Write) -> io::Result
             r.missing_events.join(",")
         )?;
     }
+    render_repairs(r, out)?;
     if r.anomalies > 0 {
         writeln!(
             out,
@@ -256,5 +257,62 @@ fn render(r: &IdleReport, opts: &TextOptions, out: &mut dyn Write) -> io::Result
             r.anomalies
         )?;
     }
+    Ok(())
+}
+
+/// The per-CPU lost-event evidence and repairs ([`IdleReport::repairs`]),
+/// one line per CPU that has something to say; nothing for a trace whose
+/// CPUs are all fully traced and held no woken task off.
+pub(super) fn render_repairs(r: &IdleReport, out: &mut dyn Write) -> io::Result<()> {
+    fn n(v: u64) -> String {
+        let s = v.to_string();
+        let mut o = String::new();
+        for (i, ch) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i).is_multiple_of(3) {
+                o.push(',');
+            }
+            o.push(ch);
+        }
+        o
+    }
+    let shown: Vec<_> = r
+        .repairs
+        .iter()
+        .filter(|c| c.lossy || c.woken_throttled > 0 || c.woken_left_queued > 0)
+        .collect();
+    if shown.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "Lost events (repairs only on CPUs whose trace shows loss: a switch-out of a task no recorded switch put there)"
+    )?;
+    for c in shown {
+        let mut parts = Vec::new();
+        if c.lossy {
+            parts.push(format!(
+                "{} switch-outs no recorded switch explains, {} of them switches out of idle missing",
+                n(c.unswitched_switch_outs),
+                n(c.idle_exits_missing)
+            ));
+            parts.push(format!("{} waits dropped", n(c.waits_dropped)));
+        } else {
+            parts.push("fully traced, nothing dropped".to_string());
+        }
+        if c.woken_throttled > 0 {
+            parts.push(format!(
+                "{} woken tasks held off while it idled, taken as throttled",
+                n(c.woken_throttled)
+            ));
+        }
+        if c.woken_left_queued > 0 {
+            parts.push(format!(
+                "{} woken tasks left queued while it idled (kept, counted as anomalies)",
+                n(c.woken_left_queued)
+            ));
+        }
+        writeln!(out, "  CPU {}: {}", c.cpu, parts.join("; "))?;
+    }
+    writeln!(out)?;
     Ok(())
 }

@@ -14,12 +14,14 @@
 //! perf.data ([`perf::to_perf_data`], payloads laid out from this kernel's
 //! format files in `fixtures/formats/`).
 
+pub mod bandwidth;
 pub mod config;
 pub mod ftrace;
 pub mod model;
 pub mod perf;
 pub mod truth;
 
+pub use bandwidth::{simulate_bandwidth, BandwidthSpec, BandwidthTruth};
 pub use config::{Config, Isa, Policy, ProcSpec, VmSpec, SCENARIOS};
 pub use model::{simulate, SimEvent, Simulation};
 pub use truth::Truth;

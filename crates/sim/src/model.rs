@@ -166,10 +166,10 @@ impl Simulation {
 }
 
 /// splitmix64.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -179,7 +179,7 @@ impl Rng {
     fn chance(&mut self, p: f64) -> bool {
         ((self.next() >> 11) as f64 / (1u64 << 53) as f64) < p
     }
-    fn range(&mut self, (lo, hi): (u32, u32)) -> u32 {
+    pub(crate) fn range(&mut self, (lo, hi): (u32, u32)) -> u32 {
         lo + (self.next() % u64::from(hi - lo + 1)) as u32
     }
     fn pick<T: Copy>(&mut self, v: &[T]) -> Option<T> {

@@ -10,15 +10,8 @@ use schedscope_sim::{ftrace, perf, simulate, Config, Simulation, Truth};
 use schedscope_trace::{Tid, Trace};
 use std::collections::BTreeMap;
 
-fn load_text(sim: &Simulation) -> Trace {
-    let text = ftrace::to_ftrace_text(sim);
-    schedscope_parser::load_bytes("sim.txt", text.as_bytes()).expect("decode simulated ftrace text")
-}
-
-fn load_perf(sim: &Simulation) -> Trace {
-    let bytes = perf::to_perf_data(sim).expect("write perf.data");
-    schedscope_parser::load_bytes("sim.data", &bytes).expect("decode simulated perf.data")
-}
+mod common;
+use common::{load_perf, load_text};
 
 /// Run `f` with the timeline of `trace` and `--gang-of` specs `specs`.
 fn with_ctx<R>(trace: &Trace, specs: &[&str], f: impl FnOnce(&Context) -> R) -> R {

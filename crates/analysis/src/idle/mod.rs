@@ -31,16 +31,51 @@
 //!   [`IdleReport::attribution`] and [`IdleReport::cgroup_mapping`]); recorded throttling marks a task throttled
 //!   from its R switch-out when its cgroup's nr_throttled grew in that sample
 //!   interval.
+//!   A task woken (its sched_wakeup) onto a CPU that then stays idle with
+//!   it queued for the same 20 ms, without picking it, is throttled from
+//!   its wakeup: kernels before per-task throttling keep a task woken into
+//!   a throttled cgroup queued on the throttled cfs_rq until the refill.
 //! * every event names the task current on its CPU; one that disagrees with
 //!   the tracked current task means a switch was lost (perf can drop records
 //!   without a LOST record): the CPU is resynchronised and the event counted
 //!   in [`IdleReport::anomalies`], so that a lost switch-in cannot leave a
-//!   task waiting forever. Likewise a CPU never idles with a woken task
-//!   queued on it: when the trace shows that and the task is not switched
-//!   in next (a race with the CPU's pick), its wait is dropped as an
-//!   artifact of lost events (counted in the anomalies). The analysis reads
-//!   only the trace, not the
-//!   [`crate::Timeline`].
+//!   task waiting forever.
+//!
+//! # Lost events: repairs only where the trace shows loss
+//!
+//! Every repair is conditional on per-CPU evidence of loss in the same
+//! trace, [`crate::timeline::LossEvidence`] (shared with the timeline): a
+//! switch-out of a task that no recorded sched_switch put on that CPU
+//! (`perf sched latency`'s "context switch bugs"; a lost sched_switch
+//! record always leaves one, and this VM's CPU 1, which never traces its
+//! switches out of idle, leaves one per such switch). Such a CPU is
+//! `lossy`. The rule: a CPU never idles with a runnable task queued, so
+//! when a CPU idles with a woken task queued on it and does not switch it
+//! in next (switching it in next is a race with the CPU's pick: it stays
+//! the CPU's incoming work),
+//! * on a lossy CPU the task's switch-in was lost: its wait is an
+//!   artifact and is dropped (counted in [`CpuRepair::waits_dropped`] and
+//!   in the anomalies), so that it cannot count as stuck work until the
+//!   trace ends;
+//! * on a CPU without evidence, which is taken as fully traced, the wait is
+//!   real and never dropped: throttled when the wakeup's look-ahead proved
+//!   it ([`CpuRepair::woken_throttled`], above) or the recorded cgroup
+//!   samples say so, otherwise kept as it is and shown
+//!   ([`CpuRepair::woken_left_queued`], also in the anomalies).
+//!
+//! [`IdleReport::repairs`] reports, per CPU, the evidence and what was
+//! repaired; the text report prints it for every CPU with something to say.
+//! Lost-record counts ([`schedscope_trace::Trace::lost`]) are known per
+//! trace only, not per CPU, so they mark no CPU; a lost sched_switch shows
+//! up as a break on its own CPU.
+//!
+//! The analysis keeps its own pass over the events instead of reading the
+//! [`crate::Timeline`]: it runs beside the timeline build (see
+//! `report.rs`), and it needs what the timeline does not keep (the task
+//! current on each CPU as every event names it, wake placement between
+//! sched_waking and sched_wakeup, SCHED softirqs, nohz kicks). The thread
+//! states both derive from the same sched_switch chain, and both take the
+//! evidence of loss from [`crate::timeline::LossEvidence`].
 //! * the per-second table of the seeds (idle %, work done), idle-balancing
 //!   proxies (SCHED softirqs, nohz kicks, wake_idle_without_ipi, pulls into
 //!   idle CPUs), how each wasted-idle gap ended, wait-before-pull percentiles,
@@ -337,6 +372,39 @@ pub struct IdleReport {
     pub missing_events: Vec<String>,
     /// Events that contradicted the tracked state (tolerated).
     pub anomalies: u64,
+    /// Per CPU: the evidence of lost events and what was repaired because
+    /// of it, or reported instead (see the module docs, "Lost events").
+    pub repairs: Vec<CpuRepair>,
+}
+
+/// One CPU's lost-event evidence and repairs (JSON `idle.repairs[]`).
+///
+/// Repairs happen only on a `lossy` CPU; a CPU without evidence is taken
+/// as fully traced and its waits are never dropped.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CpuRepair {
+    /// CPU number.
+    pub cpu: u32,
+    /// Evidence: switch-outs of a task that no recorded sched_switch put on
+    /// this CPU (`perf sched latency`'s context-switch bugs).
+    pub unswitched_switch_outs: u64,
+    /// Of them, switches out of idle that were not traced (the previous
+    /// recorded switch had left the CPU idle).
+    pub idle_exits_missing: u64,
+    /// Whether the trace shows loss on this CPU (`unswitched_switch_outs`
+    /// > 0), so that repairs apply here.
+    pub lossy: bool,
+    /// Repair (lossy CPU only): woken tasks whose wait was dropped because
+    /// the CPU went idle with them queued and did not switch them in next.
+    pub waits_dropped: u64,
+    /// Fully traced CPU only: woken tasks that the CPU held off (it idled
+    /// with them queued), taken as throttled from their wakeup.
+    pub woken_throttled: u64,
+    /// Fully traced CPU only: times the CPU went idle with a woken task
+    /// queued on it that it did not switch in next and that no inference
+    /// explains; the wait is kept (throttled when the recorded samples say
+    /// so), and each time is counted in [`IdleReport::anomalies`].
+    pub woken_left_queued: u64,
 }
 
 fn has_event(trace: &schedscope_trace::Trace, name: &str) -> bool {

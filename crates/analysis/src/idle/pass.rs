@@ -11,13 +11,14 @@
 //! work per event is O(1) except on mode changes (O(CPUs)).
 
 use super::{
-    Attribution, Balance, CgroupMapping, CgroupUsage, CpuIdle, Gap, GapEndings, Gaps, IdleReport,
-    Kick, PctStats, Waiter, WorkStats,
+    Attribution, Balance, CgroupMapping, CgroupUsage, CpuIdle, CpuRepair, Gap, GapEndings, Gaps,
+    IdleReport, Kick, PctStats, Waiter, WorkStats,
 };
 use crate::stats::{
     dur_stats, histogram, log2_bucket as gap_bucket, population_stddev, SecondBuckets, SEC,
 };
 use crate::symbolize::{Location, SymbolTable};
+use crate::timeline::LossEvidence;
 use schedscope_trace::{EventData, StrId, Sym, Tid, Trace, WakeKind};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -49,6 +50,8 @@ struct TaskSt {
     pulled_into: Option<u32>,
     /// Seen throttled before (a CPU idled with it queued).
     capped: bool,
+    /// Comm of its latest wakeup event (for the recorded cgroup mapping by name).
+    comm: StrId,
 }
 
 #[derive(Clone, Debug)]
@@ -258,6 +261,10 @@ struct Pass<'t> {
     /// CPU time per task (by tid).
     run_ns: IntMap<Tid, u64>,
     anomalies: u64,
+    /// Per-CPU evidence of lost events: repairs apply only where it is.
+    loss: LossEvidence,
+    /// Per CPU: what was repaired or reported (see [`CpuRepair`]).
+    repairs: Vec<CpuRepair>,
     /// Index in `trace.events` of the event being processed.
     idx: usize,
 }
@@ -323,6 +330,13 @@ pub(super) fn run(trace: &Trace) -> IdleReport {
         recorded: Recorded::new(trace),
         run_ns: IntMap::default(),
         anomalies: 0,
+        loss: LossEvidence::of(trace),
+        repairs: (0..n)
+            .map(|c| CpuRepair {
+                cpu: c as u32,
+                ..CpuRepair::default()
+            })
+            .collect(),
         idx: 0,
     };
     for (i, ev) in trace.events.iter().enumerate() {
@@ -604,13 +618,19 @@ impl<'t> Pass<'t> {
                 self.mark_capped(tid);
             }
         }
-        // Nor does a CPU idle with a woken task queued on it. When the task
-        // is switched in next (without having run or been woken in
+        // Nor does a runnable CPU idle with a woken task queued on it. When
+        // the task is switched in next (without having run or been woken in
         // between), the wakeup raced with this CPU's pick, and it stays
-        // this CPU's incoming work. Otherwise its events were lost (this
-        // VM's CPU 1 does not trace every wakeup and switch out of idle):
-        // the wait is an artifact and is dropped, so that it cannot count
-        // as stuck work until the trace ends.
+        // this CPU's incoming work. Otherwise, on a CPU whose trace shows
+        // loss ([`LossEvidence`]; this VM's CPU 1 does not trace its
+        // switches out of idle), its events were lost: the wait is an
+        // artifact and is dropped, so that it cannot count as stuck work
+        // until the trace ends. On a fully traced CPU the wait is real (a
+        // task woken into a throttled cgroup on kernels before per-task
+        // throttling): it is kept, throttled when the recorded samples say
+        // so (the wakeup's look-ahead, [`Pass::woken_held_off`], has
+        // already marked the ones the inference proves), else counted as
+        // an anomaly and shown in [`CpuRepair::woken_left_queued`].
         if self.nonthr_on[c] > 0 {
             let queued: Vec<Tid> = self
                 .waiting
@@ -623,13 +643,29 @@ impl<'t> Pass<'t> {
                         .is_some_and(|w| w.cpu == c as u32 && !w.throttled && !w.preempted)
                 })
                 .collect();
+            let lossy = self.loss.lossy(c as u32);
             for tid in queued {
-                if !self.switched_in_next(tid) {
+                if self.switched_in_next(tid) {
+                    continue;
+                }
+                self.anomalies += 1;
+                if lossy {
                     self.remove_wait(tid);
                     if let Some(t) = self.tasks.get_mut(&tid) {
                         t.in_wake = false;
                     }
-                    self.anomalies += 1;
+                    self.repairs[c].waits_dropped += 1;
+                } else {
+                    self.repairs[c].woken_left_queued += 1;
+                    let trace = self.trace;
+                    let comm = self.tasks.get(&tid).map_or(StrId(0), |t| t.comm);
+                    let thr = self
+                        .recorded
+                        .as_mut()
+                        .is_some_and(|r| r.throttled(trace, tid, comm, ts));
+                    if thr {
+                        self.set_throttled(tid, true);
+                    }
                 }
             }
         }
@@ -761,9 +797,10 @@ impl<'t> Pass<'t> {
             EventData::Wakeup {
                 kind,
                 tid,
+                comm,
                 target_cpu,
                 ..
-            } => self.wakeup(ts, kind, tid, target_cpu.0),
+            } => self.wakeup(ts, kind, tid, comm, target_cpu.0),
             EventData::Migrate { tid, dest_cpu, .. } => self.migrate(ev, ts, tid, dest_cpu.0),
             EventData::Exit { tid, .. } => {
                 self.remove_wait(tid);
@@ -938,7 +975,7 @@ impl<'t> Pass<'t> {
         false
     }
 
-    fn wakeup(&mut self, ts: u64, kind: WakeKind, tid: Tid, target: u32) {
+    fn wakeup(&mut self, ts: u64, kind: WakeKind, tid: Tid, comm: StrId, target: u32) {
         if tid.is_idle() || !self.valid(target) {
             return;
         }
@@ -946,7 +983,15 @@ impl<'t> Pass<'t> {
         if t.running_on.is_some() {
             return;
         }
+        t.comm = comm;
         let waiting = t.wait.is_some();
+        // The enqueue (sched_wakeup; sched_waking when the trace has no
+        // sched_wakeup) of a fresh wake on a fully traced CPU: see whether
+        // the scheduler held the task off.
+        let enqueued = match kind {
+            WakeKind::Waking => !self.has_wakeup && !waiting,
+            WakeKind::Wakeup | WakeKind::WakeupNew => true,
+        };
         match kind {
             WakeKind::Waking => {
                 if !waiting {
@@ -967,6 +1012,64 @@ impl<'t> Pass<'t> {
                 }
             }
         }
+        if !enqueued {
+            return;
+        }
+        let Some(w) = self.tasks.get(&tid).and_then(|t| t.wait) else {
+            return;
+        };
+        if w.preempted || w.throttled || self.loss.lossy(w.cpu) {
+            return;
+        }
+        if self.woken_held_off(w.cpu, tid, ts) {
+            self.set_throttled(tid, true);
+            self.mark_capped(tid);
+            self.repairs[w.cpu as usize].woken_throttled += 1;
+        }
+    }
+
+    /// Inference for `tid`, woken onto CPU `cpu` at `ts` (the current
+    /// event, its enqueue), on a CPU that shows no loss: whether the rest of
+    /// the trace shows that the scheduler did not see it runnable, i.e. it
+    /// was woken into a throttled cgroup (kernels before per-task CFS
+    /// bandwidth throttling keep such a task queued on its throttled
+    /// cfs_rq until the period refills). Looking ahead to the first of:
+    /// * it runs (anywhere), is switched out, moves or exits: runnable;
+    /// * `cpu` idle (at the wakeup, or since it went idle with the task
+    ///   queued) for [`HOLD_NS`] without picking it: throttled. A
+    ///   scheduler does not idle a CPU with a runnable task queued on it;
+    ///   when the trace shows it briefly, the wakeup raced with the CPU's
+    ///   pick (cross-CPU timestamps, remote wake lists) and the task is
+    ///   switched in at once, whereas a throttle lasts until the refill;
+    /// * a switch on `cpu` to another task: still queued, the watch goes
+    ///   on while `cpu` is busy, for at most [`HOLD_NS`] without a switch
+    ///   there to idle (not proven then; this also bounds the look-ahead
+    ///   on a busy healthy trace to the events of a few tens of ms).
+    fn woken_held_off(&self, cpu: u32, tid: Tid, ts: u64) -> bool {
+        // Whether `cpu` is idle (with the task queued), and since when
+        // (while busy: since when the watch waits for it to idle).
+        let (mut idle, mut since) = (self.idle(cpu), ts);
+        for ev in self.ahead() {
+            if ev.ts.0 > since.saturating_add(HOLD_NS) {
+                return idle;
+            }
+            match ev.data {
+                EventData::Switch {
+                    prev_tid, next_tid, ..
+                } if prev_tid == tid || next_tid == tid => return false,
+                EventData::Switch { next_tid, .. }
+                    if ev.cpu.0 == cpu && next_tid.is_idle() != idle =>
+                {
+                    idle = next_tid.is_idle();
+                    since = ev.ts.0;
+                }
+                EventData::Migrate { tid: t, .. } | EventData::Exit { tid: t, .. } if t == tid => {
+                    return false
+                }
+                _ => {}
+            }
+        }
+        idle && self.trace.end().0 > since.saturating_add(HOLD_NS)
     }
 
     fn migrate(&mut self, ev: &schedscope_trace::Event, ts: u64, tid: Tid, dest: u32) {
@@ -1097,6 +1200,19 @@ impl<'t> Pass<'t> {
             cgroups: cgroup_usage(trace, &self.run_ns, end - self.start),
             missing_events: Vec::new(),
             anomalies: self.anomalies,
+            repairs: self
+                .repairs
+                .iter()
+                .map(|r| {
+                    let l = self.loss.cpu(r.cpu);
+                    CpuRepair {
+                        unswitched_switch_outs: l.unswitched_outs,
+                        idle_exits_missing: l.idle_exits_missing,
+                        lossy: l.unswitched_outs > 0,
+                        ..r.clone()
+                    }
+                })
+                .collect(),
         }
     }
 }
