@@ -1,0 +1,214 @@
+//! Keys -> [`Action`]s. The help overlay is generated from [`BINDINGS`], so
+//! it always says what the keys do.
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// A UI intent, apart from the trace data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Leave, restoring the terminal.
+    Quit,
+    /// Show or hide the key help.
+    Help,
+    /// Zoom in around the cursor.
+    ZoomIn,
+    /// Zoom out around the cursor.
+    ZoomOut,
+    /// Show the whole trace.
+    Fit,
+    /// Pan the window left.
+    PanLeft,
+    /// Pan the window right.
+    PanRight,
+    /// Cursor one column left.
+    CursorLeft,
+    /// Cursor one column right.
+    CursorRight,
+    /// Jump to the trace start.
+    Start,
+    /// Jump to the trace end.
+    End,
+    /// Previous lane (timeline) or row (tables).
+    Up,
+    /// Next lane (timeline) or row (tables).
+    Down,
+    /// Marker A at the cursor.
+    MarkA,
+    /// Marker B at the cursor.
+    MarkB,
+    /// Remove both markers.
+    ClearMarks,
+    /// Next tab.
+    NextTab,
+    /// Previous tab.
+    PrevTab,
+    /// Go to tab N (0 = timeline).
+    Tab(u8),
+    /// Tables: jump the timeline to the row; timeline: expand or collapse
+    /// a CPU group, or step to the next search match.
+    Enter,
+    /// Previous search match.
+    ShiftEnter,
+    /// Next switch-in of the selected task(s).
+    Next,
+    /// Previous switch-in of the selected task(s).
+    Prev,
+    /// Search tasks by comm or tid.
+    Search,
+    /// Select the task under the cursor.
+    Select,
+    /// Toggle the Runnable-pressure strips.
+    Pressure,
+    /// Toggle the lanes of the selected tasks.
+    TaskLanes,
+}
+
+/// One key binding, as the help overlay lists it.
+pub struct Binding {
+    /// Keys, as written in the help.
+    pub keys: &'static str,
+    /// What it does.
+    pub help: &'static str,
+    /// The action.
+    pub action: Action,
+    /// The key codes (without modifiers unless `ctrl`/`shift`).
+    pub codes: &'static [KeyCode],
+    /// Needs Ctrl.
+    pub ctrl: bool,
+}
+
+const fn b(
+    keys: &'static str,
+    help: &'static str,
+    action: Action,
+    codes: &'static [KeyCode],
+) -> Binding {
+    Binding {
+        keys,
+        help,
+        action,
+        codes,
+        ctrl: false,
+    }
+}
+
+use KeyCode::{BackTab, Char, Down, End, Enter, Esc, Home, Left, Right, Tab, Up};
+
+/// Every binding, in help order.
+pub const BINDINGS: &[Binding] = &[
+    b("q Esc ^C", "quit", Action::Quit, &[Char('q'), Esc]),
+    Binding {
+        keys: "",
+        help: "",
+        action: Action::Quit,
+        codes: &[Char('c')],
+        ctrl: true,
+    },
+    b("?", "this help", Action::Help, &[Char('?')]),
+    b(
+        "+ =",
+        "zoom in around the cursor",
+        Action::ZoomIn,
+        &[Char('+'), Char('=')],
+    ),
+    b("-", "zoom out", Action::ZoomOut, &[Char('-'), Char('_')]),
+    b("0", "whole trace", Action::Fit, &[Char('0')]),
+    b("<- h", "pan left", Action::PanLeft, &[Left, Char('h')]),
+    b("-> l", "pan right", Action::PanRight, &[Right, Char('l')]),
+    b(
+        ", .",
+        "cursor one column left / right",
+        Action::CursorLeft,
+        &[Char(',')],
+    ),
+    b("", "", Action::CursorRight, &[Char('.')]),
+    b("Home g", "jump to start", Action::Start, &[Home, Char('g')]),
+    b("End G", "jump to end", Action::End, &[End, Char('G')]),
+    b("up k", "previous lane / row", Action::Up, &[Up, Char('k')]),
+    b(
+        "down j",
+        "next lane / row",
+        Action::Down,
+        &[Down, Char('j')],
+    ),
+    b(
+        "a b",
+        "marker A / B at the cursor (region stats)",
+        Action::MarkA,
+        &[Char('a')],
+    ),
+    b("", "", Action::MarkB, &[Char('b')]),
+    b("x", "clear markers", Action::ClearMarks, &[Char('x')]),
+    b("Tab S-Tab", "next / previous tab", Action::NextTab, &[Tab]),
+    b("", "", Action::PrevTab, &[BackTab]),
+    b(
+        "1-6",
+        "timeline, latency, gang, lhp, idle, tlb",
+        Action::Tab(0),
+        &[Char('1')],
+    ),
+    b("", "", Action::Tab(1), &[Char('2')]),
+    b("", "", Action::Tab(2), &[Char('3')]),
+    b("", "", Action::Tab(3), &[Char('4')]),
+    b("", "", Action::Tab(4), &[Char('5')]),
+    b("", "", Action::Tab(5), &[Char('6')]),
+    b(
+        "Enter",
+        "table: jump to row; timeline: next match / expand group",
+        Action::Enter,
+        &[Enter],
+    ),
+    b(
+        "/",
+        "search tasks by comm or tid",
+        Action::Search,
+        &[Char('/')],
+    ),
+    b(
+        "n N",
+        "next / previous switch-in of the selected task",
+        Action::Next,
+        &[Char('n')],
+    ),
+    b("", "", Action::Prev, &[Char('N')]),
+    b(
+        "s",
+        "select the task under the cursor",
+        Action::Select,
+        &[Char('s')],
+    ),
+    b(
+        "t",
+        "lanes for the selected tasks",
+        Action::TaskLanes,
+        &[Char('t')],
+    ),
+    b(
+        "p",
+        "Runnable-pressure strips on/off",
+        Action::Pressure,
+        &[Char('p')],
+    ),
+];
+
+/// The action bound to `key`, if any.
+pub fn action_for(key: KeyEvent) -> Option<Action> {
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    if key.code == Enter && key.modifiers.contains(KeyModifiers::SHIFT) {
+        return Some(Action::ShiftEnter);
+    }
+    BINDINGS
+        .iter()
+        .find(|bd| bd.ctrl == ctrl && bd.codes.contains(&key.code))
+        .map(|bd| bd.action)
+}
+
+/// Help lines: `keys  what`, from [`BINDINGS`] (continuation entries
+/// without keys are folded into the line above).
+pub fn help_lines() -> Vec<(String, String)> {
+    BINDINGS
+        .iter()
+        .filter(|bd| !bd.keys.is_empty())
+        .map(|bd| (bd.keys.to_string(), bd.help.to_string()))
+        .collect()
+}
