@@ -170,29 +170,13 @@ pub fn fmt_dur(ns: u64) -> String {
     }
 }
 
-/// A time relative to the trace start, in a unit that suits `scale` (the
-/// window width): seconds with enough decimals to tell ticks apart.
+/// A time relative to the trace start, in seconds with enough decimals to
+/// resolve a thousandth of `scale` (the window width, or 1000 x an axis
+/// tick step): `0.01250s`.
 pub fn fmt_rel(ns: u64, scale: u64) -> String {
     let s = ns as f64 / 1e9;
-    let dec = if scale >= 10_000_000_000 {
-        0
-    } else if scale >= 1_000_000_000 {
-        1
-    } else if scale >= 100_000_000 {
-        2
-    } else if scale >= 10_000_000 {
-        3
-    } else if scale >= 1_000_000 {
-        4
-    } else if scale >= 100_000 {
-        5
-    } else if scale >= 10_000 {
-        6
-    } else if scale >= 1_000 {
-        7
-    } else {
-        9
-    };
+    let res = (scale as f64 / 1000.0).max(1.0);
+    let dec = (9.0 - res.log10()).ceil().clamp(0.0, 9.0) as usize;
     format!("{s:.dec$}s")
 }
 
@@ -242,6 +226,7 @@ mod tests {
         assert_eq!(fmt_dur(37_000), "37.0 us");
         assert_eq!(fmt_dur(12), "12 ns");
         assert_eq!(fmt_dur(2_000_000_000), "2.000 s");
-        assert_eq!(fmt_rel(1_500_000, 50_000_000), "0.002s");
+        assert_eq!(fmt_rel(1_500_000, 50_000_000), "0.00150s");
+        assert_eq!(fmt_rel(2_000_000_000, 10_000_000_000), "2.00s");
     }
 }

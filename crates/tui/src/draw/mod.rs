@@ -5,6 +5,8 @@
 
 mod timeline;
 
+pub use timeline::colour;
+
 use crate::app::{App, Load, TABS};
 use crate::keymap::help_lines;
 use crate::view::fmt_dur;

@@ -150,7 +150,7 @@ fn axis(buf: &mut Buffer, main: Rect, app: &App) {
     while t < rel0 + v.width {
         if let Some(c) = v.col_of(v.lo + t, cols) {
             if c >= next_free {
-                let label = format!("|{}", fmt_rel(t, step * 10));
+                let label = format!("|{}", fmt_rel(t, step * 1000));
                 let end = put_str(buf, main, x0 + c, y, &label, Style::default());
                 next_free = end - x0 + 1;
             }
