@@ -292,10 +292,11 @@ impl App {
             self.message = format!("no task matches '{}'", self.search.query);
             return;
         }
-        self.message = format!("{} task(s) match '{}'", found.len(), self.search.query);
+        let matched = format!("{} task(s) match '{}'", found.len(), self.search.query);
         self.selected = found;
         self.tab = 0;
         self.step_switch(true, true);
+        self.message = format!("{matched}; {}", self.message);
     }
 
     /// Perform an action.

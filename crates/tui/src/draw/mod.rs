@@ -149,6 +149,10 @@ fn tab_bar(buf: &mut Buffer, area: Rect, app: &App) {
 }
 
 fn status_line(buf: &mut Buffer, area: Rect, app: &App) {
+    // the file's name only: the tab bar shows the whole path
+    let name = std::path::Path::new(&app.path)
+        .file_name()
+        .map_or(app.path.clone(), |n| n.to_string_lossy().into_owned());
     let text = if app.search.typing {
         format!("/{}_  (Enter: search, Esc: quit)", app.search.query)
     } else {
@@ -157,7 +161,7 @@ fn status_line(buf: &mut Buffer, area: Rect, app: &App) {
                 let v = &app.view;
                 let mut s = format!(
                     "{} | {} events {} CPUs | window {} at +{} | zoom x{:.1} | cursor +{}",
-                    app.path,
+                    name,
                     d.report.trace.events,
                     d.lanes.cpus.len(),
                     fmt_dur(v.width),
@@ -174,8 +178,8 @@ fn status_line(buf: &mut Buffer, area: Rect, app: &App) {
                     format!("{} | {s}", app.message)
                 }
             }
-            Load::Loading(p, _) => format!("{} | {p}... | q quit", app.path),
-            Load::Failed(_) => format!("{} | failed | q quit", app.path),
+            Load::Loading(p, _) => format!("{name} | {p}... | q quit"),
+            Load::Failed(_) => format!("{name} | failed | q quit"),
         }
     };
     let style = Style::default().add_modifier(Modifier::REVERSED);
