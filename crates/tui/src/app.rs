@@ -41,6 +41,24 @@ pub enum LaneRow {
     Group(usize, usize),
     /// A task lane (index into the selected tasks).
     Task(Tid),
+    /// An overlay strip of a CPU.
+    Overlay(usize, Overlay),
+}
+
+/// Overlay strips under the CPU lanes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Overlay {
+    /// Largest wakeup-to-run latency of the switch-ins in the cell.
+    Latency,
+    /// Preemptions in the cell.
+    Preemptions,
+    /// Share of the cell that the CPU idled while some task waited.
+    WastedIdle,
+}
+
+impl Overlay {
+    /// All overlays, in strip order.
+    pub const ALL: [Overlay; 3] = [Overlay::Latency, Overlay::Preemptions, Overlay::WastedIdle];
 }
 
 /// Search prompt state.
@@ -82,6 +100,8 @@ pub struct App {
     pub pressure: bool,
     /// Task lanes shown for the selected tasks.
     pub task_lanes: bool,
+    /// Overlay strips shown.
+    pub overlays: Vec<Overlay>,
     /// Expanded CPU groups (first CPU of each).
     pub expanded: Vec<usize>,
     /// Search prompt.
@@ -120,6 +140,7 @@ impl App {
             help: false,
             pressure: true,
             task_lanes: false,
+            overlays: Vec::new(),
             expanded: Vec::new(),
             search: Search::default(),
             selected: Vec::new(),
@@ -184,6 +205,11 @@ impl App {
             if self.pressure {
                 rows.push(LaneRow::Pressure(c));
             }
+            for o in Overlay::ALL {
+                if self.overlays.contains(&o) {
+                    rows.push(LaneRow::Overlay(c, o));
+                }
+            }
         };
         if n > GROUP_ABOVE {
             for g in (0..n).step_by(GROUP_SIZE) {
@@ -210,7 +236,10 @@ impl App {
     /// for a group, its first CPU).
     pub fn selected_cpu(&self) -> Option<usize> {
         match self.lane_rows().get(self.lane)? {
-            LaneRow::Cpu(c) | LaneRow::Pressure(c) | LaneRow::Group(c, _) => Some(*c),
+            LaneRow::Cpu(c)
+            | LaneRow::Pressure(c)
+            | LaneRow::Group(c, _)
+            | LaneRow::Overlay(c, _) => Some(*c),
             LaneRow::Task(_) => None,
         }
     }
@@ -348,6 +377,13 @@ impl App {
             }
             Action::Pressure => self.pressure = !self.pressure,
             Action::TaskLanes => self.task_lanes = !self.task_lanes,
+            Action::Overlay(o) => {
+                if let Some(i) = self.overlays.iter().position(|&x| x == o) {
+                    self.overlays.remove(i);
+                } else {
+                    self.overlays.push(o);
+                }
+            }
         }
     }
 

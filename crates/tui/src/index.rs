@@ -17,6 +17,7 @@
 //! Building costs O(runs + buckets) per lane once after loading; a frame
 //! costs O(columns x (log runs + [`EXACT_RUNS`])) per lane.
 
+use crate::overlay::{Marks, Spans};
 use schedscope_analysis::{ThreadState, Timeline};
 
 /// Cells holding at most this many runs are summarised exactly.
@@ -426,14 +427,19 @@ impl CpuLane {
     }
 }
 
-/// The lanes of a whole timeline, plus the time during which any task waited.
+/// The lanes of a whole timeline with their overlays.
 #[derive(Debug, Default)]
 pub struct Lanes {
     /// One per CPU, by CPU number.
     pub cpus: Vec<CpuLane>,
-    /// Sorted, disjoint intervals during which at least one task was
-    /// Runnable anywhere (for wasted idle).
-    pub any_waiting: Vec<(u64, u64)>,
+    /// Time during which at least one task was Runnable anywhere.
+    pub any_waiting: Spans,
+    /// Per CPU: wakeup-to-run latency (ns) at each switch-in after a wakeup.
+    pub wakeups: Vec<Marks>,
+    /// Per CPU: preemptions (switch-outs still runnable), value 1.
+    pub preemptions: Vec<Marks>,
+    /// Per CPU: wasted idle, idle while some task waited anywhere.
+    pub wasted: Vec<Spans>,
 }
 
 impl Lanes {
@@ -442,33 +448,41 @@ impl Lanes {
         let end = tl.end.0;
         let ncpu = tl.cpus.len();
         let mut waiting: Vec<Vec<(u64, u64)>> = vec![Vec::new(); ncpu];
+        let mut wakeups: Vec<Vec<(u64, u64)>> = vec![Vec::new(); ncpu];
+        let mut preemptions: Vec<Vec<(u64, u64)>> = vec![Vec::new(); ncpu];
         let mut all_waiting: Vec<(u64, u64)> = Vec::new();
         for th in &tl.threads {
-            for iv in th.intervals.iter() {
+            let ivs = &th.intervals[..];
+            for (i, iv) in ivs.iter().enumerate() {
                 if iv.state != ThreadState::Runnable {
                     continue;
                 }
                 let (s, e) = (iv.ts.0, iv.end_or(tl.end).0.max(iv.ts.0));
+                let cpu = |c: Option<schedscope_trace::Cpu>| {
+                    c.map(|c| c.0 as usize).filter(|&c| c < ncpu)
+                };
+                if iv.preempted {
+                    if let Some(c) = cpu(iv.cpu) {
+                        preemptions[c].push((s, 1));
+                    }
+                } else if let (Some(e), Some(next)) = (iv.end, ivs.get(i + 1)) {
+                    if next.state == ThreadState::Running {
+                        if let Some(c) = cpu(next.cpu) {
+                            wakeups[c].push((e.0, e.0 - s));
+                        }
+                    }
+                }
                 if e == s {
                     continue;
                 }
                 all_waiting.push((s, e));
-                if let Some(c) = iv.cpu {
-                    if let Some(w) = waiting.get_mut(c.0 as usize) {
-                        w.push((s, e));
-                    }
+                if let Some(c) = cpu(iv.cpu) {
+                    waiting[c].push((s, e));
                 }
             }
         }
-        all_waiting.sort_unstable();
-        let mut any_waiting: Vec<(u64, u64)> = Vec::new();
-        for (s, e) in all_waiting {
-            match any_waiting.last_mut() {
-                Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                _ => any_waiting.push((s, e)),
-            }
-        }
-        let cpus = tl
+        let any_waiting = Spans::new(all_waiting);
+        let cpus: Vec<CpuLane> = tl
             .cpus
             .iter()
             .enumerate()
@@ -480,21 +494,23 @@ impl Lanes {
                 CpuLane::new(c as u32, &runs, &waiting[c])
             })
             .collect();
-        Lanes { cpus, any_waiting }
-    }
-
-    /// Time in `[a, b)` during which some task waited, intersected with
-    /// `[s, e)`.
-    pub fn waiting_overlap(&self, s: u64, e: u64) -> u64 {
-        let i = self.any_waiting.partition_point(|w| w.1 <= s);
-        let mut total = 0;
-        for w in &self.any_waiting[i..] {
-            if w.0 >= e {
-                break;
-            }
-            total += w.1.min(e).saturating_sub(w.0.max(s));
+        let wasted = cpus
+            .iter()
+            .map(|lane| {
+                let idle = lane
+                    .runs_in(0, u64::MAX)
+                    .filter(|r| r.2 == 0)
+                    .map(|r| (r.0, r.1));
+                Spans::new(any_waiting.intersect(idle))
+            })
+            .collect();
+        Lanes {
+            cpus,
+            any_waiting,
+            wakeups: wakeups.into_iter().map(Marks::new).collect(),
+            preemptions: preemptions.into_iter().map(Marks::new).collect(),
+            wasted,
         }
-        total
     }
 }
 

@@ -1,6 +1,7 @@
 //! Keys -> [`Action`]s. The help overlay is generated from [`BINDINGS`], so
 //! it always says what the keys do.
 
+use crate::app::Overlay;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 /// A UI intent, apart from the trace data.
@@ -61,6 +62,8 @@ pub enum Action {
     Pressure,
     /// Toggle the lanes of the selected tasks.
     TaskLanes,
+    /// Toggle an overlay strip.
+    Overlay(Overlay),
 }
 
 /// One key binding, as the help overlay lists it.
@@ -188,6 +191,24 @@ pub const BINDINGS: &[Binding] = &[
         "Runnable-pressure strips on/off",
         Action::Pressure,
         &[Char('p')],
+    ),
+    b(
+        "w",
+        "overlay: largest wakeup-to-run latency",
+        Action::Overlay(Overlay::Latency),
+        &[Char('w')],
+    ),
+    b(
+        "e",
+        "overlay: preemptions per cell",
+        Action::Overlay(Overlay::Preemptions),
+        &[Char('e')],
+    ),
+    b(
+        "i",
+        "overlay: wasted idle (idle while tasks wait)",
+        Action::Overlay(Overlay::WastedIdle),
+        &[Char('i')],
     ),
 ];
 

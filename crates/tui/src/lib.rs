@@ -22,6 +22,7 @@ pub mod data;
 pub mod draw;
 pub mod index;
 pub mod keymap;
+pub mod overlay;
 pub mod stats;
 pub mod tables;
 pub mod term;

@@ -93,12 +93,8 @@ impl RegionStats {
         for lane in &data.lanes.cpus {
             st.busy_ns += lane.busy_ns(a, b);
             st.idle_ns += lane.idle_ns(a, b);
-            for (s, e, tid) in lane.runs_in(a, b) {
-                if tid == 0 {
-                    st.wasted_idle_ns += data.lanes.waiting_overlap(s.max(a), e.min(b));
-                }
-            }
         }
+        st.wasted_idle_ns = data.lanes.wasted.iter().map(|w| w.covered(a, b)).sum();
         st
     }
 

@@ -311,3 +311,27 @@ fn tiny_sizes_never_panic_and_80x24_shows_the_lanes() {
         screen(&mut loading, w, h);
     }
 }
+
+#[test]
+fn overlays_show_latency_preemptions_and_wasted_idle() {
+    let mut app = tiny_app(true);
+    keys(&mut app, "pwei");
+    assert_eq!(app.overlays.len(), 3, "{:?}", app.lane_rows());
+    let s = screen(&mut app, W, 14);
+    let blank = |n: usize| " ".repeat(n);
+    // CPU0: alpha preempted at 500 (cell 50); CPU0 idles [500, 1000) while alpha waits
+    assert_eq!(s[3], format!(" lat    {}", blank(100)));
+    assert_eq!(s[4], format!(" pre    {}1{}", blank(50), blank(49)));
+    assert_eq!(s[5], format!(" wst    {}{}", blank(50), "█".repeat(50)));
+    // CPU1: beta switched in at 250 (cell 25) after a 150 ns wait (under
+    // 1 us: the lowest step); CPU1 idles [100, 250) while beta waits
+    assert!(s[6].starts_with("CPU1"));
+    assert_eq!(s[7], format!(" lat    {}▁{}", blank(25), blank(74)));
+    assert_eq!(s[8], format!(" pre    {}", blank(100)));
+    assert_eq!(
+        s[9],
+        format!(" wst    {}{}{}", blank(10), "█".repeat(15), blank(75))
+    );
+    keys(&mut app, "w");
+    assert_eq!(app.lane_rows().len(), 6);
+}

@@ -7,10 +7,12 @@
 //! colour, the task's two-character code (`A0`, as `perf sched map`)
 //! repeated along its stretch, `+` where several tasks share a cell. Idle
 //! is blank. The strip under a lane shows the mean number of tasks waiting
-//! for that CPU, one eighth-block step per half task.
+//! for that CPU, one eighth-block step per half task; the overlay strips
+//! (`w`, `e`, `i`) the largest wakeup latency, the preemptions and the
+//! wasted idle of each cell (see [`overlay_cell`]).
 
 use super::put_str;
-use crate::app::{App, LaneRow};
+use crate::app::{App, LaneRow, Overlay};
 use crate::data::Data;
 use crate::index::Tid;
 use crate::view::{fmt_dur, fmt_rel};
@@ -191,6 +193,9 @@ fn lane_row(
             format!("{sign}{f}-{l}")
         }
         LaneRow::Task(t) => d.tasks.get(&t).map_or(t.to_string(), |i| i.comm.clone()),
+        LaneRow::Overlay(_, Overlay::Latency) => " lat".to_string(),
+        LaneRow::Overlay(_, Overlay::Preemptions) => " pre".to_string(),
+        LaneRow::Overlay(_, Overlay::WastedIdle) => " wst".to_string(),
     };
     let mut lstyle = Style::default();
     if selected {
@@ -259,6 +264,7 @@ fn lane_row(
                 let top = tally.iter().max_by_key(|x| (x.1, -x.0)).map(|x| x.0);
                 (eighth(busy / n), top.map(|t| colour(d.colour_key(t))))
             }
+            LaneRow::Overlay(c, o) => overlay_cell(d, c, o, a, b),
             LaneRow::Task(t) => {
                 let s = task_state(d, t, a, b);
                 let (ch, col) = state_glyph(s);
@@ -285,6 +291,30 @@ fn lane_row(
             if x0 + i < main.right() {
                 cell.set_char(ch).set_style(style);
             }
+        }
+    }
+}
+
+/// An overlay strip cell: latency as one eighth step per doubling from
+/// 1 us (full at 128 us and above), preemptions as a digit (`+` above 9),
+/// wasted idle as the share of the cell.
+fn overlay_cell(d: &Data, c: usize, o: Overlay, a: u64, b: u64) -> (char, Option<Color>) {
+    match o {
+        Overlay::Latency => match d.lanes.wakeups.get(c).and_then(|m| m.max(a, b)) {
+            None => (' ', None),
+            Some(ns) => {
+                let steps = (ns as f64 / 1000.0).max(1.0).log2().floor() + 1.0;
+                (eighth(steps / 8.0), Some(Color::Magenta))
+            }
+        },
+        Overlay::Preemptions => match d.lanes.preemptions.get(c).map_or(0, |m| m.count(a, b)) {
+            0 => (' ', None),
+            n @ 1..=9 => (char::from(b'0' + n as u8), Some(Color::Cyan)),
+            _ => ('+', Some(Color::Cyan)),
+        },
+        Overlay::WastedIdle => {
+            let w = d.lanes.wasted.get(c).map_or(0, |s| s.covered(a, b));
+            (eighth(w as f64 / (b - a) as f64), Some(Color::Red))
         }
     }
 }
@@ -386,7 +416,7 @@ pub fn detail(app: &App) -> Option<String> {
     let v = &app.view;
     let rel = |t: u64| fmt_rel(t.saturating_sub(v.lo), v.width);
     match app.lane_rows().get(app.lane)? {
-        LaneRow::Cpu(c) | LaneRow::Pressure(c) | LaneRow::Group(c, _) => {
+        LaneRow::Cpu(c) | LaneRow::Pressure(c) | LaneRow::Group(c, _) | LaneRow::Overlay(c, _) => {
             let lane = d.lanes.cpus.get(*c)?;
             let waiting = lane.pressure.count_at(v.cursor);
             Some(match lane.run_at(v.cursor) {
