@@ -102,6 +102,9 @@ pub struct App {
     pub task_lanes: bool,
     /// Overlay strips shown.
     pub overlays: Vec<Overlay>,
+    /// Process filter: only these processes' cells are drawn in colour
+    /// (and with their codes); others are dimmed.
+    pub filter: Vec<Tid>,
     /// Expanded CPU groups (first CPU of each).
     pub expanded: Vec<usize>,
     /// Search prompt.
@@ -141,6 +144,7 @@ impl App {
             pressure: true,
             task_lanes: false,
             overlays: Vec::new(),
+            filter: Vec::new(),
             expanded: Vec::new(),
             search: Search::default(),
             selected: Vec::new(),
@@ -377,6 +381,7 @@ impl App {
             }
             Action::Pressure => self.pressure = !self.pressure,
             Action::TaskLanes => self.task_lanes = !self.task_lanes,
+            Action::Filter => self.toggle_filter(),
             Action::Overlay(o) => {
                 if let Some(i) = self.overlays.iter().position(|&x| x == o) {
                     self.overlays.remove(i);
@@ -385,6 +390,37 @@ impl App {
                 }
             }
         }
+    }
+
+    /// Filter the lanes to the processes of the selected tasks (or clear
+    /// the filter).
+    fn toggle_filter(&mut self) {
+        if !self.filter.is_empty() {
+            self.filter.clear();
+            self.message = "filter off".into();
+            return;
+        }
+        if self.selected.is_empty() {
+            if let Some(t) = self.task_under_cursor() {
+                self.selected = vec![t];
+            }
+        }
+        let Some(d) = self.data() else { return };
+        let mut f: Vec<Tid> = self.selected.iter().map(|&t| d.colour_key(t)).collect();
+        f.sort_unstable();
+        f.dedup();
+        self.message = if f.is_empty() {
+            "select a task first (s or /)".into()
+        } else {
+            format!(
+                "filter: process {}",
+                f.iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        };
+        self.filter = f;
     }
 
     fn move_row(&mut self, d: i64) {

@@ -64,6 +64,8 @@ pub enum Action {
     TaskLanes,
     /// Toggle an overlay strip.
     Overlay(Overlay),
+    /// Filter the lanes to the selected tasks' processes, or clear it.
+    Filter,
 }
 
 /// One key binding, as the help overlay lists it.
@@ -191,6 +193,12 @@ pub const BINDINGS: &[Binding] = &[
         "Runnable-pressure strips on/off",
         Action::Pressure,
         &[Char('p')],
+    ),
+    b(
+        "f",
+        "filter lanes to the selected tasks' processes (again: off)",
+        Action::Filter,
+        &[Char('f')],
     ),
     b(
         "w",

@@ -183,3 +183,20 @@ fn mouse_click_selects_wheel_zooms_drag_marks() {
     assert_eq!(app.view.width, 500);
     assert_eq!(app.view.cursor, 500);
 }
+
+#[test]
+fn filter_dims_other_processes() {
+    let mut app = tiny_app(true);
+    keys(&mut app, "/beta");
+    key(&mut app, KeyCode::Enter);
+    keys(&mut app, "f");
+    assert_eq!(app.filter, vec![200]);
+    let s = screen(&mut app, 108, 12);
+    assert_eq!(
+        s[2],
+        format!("CPU0    {}{}", "░".repeat(50), " ".repeat(50))
+    );
+    assert!(s[4].ends_with("A1A1A"), "{}", s[4]);
+    keys(&mut app, "f");
+    assert!(app.filter.is_empty());
+}

@@ -220,6 +220,10 @@ fn lane_row(
                         stretch = (None, 0);
                         (' ', None)
                     }
+                    Some(t) if !app.filter.is_empty() && !app.filter.contains(&d.colour_key(t)) => {
+                        stretch = (None, 0);
+                        ('░', None)
+                    }
                     Some(t) => {
                         let col = colour(d.colour_key(t));
                         if app.no_color {
