@@ -129,7 +129,9 @@ fn tui_in_tmux_zoom_pan_markers_tabs_search_quit() {
     assert!(screen.contains("process 5000 (worker-p0)"), "{screen}");
     assert!(screen.contains("36.939"), "{screen}");
     s.send(&["Enter"]);
-    s.wait_for("the jump", |s| s.contains("jumped to process 5000"));
+    s.wait_for("the jump", |s| {
+        s.contains("jumped to the longest fragmented episode of process 5000")
+    });
 
     s.send(&["/", "worker-p1", "Enter"]);
     s.wait_for("the search result", |s| {

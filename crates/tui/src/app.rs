@@ -457,11 +457,11 @@ impl App {
         let Some(row) = tab.rows.get(self.rows[self.tab - 1]) else {
             return;
         };
-        let Some(j) = row.jump else {
+        let Some(j) = row.jump.clone() else {
             self.message = "this row has no time to jump to".into();
             return;
         };
-        let label = row.cells.first().cloned().unwrap_or_default();
+        let label = j.what.clone();
         self.view.show(j.start, j.end.max(j.start + 1));
         if let Some(t) = j.tid {
             self.selected = vec![t];

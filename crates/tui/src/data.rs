@@ -110,11 +110,13 @@ impl Data {
         phase("analysing");
         let (tl_lanes, report) = std::thread::scope(|s| {
             let h = s.spawn(|| {
-                let tl = Timeline::build(trace);
-                let lanes = Lanes::build(&tl);
+                let tl = timed("tui timeline", || Timeline::build(trace));
+                let lanes = timed("tui lanes", || Lanes::build(&tl));
                 (tl, lanes)
             });
-            let report = Report::compute(trace, Sections::all(), &Options::default());
+            let report = timed("tui report", || {
+                Report::compute(trace, Sections::all(), &Options::default())
+            });
             (h.join(), report)
         });
         let (timeline, lanes) = match tl_lanes {
@@ -122,7 +124,7 @@ impl Data {
             Err(p) => std::panic::resume_unwind(p),
         };
         phase("indexing");
-        Data::assemble(timeline, report, lanes)
+        timed("tui assemble", || Data::assemble(timeline, report, lanes))
     }
 
     /// `comm[tid]` of a task.
@@ -138,6 +140,17 @@ impl Data {
     pub fn colour_key(&self, tid: Tid) -> Tid {
         self.tasks.get(&tid).and_then(|t| t.tgid).unwrap_or(tid)
     }
+}
+
+/// Run `f`; with `SCHEDSCOPE_TIMING` set, print its wall time on stderr
+/// (`timing: NAME MS ms`, as the analysis crate does) for the benchmarks.
+fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
+    let t = Instant::now();
+    let r = f();
+    if std::env::var_os("SCHEDSCOPE_TIMING").is_some() {
+        eprintln!("timing: {name} {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+    }
+    r
 }
 
 /// Run `loader` then [`Data::from_trace`] on a background thread.

@@ -8,8 +8,10 @@ use schedscope_analysis::report::Section;
 use schedscope_analysis::Report;
 
 /// Where Enter on a row takes the timeline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Jump {
+    /// What the span is, for the status line.
+    pub what: String,
     /// Span start (ns, trace clock).
     pub start: u64,
     /// Span end.
@@ -126,7 +128,8 @@ fn latency(report: &Report, t0: u64) -> TabTable {
                         "-".into()
                     },
                 ],
-                jump: (t.delay_max_ns > 0).then_some(Jump {
+                jump: (t.delay_max_ns > 0).then(|| Jump {
+                    what: format!("the longest wakeup delay of {}[{}]", t.comm, t.tid),
                     start: t.delay_max_start_ns,
                     end: t.delay_max_at_ns,
                     cpu: None,
@@ -176,6 +179,7 @@ fn gang(report: &Report, t0: u64) -> TabTable {
                         }),
                     ],
                     jump: ep.map(|e| Jump {
+                        what: format!("the longest fragmented episode of {}", gang.name),
                         start: e.start_ns,
                         end: e.start_ns + e.duration_ns,
                         cpu: None,
@@ -298,6 +302,11 @@ fn idle(report: &Report, t0: u64) -> TabTable {
                         .join(","),
                 ],
                 jump: Some(Jump {
+                    what: format!(
+                        "the wasted-idle gap of CPU{} at {}s",
+                        g.cpu,
+                        secs_rel(g.start_ns, t0)
+                    ),
                     start: g.start_ns,
                     end: g.start_ns + g.dur_ns,
                     cpu: Some(g.cpu),

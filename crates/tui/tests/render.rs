@@ -25,7 +25,7 @@ fn cpu_lanes_show_who_ran_where_without_colour() {
         s[2],
         format!("CPU0    {}{}", "A0".repeat(25), " ".repeat(50))
     );
-    // alpha waits for CPU0 [500, 1000): one task = a quarter-height strip
+    // alpha waits for CPU0 [500, 1000): one task = a 2/8 strip (log scale)
     assert_eq!(
         s[3],
         format!(" wait   {}{}", " ".repeat(50), "▂".repeat(50))
@@ -218,7 +218,11 @@ fn enter_on_a_gang_row_jumps_to_its_longest_episode() {
     assert!(buf[(8 + c, 2)]
         .modifier
         .contains(ratatui::style::Modifier::REVERSED));
-    assert!(s[23].starts_with("jumped to process 5000"), "{}", s[23]);
+    assert!(
+        s[23].starts_with("jumped to the longest fragmented episode of process 5000 (worker-p0)"),
+        "{}",
+        s[23]
+    );
 }
 
 #[test]
@@ -334,4 +338,14 @@ fn overlays_show_latency_preemptions_and_wasted_idle() {
     );
     keys(&mut app, "w");
     assert_eq!(app.lane_rows().len(), 6);
+}
+
+#[test]
+fn wait_strip_is_a_log_scale() {
+    use schedscope_tui::draw::pressure_glyph;
+    let got: Vec<char> = [0.0, 1.0, 3.0, 7.0, 15.0, 31.0, 63.0, 500.0]
+        .iter()
+        .map(|&m| pressure_glyph(m))
+        .collect();
+    assert_eq!(got, vec![' ', '▂', '▃', '▄', '▆', '▇', '█', '█']);
 }

@@ -5,7 +5,7 @@
 
 mod timeline;
 
-pub use timeline::colour;
+pub use timeline::{colour, pressure_glyph};
 
 use crate::app::{App, Load, TABS};
 use crate::keymap::help_lines;
@@ -239,11 +239,7 @@ fn table(buf: &mut Buffer, area: Rect, app: &App) {
                 .chain(std::iter::once(tab.header[i].len()))
                 .max()
                 .unwrap_or(1);
-            if i == 0 || (i == 1 && tab.title == "TLB") {
-                Constraint::Min(w.min(40) as u16)
-            } else {
-                Constraint::Length(w as u16)
-            }
+            Constraint::Length(w.min(60) as u16)
         })
         .collect();
     let header =

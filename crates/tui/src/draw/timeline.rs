@@ -7,7 +7,7 @@
 //! colour, the task's two-character code (`A0`, as `perf sched map`)
 //! repeated along its stretch, `+` where several tasks share a cell. Idle
 //! is blank. The strip under a lane shows the mean number of tasks waiting
-//! for that CPU, one eighth-block step per half task; the overlay strips
+//! for that CPU on a log scale ([`pressure_glyph`]); the overlay strips
 //! (`w`, `e`, `i`) the largest wakeup latency, the preemptions and the
 //! wasted idle of each cell (see [`overlay_cell`]).
 
@@ -52,6 +52,13 @@ fn eighth(frac: f64) -> char {
         return ' ';
     }
     EIGHTHS[((frac * 8.0).ceil() as usize).clamp(1, 8)]
+}
+
+/// The wait-strip glyph for a mean of `m` waiting tasks: a log scale,
+/// ceil(log2(1 + m) x 4/3) eighths: 1 task = 2/8, 3 = 3/8, 7 = 4/8,
+/// 15 = 6/8, 63 or more = full.
+pub fn pressure_glyph(m: f64) -> char {
+    eighth((1.0 + m).log2() * 4.0 / 3.0 / 8.0)
 }
 
 /// State glyph and colour of a task lane cell.
@@ -249,7 +256,7 @@ fn lane_row(
             }
             LaneRow::Pressure(c) => {
                 let m = d.lanes.cpus[c].pressure.mean(a, b);
-                (eighth(m / 4.0), Some(Color::Yellow))
+                (pressure_glyph(m), Some(Color::Yellow))
             }
             LaneRow::Group(f, l) => {
                 let mut busy = 0.0;
@@ -424,6 +431,13 @@ pub fn detail(app: &App) -> Option<String> {
             let lane = d.lanes.cpus.get(*c)?;
             let waiting = lane.pressure.count_at(v.cursor);
             Some(match lane.run_at(v.cursor) {
+                Some((s, e, 0)) => format!(
+                    "CPU{c} @{}: idle {}..{} ({}); {waiting} waiting for this CPU",
+                    rel(v.cursor),
+                    rel(s),
+                    rel(e),
+                    fmt_dur(e - s)
+                ),
                 Some((s, e, tid)) => {
                     let pid = d
                         .tasks
