@@ -99,7 +99,8 @@ const fn b(
 
 use KeyCode::{BackTab, Char, Down, End, Enter, Esc, Home, Left, Right, Tab, Up};
 
-/// Every binding, in help order.
+/// Every binding, in help order. An entry without `keys` continues the
+/// line above in the help (so that the help fits 80x24).
 pub const BINDINGS: &[Binding] = &[
     b("q Esc ^C", "quit", Action::Quit, &[Char('q'), Esc]),
     Binding {
@@ -111,40 +112,55 @@ pub const BINDINGS: &[Binding] = &[
     },
     b("?", "this help", Action::Help, &[Char('?')]),
     b(
-        "+ =",
-        "zoom in around the cursor",
+        "+ = / - / 0",
+        "zoom in / out around the cursor / whole trace",
         Action::ZoomIn,
         &[Char('+'), Char('=')],
     ),
-    b("-", "zoom out", Action::ZoomOut, &[Char('-'), Char('_')]),
-    b("0", "whole trace", Action::Fit, &[Char('0')]),
-    b("<- h", "pan left", Action::PanLeft, &[Left, Char('h')]),
-    b("-> l", "pan right", Action::PanRight, &[Right, Char('l')]),
+    b("", "", Action::ZoomOut, &[Char('-'), Char('_')]),
+    b("", "", Action::Fit, &[Char('0')]),
     b(
-        ", .",
+        "<- h / -> l",
+        "pan left / right",
+        Action::PanLeft,
+        &[Left, Char('h')],
+    ),
+    b("", "", Action::PanRight, &[Right, Char('l')]),
+    b(
+        ", / .",
         "cursor one column left / right",
         Action::CursorLeft,
         &[Char(',')],
     ),
     b("", "", Action::CursorRight, &[Char('.')]),
-    b("Home g", "jump to start", Action::Start, &[Home, Char('g')]),
-    b("End G", "jump to end", Action::End, &[End, Char('G')]),
-    b("up k", "previous lane / row", Action::Up, &[Up, Char('k')]),
     b(
-        "down j",
-        "next lane / row",
-        Action::Down,
-        &[Down, Char('j')],
+        "Home g / End G",
+        "jump to start / end",
+        Action::Start,
+        &[Home, Char('g')],
     ),
+    b("", "", Action::End, &[End, Char('G')]),
     b(
-        "a b",
-        "marker A / B at the cursor (region stats)",
+        "up k / down j",
+        "previous / next lane or row",
+        Action::Up,
+        &[Up, Char('k')],
+    ),
+    b("", "", Action::Down, &[Down, Char('j')]),
+    b(
+        "a / b / x",
+        "marker A / B at the cursor; clear",
         Action::MarkA,
         &[Char('a')],
     ),
     b("", "", Action::MarkB, &[Char('b')]),
-    b("x", "clear markers", Action::ClearMarks, &[Char('x')]),
-    b("Tab S-Tab", "next / previous tab", Action::NextTab, &[Tab]),
+    b("", "", Action::ClearMarks, &[Char('x')]),
+    b(
+        "Tab / S-Tab",
+        "next / previous tab",
+        Action::NextTab,
+        &[Tab],
+    ),
     b("", "", Action::PrevTab, &[BackTab]),
     b(
         "1-6",
@@ -159,7 +175,7 @@ pub const BINDINGS: &[Binding] = &[
     b("", "", Action::Tab(5), &[Char('6')]),
     b(
         "Enter",
-        "table: jump to row; timeline: next match / expand group",
+        "table: jump to row; lanes: next match / expand",
         Action::Enter,
         &[Enter],
     ),
@@ -170,54 +186,39 @@ pub const BINDINGS: &[Binding] = &[
         &[Char('/')],
     ),
     b(
-        "n N",
-        "next / previous switch-in of the selected task",
+        "n / N",
+        "next / previous switch-in of the selection",
         Action::Next,
         &[Char('n')],
     ),
     b("", "", Action::Prev, &[Char('N')]),
     b(
-        "s",
-        "select the task under the cursor",
+        "s / t",
+        "select task under cursor / its lanes",
         Action::Select,
         &[Char('s')],
     ),
-    b(
-        "t",
-        "lanes for the selected tasks",
-        Action::TaskLanes,
-        &[Char('t')],
-    ),
-    b(
-        "p",
-        "Runnable-pressure strips on/off",
-        Action::Pressure,
-        &[Char('p')],
-    ),
+    b("", "", Action::TaskLanes, &[Char('t')]),
     b(
         "f",
-        "filter lanes to the selected tasks' processes (again: off)",
+        "filter to the selection's processes / off",
         Action::Filter,
         &[Char('f')],
     ),
     b(
-        "w",
-        "overlay: largest wakeup-to-run latency",
+        "p",
+        "wait (Runnable-pressure) strips",
+        Action::Pressure,
+        &[Char('p')],
+    ),
+    b(
+        "w / e / i",
+        "overlays: latency / preemptions / wasted idle",
         Action::Overlay(Overlay::Latency),
         &[Char('w')],
     ),
-    b(
-        "e",
-        "overlay: preemptions per cell",
-        Action::Overlay(Overlay::Preemptions),
-        &[Char('e')],
-    ),
-    b(
-        "i",
-        "overlay: wasted idle (idle while tasks wait)",
-        Action::Overlay(Overlay::WastedIdle),
-        &[Char('i')],
-    ),
+    b("", "", Action::Overlay(Overlay::Preemptions), &[Char('e')]),
+    b("", "", Action::Overlay(Overlay::WastedIdle), &[Char('i')]),
 ];
 
 /// The action bound to `key`, if any.

@@ -349,3 +349,34 @@ fn wait_strip_is_a_log_scale() {
         .collect();
     assert_eq!(got, vec![' ', '▂', '▃', '▄', '▆', '▇', '█', '█']);
 }
+
+#[test]
+fn help_fits_80x24() {
+    let mut app = tiny_app(false);
+    keys(&mut app, "?");
+    let s = screen(&mut app, 80, 24).join("\n");
+    for b in BINDINGS.iter().filter(|b| !b.keys.is_empty()) {
+        assert!(
+            s.contains(&format!("{}  ", b.keys)) && s.contains(b.help),
+            "80x24 help shows {}",
+            b.keys
+        );
+    }
+}
+
+#[test]
+fn every_action_has_a_key_in_the_help() {
+    use ratatui::crossterm::event::{KeyEvent, KeyModifiers};
+    use schedscope_tui::keymap::action_for;
+    // each binding's first key maps back to its action (no key shadowed)
+    for b in BINDINGS {
+        let m = if b.ctrl {
+            KeyModifiers::CONTROL
+        } else {
+            KeyModifiers::NONE
+        };
+        for &c in b.codes {
+            assert_eq!(action_for(KeyEvent::new(c, m)), Some(b.action), "{c:?}");
+        }
+    }
+}
