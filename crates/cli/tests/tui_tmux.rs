@@ -66,40 +66,39 @@ impl Session {
     }
 }
 
-#[test]
-fn tui_in_tmux_zoom_pan_markers_tabs_search_quit() {
+/// Start `script` in a detached `w` x `h` tmux session named after `tag`;
+/// None (with the reason printed) when tmux is missing.
+fn start(tag: &str, w: u16, h: u16, script: &str) -> Option<Session> {
     if Command::new("tmux").arg("-V").output().is_err() {
         eprintln!("SKIPPED: tmux is not installed (scripts/setup.sh installs it)");
-        return;
+        return None;
     }
+    let name = format!("schedscope-tui-{tag}-{}", std::process::id());
+    let st = Command::new("tmux")
+        .args(["new-session", "-d", "-s", &name])
+        .args(["-x", &w.to_string(), "-y", &h.to_string(), script])
+        .env_remove("NO_COLOR")
+        .status()
+        .expect("tmux new-session");
+    assert!(st.success());
+    Some(Session(name))
+}
+
+#[test]
+fn tui_in_tmux_zoom_pan_markers_tabs_search_quit() {
     let bin = env!("CARGO_BIN_EXE_schedscope");
     let fixture = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../fixtures/sim/bare-metal-s1.data"
     );
-    let name = format!("schedscope-tui-test-{}", std::process::id());
     // the shell records the exit status and whether the tty modes came back
     let script = format!(
         "S0=$(stty -g); '{bin}' tui '{fixture}'; echo EXIT=$?; \
-         [ \"$(stty -g)\" = \"$S0\" ] && echo TTY=restored; sleep 30"
+         [ \"$(stty -g)\" = \"$S0\" ] && echo TTY=restored; echo DONE; sleep 30"
     );
-    let st = Command::new("tmux")
-        .args([
-            "new-session",
-            "-d",
-            "-s",
-            &name,
-            "-x",
-            "120",
-            "-y",
-            "40",
-            &script,
-        ])
-        .env_remove("NO_COLOR")
-        .status()
-        .expect("tmux new-session");
-    assert!(st.success());
-    let s = Session(name);
+    let Some(s) = start("test", 120, 40, &script) else {
+        return;
+    };
 
     let screen = s.wait_for("the CPU lanes", |s| {
         s.contains("\nCPU0 ") && s.contains("\nCPU1 ")
@@ -139,11 +138,41 @@ fn tui_in_tmux_zoom_pan_markers_tabs_search_quit() {
     });
 
     s.send(&["q"]);
-    let screen = s.wait_for("the exit", |s| s.contains("EXIT="));
+    let screen = s.wait_for("the exit", |s| s.contains("\nDONE"));
     assert!(screen.contains("EXIT=0"), "{screen}");
     assert!(screen.contains("TTY=restored"), "{screen}");
     assert_eq!(s.flag("alternate_on"), "0", "alternate screen left");
     assert_eq!(s.flag("mouse_any_flag"), "0", "mouse capture off");
+}
+
+#[test]
+fn tui_in_tmux_shows_a_decoding_error_and_exits_1() {
+    let bin = env!("CARGO_BIN_EXE_schedscope");
+    let dir = std::env::temp_dir().join(format!("schedscope-tui-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.data");
+    std::fs::write(
+        &bad,
+        b"PERFILE2 this is not a perf.data file at all, only text",
+    )
+    .unwrap();
+    let script = format!("'{bin}' tui '{}'; echo EXIT=$?; sleep 30", bad.display());
+    let Some(s) = start("bad", 100, 20, &script) else {
+        return;
+    };
+    let screen = s.wait_for("the error", |s| s.contains("error: "));
+    assert!(
+        screen.contains("bad.data"),
+        "the error names the file:\n{screen}"
+    );
+    s.send(&["q"]);
+    let screen = s.wait_for("the exit", |s| s.contains("EXIT="));
+    assert!(screen.contains("EXIT=1"), "{screen}");
+    assert!(
+        screen.contains("schedscope: "),
+        "the error is printed again after the screen is restored:\n{screen}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

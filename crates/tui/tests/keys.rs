@@ -200,3 +200,31 @@ fn filter_dims_other_processes() {
     keys(&mut app, "f");
     assert!(app.filter.is_empty());
 }
+
+#[test]
+fn an_empty_timeline_takes_every_key_without_panicking() {
+    let mut app = App::with_data(
+        "empty",
+        Data::new(Timeline::default(), empty_report()),
+        false,
+    );
+    for s in [
+        "+", "-", "0", "h", "l", ",", ".", "g", "G", "j", "k", "a", "b", "s", "t", "f", "n", "N",
+        "w", "e", "i", "p",
+    ] {
+        keys(&mut app, s);
+        for (w, h) in [(1, 1), (20, 5), (80, 24)] {
+            let lines = screen(&mut app, w, h);
+            assert_eq!(lines.len(), usize::from(h));
+        }
+    }
+    key(&mut app, KeyCode::Enter);
+    keys(&mut app, "/x");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.message, "no task matches 'x'");
+    for t in ["2", "3", "4", "5", "6"] {
+        keys(&mut app, t);
+        key(&mut app, KeyCode::Enter);
+        screen(&mut app, 80, 24);
+    }
+}
