@@ -380,3 +380,16 @@ fn every_action_has_a_key_in_the_help() {
         }
     }
 }
+
+#[test]
+fn legend_names_the_tasks_in_the_lanes() {
+    let mut app = tiny_app(true);
+    let s = screen(&mut app, W, 12);
+    assert_eq!(s[9].trim_end(), "tasks   A0=alpha[100] A1=beta[200]");
+    let mut app = tiny_app(false);
+    let buf = buffer(&mut app, W, 12);
+    let line: String = (0..W).map(|x| buf[(x, 9)].symbol().to_string()).collect();
+    assert_eq!(line.trim_end(), "tasks   █alpha[100] █beta[200]");
+    assert_eq!(buf[(8, 9)].fg, colour(100));
+    assert_eq!(buf[(20, 9)].fg, colour(200));
+}

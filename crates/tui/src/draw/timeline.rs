@@ -103,10 +103,14 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &mut App) {
         return;
     }
     axis(buf, main, app);
+    let mut seen = Vec::new();
     for (i, row) in rows.iter().enumerate().skip(app.lane_scroll).take(h) {
         let y = lanes_area.y + (i - app.lane_scroll) as u16;
         let selected = i == app.lane;
-        lane_row(buf, main, y, *row, selected, app, d);
+        lane_row(buf, main, y, *row, selected, app, &mut seen);
+    }
+    if rows.len().saturating_sub(app.lane_scroll) < h {
+        legend(buf, main, lanes_area.bottom() - 1, &seen, app, d);
     }
     if pane {
         side_pane(
@@ -119,6 +123,61 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &mut App) {
             app,
             d,
         );
+    }
+}
+
+/// Tasks the legend can list.
+const LEGEND_MAX: usize = 64;
+
+/// The legend of the tasks shown in the CPU lanes, in order of first
+/// appearance: their colour (or code without colour) and `comm[tid]`.
+fn legend(buf: &mut Buffer, main: Rect, y: u16, seen: &[Tid], app: &App, d: &Data) {
+    let mut x = put_str(
+        buf,
+        main,
+        main.x,
+        y,
+        "tasks",
+        Style::default().add_modifier(Modifier::DIM),
+    );
+    x = x.max(main.x + LABEL);
+    for &t in seen {
+        if x >= main.right() {
+            break;
+        }
+        if app.no_color {
+            let code: String = d
+                .tasks
+                .get(&t)
+                .map_or(['?', '?'], |i| i.code)
+                .iter()
+                .collect();
+            x = put_str(
+                buf,
+                main,
+                x,
+                y,
+                &format!("{code}={} ", d.label(t)),
+                Style::default(),
+            );
+        } else {
+            x = put_str(
+                buf,
+                main,
+                x,
+                y,
+                "█",
+                Style::default().fg(colour(d.colour_key(t))),
+            );
+            x = put_str(
+                buf,
+                main,
+                x,
+                y,
+                &format!("{} ", d.label(t)),
+                Style::default(),
+            );
+        }
     }
 }
 
@@ -187,8 +246,9 @@ fn lane_row(
     row: LaneRow,
     selected: bool,
     app: &App,
-    d: &Data,
+    seen: &mut Vec<Tid>,
 ) {
+    let Some(d) = app.data() else { return };
     let v = &app.view;
     let cols = main.width.saturating_sub(LABEL);
     let x0 = main.x + LABEL;
@@ -232,6 +292,9 @@ fn lane_row(
                         ('░', None)
                     }
                     Some(t) => {
+                        if seen.len() < LEGEND_MAX && !seen.contains(&t) {
+                            seen.push(t);
+                        }
                         let col = colour(d.colour_key(t));
                         if app.no_color {
                             if cell.several {
