@@ -532,7 +532,7 @@ impl App {
                 self.view.center_if_outside(t);
                 self.message = format!(
                     "{label} switched in at {}",
-                    crate::view::fmt_rel(t - self.view.lo, self.view.width)
+                    crate::view::fmt_rel(t.saturating_sub(self.view.lo), self.view.width)
                 );
                 if let Some(c) = cpu {
                     if let Some(i) = self

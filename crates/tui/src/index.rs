@@ -468,7 +468,7 @@ impl Lanes {
                 } else if let (Some(e), Some(next)) = (iv.end, ivs.get(i + 1)) {
                     if next.state == ThreadState::Running {
                         if let Some(c) = cpu(next.cpu) {
-                            wakeups[c].push((e.0, e.0 - s));
+                            wakeups[c].push((e.0, e.0.saturating_sub(s)));
                         }
                     }
                 }

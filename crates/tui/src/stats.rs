@@ -76,7 +76,7 @@ impl RegionStats {
                                 ts.preemptions += 1;
                             }
                         } else if iv.end.is_some_and(|x| x.0 >= a && x.0 < b) {
-                            st.latencies.push(e - s);
+                            st.latencies.push(e.saturating_sub(s));
                         }
                     }
                     _ => {}

@@ -533,7 +533,7 @@ pub fn detail(app: &App) -> Option<String> {
                 iv.cpu.map_or(String::new(), |c| format!(" on CPU{}", c.0)),
                 rel(iv.ts.0),
                 rel(iv.end_or(end).0),
-                fmt_dur(iv.end_or(end).0 - iv.ts.0),
+                fmt_dur(iv.end_or(end).0.saturating_sub(iv.ts.0)),
                 iv.waker
                     .map_or(String::new(), |w| format!(" woken by {}", d.label(w.0)))
             ))
