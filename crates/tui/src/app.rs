@@ -102,6 +102,8 @@ pub struct App {
     pub task_lanes: bool,
     /// Overlay strips shown.
     pub overlays: Vec<Overlay>,
+    /// CPU filter: only this CPU's lanes are shown.
+    pub cpu_filter: Option<usize>,
     /// Process filter: only these processes' cells are drawn in colour
     /// (and with their codes); others are dimmed.
     pub filter: Vec<Tid>,
@@ -145,6 +147,7 @@ impl App {
             task_lanes: false,
             overlays: Vec::new(),
             filter: Vec::new(),
+            cpu_filter: None,
             expanded: Vec::new(),
             search: Search::default(),
             selected: Vec::new(),
@@ -215,7 +218,9 @@ impl App {
                 }
             }
         };
-        if n > GROUP_ABOVE {
+        if let Some(c) = self.cpu_filter.filter(|&c| c < n) {
+            push_cpu(&mut rows, c);
+        } else if n > GROUP_ABOVE {
             for g in (0..n).step_by(GROUP_SIZE) {
                 let last = (g + GROUP_SIZE - 1).min(n - 1);
                 rows.push(LaneRow::Group(g, last));
@@ -382,6 +387,17 @@ impl App {
             Action::Pressure => self.pressure = !self.pressure,
             Action::TaskLanes => self.task_lanes = !self.task_lanes,
             Action::Filter => self.toggle_filter(),
+            Action::CpuFilter => {
+                self.cpu_filter = match self.cpu_filter {
+                    Some(_) => None,
+                    None => self.selected_cpu(),
+                };
+                self.lane = 0;
+                self.message = match self.cpu_filter {
+                    Some(c) => format!("only CPU{c}"),
+                    None => "all CPUs".into(),
+                };
+            }
             Action::Overlay(o) => {
                 if let Some(i) = self.overlays.iter().position(|&x| x == o) {
                     self.overlays.remove(i);

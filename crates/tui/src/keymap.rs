@@ -66,6 +66,8 @@ pub enum Action {
     Overlay(Overlay),
     /// Filter the lanes to the selected tasks' processes, or clear it.
     Filter,
+    /// Show only the selected CPU's lanes, or all again.
+    CpuFilter,
 }
 
 /// One key binding, as the help overlay lists it.
@@ -200,11 +202,12 @@ pub const BINDINGS: &[Binding] = &[
     ),
     b("", "", Action::TaskLanes, &[Char('t')]),
     b(
-        "f",
-        "filter to the selection's processes / off",
+        "f / c",
+        "filter: selection's processes / this CPU only",
         Action::Filter,
         &[Char('f')],
     ),
+    b("", "", Action::CpuFilter, &[Char('c')]),
     b(
         "p",
         "wait (Runnable-pressure) strips",

@@ -228,3 +228,16 @@ fn an_empty_timeline_takes_every_key_without_panicking() {
         screen(&mut app, 80, 24);
     }
 }
+
+#[test]
+fn cpu_filter_shows_one_cpu() {
+    let mut app = tiny_app(true);
+    keys(&mut app, "jj");
+    keys(&mut app, "c");
+    assert_eq!(app.lane_rows(), vec![LaneRow::Cpu(1), LaneRow::Pressure(1)]);
+    assert_eq!(app.message, "only CPU1");
+    let s = screen(&mut app, 108, 12);
+    assert!(s[2].starts_with("CPU1"), "{}", s[2]);
+    keys(&mut app, "c");
+    assert_eq!(app.lane_rows().len(), 4);
+}
