@@ -55,8 +55,7 @@ fn first_frame(bencher: divan::Bencher) {
         let Ok(trace) = schedscope_parser::load(std::path::Path::new(&p)) else {
             return;
         };
-        let data = Data::from_trace(&trace, &|_| {});
-        drop(trace);
+        let data = Data::from_trace(trace, &|_| {});
         let mut app = App::with_data(&p, data, false);
         let mut buf = Buffer::empty(AREA);
         schedscope_tui::draw::draw_buf(&mut buf, AREA, &mut app);
@@ -68,8 +67,8 @@ fn data_1x() -> Option<&'static (Data, Data)> {
     static D: OnceLock<Option<(Data, Data)>> = OnceLock::new();
     D.get_or_init(|| {
         let trace = load()?;
-        let one = Data::from_trace(&trace, &|_| {});
         let report = Report::compute(&trace, Sections::default(), &Options::default());
+        let one = Data::from_trace(trace, &|_| {});
         let tiled = Data::new(tile(&one.timeline, 10), report);
         Some((one, tiled))
     })

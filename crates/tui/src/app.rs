@@ -102,6 +102,8 @@ pub struct App {
     pub task_lanes: bool,
     /// Overlay strips shown.
     pub overlays: Vec<Overlay>,
+    /// Event detail pane shown.
+    pub events_pane: bool,
     /// CPU filter: only this CPU's lanes are shown.
     pub cpu_filter: Option<usize>,
     /// Process filter: only these processes' cells are drawn in colour
@@ -148,6 +150,7 @@ impl App {
             overlays: Vec::new(),
             filter: Vec::new(),
             cpu_filter: None,
+            events_pane: false,
             expanded: Vec::new(),
             search: Search::default(),
             selected: Vec::new(),
@@ -387,6 +390,7 @@ impl App {
             Action::Pressure => self.pressure = !self.pressure,
             Action::TaskLanes => self.task_lanes = !self.task_lanes,
             Action::Filter => self.toggle_filter(),
+            Action::Events => self.events_pane = !self.events_pane,
             Action::CpuFilter => {
                 self.cpu_filter = match self.cpu_filter {
                     Some(_) => None,

@@ -50,6 +50,9 @@ pub struct Data {
     pub tables: Tables,
     /// Time to load and analyse (seconds).
     pub load_secs: f64,
+    /// The decoded events, for the detail pane (None when the data was
+    /// built from a timeline alone).
+    pub trace: Option<Trace>,
 }
 
 /// The two-character code of the `i`-th task: `A0`..`Z9`, then `a0`..`z9`,
@@ -101,12 +104,20 @@ impl Data {
             tasks,
             tables,
             load_secs: 0.0,
+            trace: None,
         }
     }
 
     /// Timeline, lanes and report of a decoded trace: the timeline and
-    /// its index on one thread while the analyses run on another.
-    pub fn from_trace(trace: &Trace, phase: &dyn Fn(&'static str)) -> Data {
+    /// its index on one thread while the analyses run on another. The
+    /// trace is kept for the event detail pane.
+    pub fn from_trace(trace: Trace, phase: &dyn Fn(&'static str)) -> Data {
+        let mut data = Data::analyse(&trace, phase);
+        data.trace = Some(trace);
+        data
+    }
+
+    fn analyse(trace: &Trace, phase: &dyn Fn(&'static str)) -> Data {
         phase("analysing");
         let (tl_lanes, report) = std::thread::scope(|s| {
             let h = s.spawn(|| {
@@ -164,8 +175,7 @@ pub fn spawn(loader: Loader) -> Receiver<LoadMsg> {
                 let phase = |p: &'static str| {
                     let _ = tx.send(LoadMsg::Phase(p));
                 };
-                let mut data = Data::from_trace(&trace, &phase);
-                drop(trace);
+                let mut data = Data::from_trace(trace, &phase);
                 data.load_secs = t0.elapsed().as_secs_f64();
                 LoadMsg::Done(Box::new(data))
             }

@@ -68,6 +68,8 @@ pub enum Action {
     Filter,
     /// Show only the selected CPU's lanes, or all again.
     CpuFilter,
+    /// Toggle the pane of the events under the cursor.
+    Events,
 }
 
 /// One key binding, as the help overlay lists it.
@@ -209,11 +211,12 @@ pub const BINDINGS: &[Binding] = &[
     ),
     b("", "", Action::CpuFilter, &[Char('c')]),
     b(
-        "p",
-        "wait (Runnable-pressure) strips",
+        "p / d",
+        "wait strips / events under the cursor",
         Action::Pressure,
         &[Char('p')],
     ),
+    b("", "", Action::Events, &[Char('d')]),
     b(
         "w / e / i",
         "overlays: latency / preemptions / wasted idle",

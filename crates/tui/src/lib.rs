@@ -20,6 +20,7 @@
 pub mod app;
 pub mod data;
 pub mod draw;
+pub mod events;
 pub mod index;
 pub mod keymap;
 pub mod overlay;

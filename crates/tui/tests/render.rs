@@ -393,3 +393,39 @@ fn legend_names_the_tasks_in_the_lanes() {
     assert_eq!(buf[(8, 9)].fg, colour(100));
     assert_eq!(buf[(20, 9)].fg, colour(200));
 }
+
+#[test]
+fn events_pane_lists_the_events_under_the_cursor_with_their_fields() {
+    // fixtures/sim/bare-metal-s1.txt (the same events as ftrace text) starts:
+    //   [000] 1000.000000: sched_wakeup_new: comm=worker-p0 pid=5000 prio=120 target_cpu=000
+    //   [000] 1000.000000: sched_wakeup_new: comm=worker-p0 pid=5002 prio=120 target_cpu=000
+    let mut app = fixture_app("sim/bare-metal-s1.data");
+    keys(&mut app, "d");
+    let s = screen(&mut app, 200, 30);
+    let pane: Vec<&String> = s
+        .iter()
+        .skip_while(|l| !l.starts_with("events on CPU0"))
+        .collect();
+    assert!(!pane.is_empty(), "{}", s.join("\n"));
+    let first = pane[1].trim_end();
+    assert!(first.contains("sched:sched_wakeup_new"), "{first}");
+    assert!(
+        first.contains("tid: 5000")
+            && first.contains("\"worker-p0\"")
+            && first.contains("prio: 120"),
+        "{first}"
+    );
+    assert!(first.contains("target_cpu: 0"), "{first}");
+    assert!(pane[2].contains("tid: 5002"), "{}", pane[2]);
+    // CPU1's lane: its own events (5001 and 5003 woke on CPU1)
+    keys(&mut app, "jj");
+    let s = screen(&mut app, 200, 30);
+    let pane: Vec<&String> = s
+        .iter()
+        .skip_while(|l| !l.starts_with("events on CPU1"))
+        .collect();
+    assert!(pane[1].contains("tid: 5001"), "{}", pane[1]);
+    keys(&mut app, "d");
+    let s = screen(&mut app, 200, 30);
+    assert!(!s.iter().any(|l| l.starts_with("events on")));
+}

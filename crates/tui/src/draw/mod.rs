@@ -111,7 +111,25 @@ pub fn draw_buf(buf: &mut Buffer, area: Rect, app: &mut App) {
         }
         Load::Ready(_) => {
             if app.tab == 0 {
-                timeline::draw(buf, body, app);
+                if app.events_pane && body.height >= 8 {
+                    let h = EVENTS_ROWS + 1;
+                    let lanes = Rect {
+                        height: body.height - h,
+                        ..body
+                    };
+                    timeline::draw(buf, lanes, app);
+                    events_pane(
+                        buf,
+                        Rect {
+                            y: body.bottom() - h,
+                            height: h,
+                            ..body
+                        },
+                        app,
+                    );
+                } else {
+                    timeline::draw(buf, body, app);
+                }
             } else {
                 table(buf, body, app);
             }
@@ -123,6 +141,50 @@ pub fn draw_buf(buf: &mut Buffer, area: Rect, app: &mut App) {
     status_line(buf, status, app);
     if app.help {
         help(buf, area);
+    }
+}
+
+/// Events listed in the detail pane.
+const EVENTS_ROWS: u16 = 5;
+
+/// The events of the selected CPU in the cursor's column: every field,
+/// strings resolved, addresses symbolized ([`crate::events`]).
+fn events_pane(buf: &mut Buffer, area: Rect, app: &App) {
+    let Some(d) = app.data() else { return };
+    let v = &app.view;
+    let rel = |t: u64| crate::view::fmt_rel(t.saturating_sub(v.lo), v.width);
+    let col = v.col_of(v.cursor, app.columns).unwrap_or(0);
+    let (a, b) = v.col_range(col, app.columns);
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    let (Some(trace), Some(cpu)) = (&d.trace, app.selected_cpu()) else {
+        put_str(
+            buf,
+            area,
+            area.x,
+            area.y,
+            "events: select a CPU lane (no events kept for this view)",
+            bold,
+        );
+        return;
+    };
+    let evs = crate::events::at(trace, cpu as u32, a, b, usize::from(EVENTS_ROWS));
+    let head = format!(
+        "events on CPU{cpu} in {}..{} ({} shown)",
+        rel(a),
+        rel(b),
+        evs.len()
+    );
+    put_str(buf, area, area.x, area.y, &head, bold);
+    for (i, (t, text)) in evs.iter().enumerate() {
+        let line = format!("{} {text}", rel(*t));
+        put_str(
+            buf,
+            area,
+            area.x,
+            area.y + 1 + i as u16,
+            &line,
+            Style::default(),
+        );
     }
 }
 

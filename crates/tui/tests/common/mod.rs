@@ -89,7 +89,7 @@ pub fn tiny_app(no_color: bool) -> App {
 pub fn fixture_app(rel: &str) -> App {
     let path = format!("{}/../../fixtures/{rel}", env!("CARGO_MANIFEST_DIR"));
     let trace = schedscope_parser::load(std::path::Path::new(&path)).expect("fixture loads");
-    let data = Data::from_trace(&trace, &|_| {});
+    let data = Data::from_trace(trace, &|_| {});
     App::with_data(&path, data, false)
 }
 
