@@ -23,6 +23,8 @@ pub enum Command {
     Info(InfoArgs),
     /// Build-free demo: record the bundled ebizzy-like workload and report it.
     Demo(DemoArgs),
+    /// Interactive terminal timeline of a trace (CPU lanes, markers, analysis tabs).
+    Tui(TuiArgs),
 }
 
 /// Output format of reports.
@@ -116,6 +118,14 @@ pub struct InfoArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: OutputFormat,
+}
+
+/// `schedscope tui`.
+#[derive(Debug, Args)]
+pub struct TuiArgs {
+    /// Trace file.
+    #[arg(default_value = "schedscope.data")]
+    pub file: PathBuf,
 }
 
 /// `schedscope demo`.

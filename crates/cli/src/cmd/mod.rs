@@ -4,6 +4,7 @@ mod demo;
 mod info;
 mod record;
 mod report;
+mod tui;
 
 use crate::args::{Cli, Command};
 use std::process::ExitCode;
@@ -15,5 +16,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(a) => report::run(a),
         Command::Info(a) => info::run(a),
         Command::Demo(a) => demo::run(a),
+        Command::Tui(a) => tui::run(a),
     }
 }

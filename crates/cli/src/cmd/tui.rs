@@ -1,0 +1,39 @@
+//! `schedscope tui`: the interactive timeline (crates/tui). This module
+//! only checks the input and hands the TUI a loader that decodes the file
+//! on the TUI's background thread.
+
+use crate::args::TuiArgs;
+use crate::ExitError;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+/// Run the TUI on `a.file`; exit code 1 when the file could not be loaded.
+pub fn run(a: TuiArgs) -> anyhow::Result<ExitCode> {
+    let path = a.file;
+    // a clear error before the screen switches, for the common mistakes
+    if let Err(e) = std::fs::metadata(&path) {
+        return Err(ExitError {
+            code: 1,
+            message: format!("{}: {e}", path.display()),
+        }
+        .into());
+    }
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return Err(ExitError {
+            code: 2,
+            message: "tui needs a terminal (use `schedscope report` for text or JSON)".into(),
+        }
+        .into());
+    }
+    let shown = path.display().to_string();
+    let loader: schedscope_tui::Loader =
+        Box::new(move || schedscope_parser::load(&path).map_err(|e| e.to_string()));
+    match schedscope_tui::run(&shown, loader)? {
+        None => Ok(ExitCode::SUCCESS),
+        Some(e) => Err(ExitError {
+            code: 1,
+            message: e,
+        }
+        .into()),
+    }
+}

@@ -1,0 +1,195 @@
+//! `schedscope tui` in a real terminal: tmux runs it on a simulator
+//! fixture (a bare PTY cannot answer crossterm's cursor query), keys go in
+//! with send-keys, and capture-pane shows what a user sees. Skips, saying
+//! why, when tmux is missing.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A tmux session, killed when dropped.
+struct Session(String);
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.0])
+            .status();
+    }
+}
+
+impl Session {
+    fn send(&self, keys: &[&str]) {
+        let st = Command::new("tmux")
+            .args(["send-keys", "-t", &self.0])
+            .args(keys)
+            .status()
+            .expect("tmux send-keys");
+        assert!(st.success());
+    }
+
+    fn capture(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.0])
+            .output()
+            .expect("tmux capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn flag(&self, name: &str) -> String {
+        let out = Command::new("tmux")
+            .args([
+                "display-message",
+                "-p",
+                "-t",
+                &self.0,
+                &format!("#{{{name}}}"),
+            ])
+            .output()
+            .expect("tmux display-message");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Wait until the screen satisfies `pred` (20 s at most: the machine
+    /// may be loaded by builds).
+    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let t0 = Instant::now();
+        loop {
+            let s = self.capture();
+            if pred(&s) {
+                return s;
+            }
+            if t0.elapsed() > Duration::from_secs(20) {
+                panic!("screen never showed {what}:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Start `script` in a detached `w` x `h` tmux session named after `tag`;
+/// None (with the reason printed) when tmux is missing.
+fn start(tag: &str, w: u16, h: u16, script: &str) -> Option<Session> {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("SKIPPED: tmux is not installed (scripts/setup.sh installs it)");
+        return None;
+    }
+    let name = format!("schedscope-tui-{tag}-{}", std::process::id());
+    let st = Command::new("tmux")
+        .args(["new-session", "-d", "-s", &name])
+        .args(["-x", &w.to_string(), "-y", &h.to_string(), script])
+        .env_remove("NO_COLOR")
+        .status()
+        .expect("tmux new-session");
+    assert!(st.success());
+    Some(Session(name))
+}
+
+#[test]
+fn tui_in_tmux_zoom_pan_markers_tabs_search_quit() {
+    let bin = env!("CARGO_BIN_EXE_schedscope");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/sim/bare-metal-s1.data"
+    );
+    // the shell records the exit status and whether the tty modes came back
+    let script = format!(
+        "S0=$(stty -g); '{bin}' tui '{fixture}'; echo EXIT=$?; \
+         [ \"$(stty -g)\" = \"$S0\" ] && echo TTY=restored; echo DONE; sleep 30"
+    );
+    let Some(s) = start("test", 120, 40, &script) else {
+        return;
+    };
+
+    let screen = s.wait_for("the CPU lanes", |s| {
+        s.contains("\nCPU0 ") && s.contains("\nCPU1 ")
+    });
+    assert!(screen.contains("360 events 2 CPUs"), "{screen}");
+    assert!(screen.contains("zoom x1.0"), "{screen}");
+    assert!(screen.contains("time    |0.00s"), "{screen}");
+    assert_eq!(s.flag("alternate_on"), "1");
+    assert_eq!(s.flag("mouse_any_flag"), "1");
+
+    s.send(&["+"]);
+    s.wait_for("zoom x2.0", |s| s.contains("zoom x2.0"));
+    s.send(&["End", "a"]);
+    let before = s.wait_for("the window moved to the end", |s| s.contains("at +0.02"));
+    s.send(&["h"]);
+    s.wait_for("a pan to the left", |s| {
+        s != before && s.contains("at +0.02")
+    });
+    s.send(&["0", "g", "b"]);
+    let screen = s.wait_for("the region pane", |s| s.contains("Region A-B"));
+    // A at the last nanosecond, B at the first: the whole trace
+    assert!(screen.contains("Region A-B 49.931 ms"), "{screen}");
+    assert!(screen.contains("wasted idle"), "{screen}");
+
+    s.send(&["3"]);
+    let screen = s.wait_for("the gang tab", |s| s.contains("2 gangs"));
+    assert!(screen.contains("process 5000 (worker-p0)"), "{screen}");
+    assert!(screen.contains("36.939"), "{screen}");
+    s.send(&["Enter"]);
+    s.wait_for("the jump", |s| {
+        s.contains("jumped to the longest fragmented episode of process 5000")
+    });
+
+    s.send(&["/", "worker-p1", "Enter"]);
+    s.wait_for("the search result", |s| {
+        s.contains("3 task(s) match 'worker-p1'")
+    });
+
+    s.send(&["q"]);
+    let screen = s.wait_for("the exit", |s| s.contains("\nDONE"));
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    assert!(screen.contains("TTY=restored"), "{screen}");
+    assert_eq!(s.flag("alternate_on"), "0", "alternate screen left");
+    assert_eq!(s.flag("mouse_any_flag"), "0", "mouse capture off");
+}
+
+#[test]
+fn tui_in_tmux_shows_a_decoding_error_and_exits_1() {
+    let bin = env!("CARGO_BIN_EXE_schedscope");
+    let dir = std::env::temp_dir().join(format!("schedscope-tui-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.data");
+    std::fs::write(
+        &bad,
+        b"PERFILE2 this is not a perf.data file at all, only text",
+    )
+    .unwrap();
+    let script = format!("'{bin}' tui '{}'; echo EXIT=$?; sleep 30", bad.display());
+    let Some(s) = start("bad", 100, 20, &script) else {
+        return;
+    };
+    let screen = s.wait_for("the error", |s| s.contains("error: "));
+    assert!(
+        screen.contains("bad.data"),
+        "the error names the file:\n{screen}"
+    );
+    s.send(&["q"]);
+    let screen = s.wait_for("the exit", |s| s.contains("EXIT="));
+    assert!(screen.contains("EXIT=1"), "{screen}");
+    assert!(
+        screen.contains("schedscope: "),
+        "the error is printed again after the screen is restored:\n{screen}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn tui_without_a_terminal_or_file_says_why() {
+    let bin = env!("CARGO_BIN_EXE_schedscope");
+    let out = Command::new(bin)
+        .args(["tui", "/nonexistent/x.data"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/x.data: No such file"), "{err}");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/sim/bare-metal-s1.data"
+    );
+    let out = Command::new(bin).args(["tui", fixture]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tui needs a terminal"));
+}

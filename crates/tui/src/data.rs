@@ -1,0 +1,187 @@
+//! What the UI shows once loading is done, and the background job that
+//! makes it: decode (the caller's loader), then the timeline with its lane
+//! index beside the analyses ([`Report::compute`], all sections).
+
+use crate::index::{Lanes, Tid};
+use crate::tables::Tables;
+use schedscope_analysis::{Options, Report, Sections, Timeline};
+use schedscope_trace::Trace;
+use std::collections::HashMap;
+use std::sync::mpsc::{channel, Receiver};
+use std::time::Instant;
+
+/// Decodes the input file; errors name the file and what is wrong.
+pub type Loader = Box<dyn FnOnce() -> Result<Trace, String> + Send>;
+
+/// What the background job reports.
+pub enum LoadMsg {
+    /// Entering a phase (shown in the status line).
+    Phase(&'static str),
+    /// Everything is ready.
+    Done(Box<Data>),
+    /// Loading failed (message names the file).
+    Failed(String),
+}
+
+/// A task as the lanes label it.
+#[derive(Clone, Debug)]
+pub struct TaskInfo {
+    /// Command name.
+    pub comm: String,
+    /// Process id, when known.
+    pub tgid: Option<Tid>,
+    /// Two-character code for colourless lanes (as `perf sched map`).
+    pub code: [char; 2],
+    /// Index in [`Timeline::threads`].
+    pub thread: usize,
+}
+
+/// The loaded trace, its timeline, lane index and analyses.
+pub struct Data {
+    /// Per-thread states and per-CPU runs.
+    pub timeline: Timeline,
+    /// Every analysis section.
+    pub report: Report,
+    /// Per-CPU lane index.
+    pub lanes: Lanes,
+    /// Tasks by tid.
+    pub tasks: HashMap<Tid, TaskInfo>,
+    /// Rows of the analysis tabs.
+    pub tables: Tables,
+    /// Time to load and analyse (seconds).
+    pub load_secs: f64,
+    /// The decoded events, for the detail pane (None when the data was
+    /// built from a timeline alone).
+    pub trace: Option<Trace>,
+}
+
+/// The two-character code of the `i`-th task: `A0`..`Z9`, then `a0`..`z9`,
+/// then two letters.
+pub fn task_code(i: usize) -> [char; 2] {
+    const UP: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    const LO: &[u8] = b"abcdefghijklmnopqrstuvwxyz";
+    if i < 260 {
+        [UP[i / 10] as char, (b'0' + (i % 10) as u8) as char]
+    } else if i < 520 {
+        let j = i - 260;
+        [LO[j / 10] as char, (b'0' + (j % 10) as u8) as char]
+    } else {
+        let j = (i - 520) % (26 * 26);
+        [UP[j / 26] as char, LO[j % 26] as char]
+    }
+}
+
+impl Data {
+    /// Index an analysed timeline (the report's own sections are used as
+    /// they are).
+    pub fn new(timeline: Timeline, report: Report) -> Data {
+        let lanes = Lanes::build(&timeline);
+        Data::assemble(timeline, report, lanes)
+    }
+
+    fn assemble(timeline: Timeline, report: Report, lanes: Lanes) -> Data {
+        let tasks = timeline
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(i, th)| {
+                (
+                    th.tid.0,
+                    TaskInfo {
+                        comm: th.comm.clone(),
+                        tgid: th.tgid.map(|t| t.0),
+                        code: task_code(i),
+                        thread: i,
+                    },
+                )
+            })
+            .collect();
+        let tables = Tables::new(&report);
+        Data {
+            timeline,
+            report,
+            lanes,
+            tasks,
+            tables,
+            load_secs: 0.0,
+            trace: None,
+        }
+    }
+
+    /// Timeline, lanes and report of a decoded trace: the timeline and
+    /// its index on one thread while the analyses run on another. The
+    /// trace is kept for the event detail pane.
+    pub fn from_trace(trace: Trace, phase: &dyn Fn(&'static str)) -> Data {
+        let mut data = Data::analyse(&trace, phase);
+        data.trace = Some(trace);
+        data
+    }
+
+    fn analyse(trace: &Trace, phase: &dyn Fn(&'static str)) -> Data {
+        phase("analysing");
+        let (tl_lanes, report) = std::thread::scope(|s| {
+            let h = s.spawn(|| {
+                let tl = timed("tui timeline", || Timeline::build(trace));
+                let lanes = timed("tui lanes", || Lanes::build(&tl));
+                (tl, lanes)
+            });
+            let report = timed("tui report", || {
+                Report::compute(trace, Sections::all(), &Options::default())
+            });
+            (h.join(), report)
+        });
+        let (timeline, lanes) = match tl_lanes {
+            Ok(x) => x,
+            Err(p) => std::panic::resume_unwind(p),
+        };
+        phase("indexing");
+        timed("tui assemble", || Data::assemble(timeline, report, lanes))
+    }
+
+    /// `comm[tid]` of a task.
+    pub fn label(&self, tid: Tid) -> String {
+        match self.tasks.get(&tid) {
+            Some(t) => format!("{}[{tid}]", t.comm),
+            None if tid == 0 => "idle".to_string(),
+            None => format!("[{tid}]"),
+        }
+    }
+
+    /// The process a task's colour follows (its tgid, else itself).
+    pub fn colour_key(&self, tid: Tid) -> Tid {
+        self.tasks.get(&tid).and_then(|t| t.tgid).unwrap_or(tid)
+    }
+}
+
+/// Run `f`; with `SCHEDSCOPE_TIMING` set, print its wall time on stderr
+/// (`timing: NAME MS ms`, as the analysis crate does) for the benchmarks.
+fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
+    let t = Instant::now();
+    let r = f();
+    if std::env::var_os("SCHEDSCOPE_TIMING").is_some() {
+        eprintln!("timing: {name} {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+    }
+    r
+}
+
+/// Run `loader` then [`Data::from_trace`] on a background thread.
+pub fn spawn(loader: Loader) -> Receiver<LoadMsg> {
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        let t0 = Instant::now();
+        let _ = tx.send(LoadMsg::Phase("decoding"));
+        let msg = match loader() {
+            Ok(trace) => {
+                let phase = |p: &'static str| {
+                    let _ = tx.send(LoadMsg::Phase(p));
+                };
+                let mut data = Data::from_trace(trace, &phase);
+                data.load_secs = t0.elapsed().as_secs_f64();
+                LoadMsg::Done(Box::new(data))
+            }
+            Err(e) => LoadMsg::Failed(e),
+        };
+        let _ = tx.send(msg);
+    });
+    rx
+}

@@ -1,0 +1,341 @@
+//! Drawing: the frame layout (tab bar, body, detail and status lines),
+//! the loading screen, the analysis tables and the help overlay. The
+//! timeline body is in [`timeline`]. Everything writes through bounds-checked
+//! helpers so that no terminal size can panic.
+
+mod timeline;
+
+pub use timeline::{colour, pressure_glyph};
+
+use crate::app::{App, Load, TABS};
+use crate::keymap::help_lines;
+use crate::view::fmt_dur;
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{
+    Block, Borders, Clear, Paragraph, Row, StatefulWidget, Table, TableState, Widget,
+};
+use ratatui::Frame;
+
+/// Write `s` at (x, y), clipped to `area` and the buffer.
+pub(crate) fn put_str(buf: &mut Buffer, area: Rect, x: u16, y: u16, s: &str, style: Style) -> u16 {
+    if y < area.y || y >= area.bottom() {
+        return x;
+    }
+    let mut x = x;
+    for ch in s.chars() {
+        if x >= area.right() {
+            break;
+        }
+        if x >= area.x {
+            if let Some(c) = buf.cell_mut((x, y)) {
+                c.set_char(ch).set_style(style);
+            }
+        }
+        x += 1;
+    }
+    x
+}
+
+/// Draw the whole UI into `frame`.
+pub fn draw(frame: &mut Frame, app: &mut App) {
+    let area = frame.area();
+    draw_buf(frame.buffer_mut(), area, app);
+}
+
+/// Draw the whole UI into `buf` over `area` (what [`draw`] does; also used
+/// by the benchmarks without a terminal).
+pub fn draw_buf(buf: &mut Buffer, area: Rect, app: &mut App) {
+    if area.width == 0 || area.height == 0 {
+        return;
+    }
+    let top = Rect { height: 1, ..area };
+    let status = Rect {
+        y: area.bottom() - 1,
+        height: 1,
+        ..area
+    };
+    tab_bar(buf, top, app);
+    if area.height < 3 {
+        // one line of each at most
+        if area.height == 2 {
+            status_line(buf, status, app);
+        }
+        return;
+    }
+    let detail = Rect {
+        y: area.bottom() - 2,
+        height: 1,
+        ..area
+    };
+    let body_h = area
+        .height
+        .saturating_sub(if area.height >= 5 { 3 } else { 2 });
+    let body = Rect {
+        y: area.y + 1,
+        height: body_h,
+        ..area
+    };
+    match &app.load {
+        Load::Loading(phase, t0) => {
+            let msg = format!(
+                "loading {} ({:.1} MB): {phase}... {:.1} s",
+                app.path,
+                app.file_size as f64 / 1e6,
+                t0.elapsed().as_secs_f64()
+            );
+            put_str(
+                buf,
+                body,
+                body.x,
+                body.y + body.height / 2,
+                &msg,
+                Style::default(),
+            );
+        }
+        Load::Failed(e) => {
+            let style = if app.no_color {
+                Style::default().add_modifier(Modifier::BOLD)
+            } else {
+                Style::default().fg(Color::Red)
+            };
+            Paragraph::new(vec![
+                Line::raw(format!("error: {e}")),
+                Line::raw("press q to quit"),
+            ])
+            .style(style)
+            .wrap(ratatui::widgets::Wrap { trim: false })
+            .render(body, buf);
+        }
+        Load::Ready(_) => {
+            if app.tab == 0 {
+                if app.events_pane && body.height >= 8 {
+                    let h = EVENTS_ROWS + 1;
+                    let lanes = Rect {
+                        height: body.height - h,
+                        ..body
+                    };
+                    timeline::draw(buf, lanes, app);
+                    events_pane(
+                        buf,
+                        Rect {
+                            y: body.bottom() - h,
+                            height: h,
+                            ..body
+                        },
+                        app,
+                    );
+                } else {
+                    timeline::draw(buf, body, app);
+                }
+            } else {
+                table(buf, body, app);
+            }
+        }
+    }
+    if area.height >= 5 {
+        detail_line(buf, detail, app);
+    }
+    status_line(buf, status, app);
+    if app.help {
+        help(buf, area);
+    }
+}
+
+/// Events listed in the detail pane.
+const EVENTS_ROWS: u16 = 5;
+
+/// The events of the selected CPU in the cursor's column: every field,
+/// strings resolved, addresses symbolized ([`crate::events`]).
+fn events_pane(buf: &mut Buffer, area: Rect, app: &App) {
+    let Some(d) = app.data() else { return };
+    let v = &app.view;
+    let rel = |t: u64| crate::view::fmt_rel(t.saturating_sub(v.lo), v.width);
+    let col = v.col_of(v.cursor, app.columns).unwrap_or(0);
+    let (a, b) = v.col_range(col, app.columns);
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    let (Some(trace), Some(cpu)) = (&d.trace, app.selected_cpu()) else {
+        put_str(
+            buf,
+            area,
+            area.x,
+            area.y,
+            "events: select a CPU lane (no events kept for this view)",
+            bold,
+        );
+        return;
+    };
+    let evs = crate::events::at(trace, cpu as u32, a, b, usize::from(EVENTS_ROWS));
+    let head = format!(
+        "events on CPU{cpu} in {}..{} ({} shown)",
+        rel(a),
+        rel(b),
+        evs.len()
+    );
+    put_str(buf, area, area.x, area.y, &head, bold);
+    for (i, (t, text)) in evs.iter().enumerate() {
+        let line = format!("{} {text}", rel(*t));
+        put_str(
+            buf,
+            area,
+            area.x,
+            area.y + 1 + i as u16,
+            &line,
+            Style::default(),
+        );
+    }
+}
+
+fn tab_bar(buf: &mut Buffer, area: Rect, app: &App) {
+    let mut x = area.x;
+    for (i, t) in TABS.iter().enumerate() {
+        let label = format!(" {}:{t} ", i + 1);
+        let style = if i == app.tab {
+            Style::default().add_modifier(Modifier::REVERSED | Modifier::BOLD)
+        } else {
+            Style::default()
+        };
+        x = put_str(buf, area, x, area.y, &label, style);
+    }
+    let name = format!(" {}", app.path);
+    put_str(
+        buf,
+        area,
+        x,
+        area.y,
+        &name,
+        Style::default().add_modifier(Modifier::DIM),
+    );
+}
+
+fn status_line(buf: &mut Buffer, area: Rect, app: &App) {
+    // the file's name only: the tab bar shows the whole path
+    let name = std::path::Path::new(&app.path)
+        .file_name()
+        .map_or(app.path.clone(), |n| n.to_string_lossy().into_owned());
+    let text = if app.search.typing {
+        format!("/{}_  (Enter: search, Esc: quit)", app.search.query)
+    } else {
+        match &app.load {
+            Load::Ready(d) => {
+                let v = &app.view;
+                let mut s = format!(
+                    "{} | {} events {} CPUs | window {} at +{} | zoom x{:.1} | cursor +{}",
+                    name,
+                    d.report.trace.events,
+                    d.lanes.cpus.len(),
+                    fmt_dur(v.width),
+                    crate::view::fmt_rel(v.start - v.lo, v.width),
+                    v.zoom_level(),
+                    crate::view::fmt_rel(v.cursor - v.lo, v.width),
+                );
+                if let (Some(a), Some(b)) = (app.mark_a, app.mark_b) {
+                    s.push_str(&format!(" | A-B {}", fmt_dur(a.abs_diff(b))));
+                }
+                if app.message.is_empty() {
+                    s
+                } else {
+                    format!("{} | {s}", app.message)
+                }
+            }
+            Load::Loading(p, _) => format!("{name} | {p}... | q quit"),
+            Load::Failed(_) => format!("{name} | failed | q quit"),
+        }
+    };
+    let style = Style::default().add_modifier(Modifier::REVERSED);
+    for x in area.x..area.right() {
+        if let Some(c) = buf.cell_mut((x, area.y)) {
+            c.set_char(' ').set_style(style);
+        }
+    }
+    put_str(buf, area, area.x, area.y, &text, style);
+    let hint = " ? help ";
+    if area.width as usize > text.len() + hint.len() {
+        put_str(
+            buf,
+            area,
+            area.right() - hint.len() as u16,
+            area.y,
+            hint,
+            style,
+        );
+    }
+}
+
+fn detail_line(buf: &mut Buffer, area: Rect, app: &App) {
+    if let Some(text) = timeline::detail(app) {
+        put_str(buf, area, area.x, area.y, &text, Style::default());
+    }
+}
+
+fn table(buf: &mut Buffer, area: Rect, app: &App) {
+    let Some(d) = app.data() else { return };
+    let Some(tab) = d.tables.tabs.get(app.tab - 1) else {
+        return;
+    };
+    put_str(
+        buf,
+        area,
+        area.x,
+        area.y,
+        &tab.headline,
+        Style::default().add_modifier(Modifier::BOLD),
+    );
+    if area.height < 2 {
+        return;
+    }
+    let body = Rect {
+        y: area.y + 1,
+        height: area.height - 1,
+        ..area
+    };
+    let ncol = tab.header.len();
+    let widths: Vec<Constraint> = (0..ncol)
+        .map(|i| {
+            let w = tab
+                .rows
+                .iter()
+                .map(|r| r.cells.get(i).map_or(0, |c| c.chars().count()))
+                .chain(std::iter::once(tab.header[i].len()))
+                .max()
+                .unwrap_or(1);
+            Constraint::Length(w.min(60) as u16)
+        })
+        .collect();
+    let header =
+        Row::new(tab.header.clone()).style(Style::default().add_modifier(Modifier::UNDERLINED));
+    let rows = tab.rows.iter().map(|r| Row::new(r.cells.clone()));
+    let t = Table::new(rows, widths)
+        .header(header)
+        .column_spacing(2)
+        .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED));
+    let mut state = TableState::default().with_selected(Some(app.rows[app.tab - 1]));
+    StatefulWidget::render(t, body, buf, &mut state);
+}
+
+fn help(buf: &mut Buffer, area: Rect) {
+    let lines = help_lines();
+    let kw = lines.iter().map(|l| l.0.len()).max().unwrap_or(0);
+    let text: Vec<Line> = lines
+        .iter()
+        .map(|(k, h)| Line::raw(format!("{k:kw$}  {h}")))
+        .collect();
+    let w = (text.iter().map(|l| l.width()).max().unwrap_or(0) as u16 + 2).min(area.width);
+    let h = (text.len() as u16 + 2).min(area.height);
+    let r = Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    };
+    Clear.render(r, buf);
+    Paragraph::new(text)
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(" keys (any key closes) "),
+        )
+        .render(r, buf);
+}

@@ -1,0 +1,542 @@
+//! The timeline body: time axis, CPU lanes (with pressure strips, groups
+//! and task lanes), cursor, markers and the region-statistics side pane.
+//!
+//! A CPU lane cell shows the task with the most time in the cell: in
+//! colour, a lower-eighth block whose height is the busy fraction, in the
+//! process's colour (`▒` where several tasks share the cell); without
+//! colour, the task's two-character code (`A0`, as `perf sched map`)
+//! repeated along its stretch, `+` where several tasks share a cell. Idle
+//! is blank. The strip under a lane shows the mean number of tasks waiting
+//! for that CPU on a log scale ([`pressure_glyph`]); the overlay strips
+//! (`w`, `e`, `i`) the largest wakeup latency, the preemptions and the
+//! wasted idle of each cell (see [`overlay_cell`]).
+
+use super::put_str;
+use crate::app::{App, LaneRow, Overlay};
+use crate::data::Data;
+use crate::index::Tid;
+use crate::view::{fmt_dur, fmt_rel};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use schedscope_analysis::ThreadState;
+
+/// Label column width.
+pub const LABEL: u16 = 8;
+/// Side pane width.
+const PANE: u16 = 34;
+
+const EIGHTHS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// A stable colour per process: a golden-ratio hue walk (as KernelShark's).
+pub fn colour(key: Tid) -> Color {
+    let h = ((key as u32 as f64) * 0.618_033_988_75).fract() * 6.0;
+    let (s, v) = (0.65, 0.95);
+    let c = v * s;
+    let x = c * (1.0 - ((h % 2.0) - 1.0).abs());
+    let (r, g, b) = match h as u32 {
+        0 => (c, x, 0.0),
+        1 => (x, c, 0.0),
+        2 => (0.0, c, x),
+        3 => (0.0, x, c),
+        4 => (x, 0.0, c),
+        _ => (c, 0.0, x),
+    };
+    let m = v - c;
+    let f = |u: f64| ((u + m) * 255.0).round() as u8;
+    Color::Rgb(f(r), f(g), f(b))
+}
+
+fn eighth(frac: f64) -> char {
+    if frac <= 0.0 {
+        return ' ';
+    }
+    EIGHTHS[((frac * 8.0).ceil() as usize).clamp(1, 8)]
+}
+
+/// The wait-strip glyph for a mean of `m` waiting tasks: a log scale,
+/// ceil(log2(1 + m) x 4/3) eighths: 1 task = 2/8, 3 = 3/8, 7 = 4/8,
+/// 15 = 6/8, 63 or more = full.
+pub fn pressure_glyph(m: f64) -> char {
+    eighth((1.0 + m).log2() * 4.0 / 3.0 / 8.0)
+}
+
+/// State glyph and colour of a task lane cell.
+fn state_glyph(s: ThreadState) -> (char, Color) {
+    match s {
+        ThreadState::Running => ('█', Color::Green),
+        ThreadState::Runnable => ('▒', Color::Red),
+        ThreadState::Sleeping => ('·', Color::Blue),
+        ThreadState::Blocked => ('D', Color::Magenta),
+        ThreadState::Other => ('o', Color::Gray),
+        ThreadState::Unknown | ThreadState::Dead => (' ', Color::Reset),
+    }
+}
+
+/// Draw the timeline into `area`; records the lane area and columns in
+/// `app` for the cursor and the mouse.
+pub fn draw(buf: &mut Buffer, area: Rect, app: &mut App) {
+    let pane = app.region.is_some() && area.width >= 70;
+    let main = Rect {
+        width: if pane { area.width - PANE } else { area.width },
+        ..area
+    };
+    let cols = main.width.saturating_sub(LABEL);
+    let lanes_area = Rect {
+        x: main.x + LABEL.min(main.width),
+        y: main.y + 1.min(main.height),
+        width: cols,
+        height: main.height.saturating_sub(1),
+    };
+    app.columns = cols.max(1);
+    app.lanes_area = lanes_area;
+    let rows = app.lane_rows();
+    let h = usize::from(lanes_area.height);
+    if app.lane < app.lane_scroll {
+        app.lane_scroll = app.lane;
+    } else if h > 0 && app.lane >= app.lane_scroll + h {
+        app.lane_scroll = app.lane + 1 - h;
+    }
+    let app = &*app;
+    let Some(d) = app.data() else { return };
+    if cols == 0 || main.height == 0 {
+        return;
+    }
+    axis(buf, main, app);
+    let mut seen = Vec::new();
+    for (i, row) in rows.iter().enumerate().skip(app.lane_scroll).take(h) {
+        let y = lanes_area.y + (i - app.lane_scroll) as u16;
+        let selected = i == app.lane;
+        lane_row(buf, main, y, *row, selected, app, &mut seen);
+    }
+    if rows.len().saturating_sub(app.lane_scroll) < h {
+        legend(buf, main, lanes_area.bottom() - 1, &seen, app, d);
+    }
+    if pane {
+        side_pane(
+            buf,
+            Rect {
+                x: area.x + main.width,
+                width: PANE,
+                ..area
+            },
+            app,
+            d,
+        );
+    }
+}
+
+/// Tasks the legend can list.
+const LEGEND_MAX: usize = 64;
+
+/// The legend of the tasks shown in the CPU lanes, in order of first
+/// appearance: their colour (or code without colour) and `comm[tid]`.
+fn legend(buf: &mut Buffer, main: Rect, y: u16, seen: &[Tid], app: &App, d: &Data) {
+    let mut x = put_str(
+        buf,
+        main,
+        main.x,
+        y,
+        "tasks",
+        Style::default().add_modifier(Modifier::DIM),
+    );
+    x = x.max(main.x + LABEL);
+    for &t in seen {
+        if x >= main.right() {
+            break;
+        }
+        if app.no_color {
+            let code: String = d
+                .tasks
+                .get(&t)
+                .map_or(['?', '?'], |i| i.code)
+                .iter()
+                .collect();
+            x = put_str(
+                buf,
+                main,
+                x,
+                y,
+                &format!("{code}={} ", d.label(t)),
+                Style::default(),
+            );
+        } else {
+            x = put_str(
+                buf,
+                main,
+                x,
+                y,
+                "█",
+                Style::default().fg(colour(d.colour_key(t))),
+            );
+            x = put_str(
+                buf,
+                main,
+                x,
+                y,
+                &format!("{} ", d.label(t)),
+                Style::default(),
+            );
+        }
+    }
+}
+
+/// "Nice" tick step (1, 2, 5 x 10^k ns) for about one label per 14 columns.
+fn tick_step(width: u64, cols: u16) -> u64 {
+    let raw = (width as f64 * 14.0 / f64::from(cols.max(1))).max(1.0);
+    let p = 10f64.powf(raw.log10().floor());
+    let m = raw / p;
+    let k = if m <= 1.0 {
+        1.0
+    } else if m <= 2.0 {
+        2.0
+    } else if m <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    (k * p) as u64
+}
+
+fn axis(buf: &mut Buffer, main: Rect, app: &App) {
+    let v = &app.view;
+    let cols = main.width.saturating_sub(LABEL);
+    let x0 = main.x + LABEL;
+    let y = main.y;
+    put_str(
+        buf,
+        main,
+        main.x,
+        y,
+        "time",
+        Style::default().add_modifier(Modifier::DIM),
+    );
+    let step = tick_step(v.width, cols);
+    let rel0 = v.start - v.lo;
+    let mut t = rel0.div_ceil(step) * step;
+    let mut next_free = 0u16;
+    while t < rel0 + v.width {
+        if let Some(c) = v.col_of(v.lo + t, cols) {
+            if c >= next_free {
+                let label = format!("|{}", fmt_rel(t, step * 1000));
+                let end = put_str(buf, main, x0 + c, y, &label, Style::default());
+                next_free = end - x0 + 1;
+            }
+        }
+        t += step;
+    }
+    for (m, ch) in [(app.mark_a, 'A'), (app.mark_b, 'B')] {
+        if let Some(c) = m.and_then(|m| v.col_of(m, cols)) {
+            put_str(
+                buf,
+                main,
+                x0 + c,
+                y,
+                &ch.to_string(),
+                Style::default().add_modifier(Modifier::BOLD | Modifier::REVERSED),
+            );
+        }
+    }
+}
+
+fn lane_row(
+    buf: &mut Buffer,
+    main: Rect,
+    y: u16,
+    row: LaneRow,
+    selected: bool,
+    app: &App,
+    seen: &mut Vec<Tid>,
+) {
+    let Some(d) = app.data() else { return };
+    let v = &app.view;
+    let cols = main.width.saturating_sub(LABEL);
+    let x0 = main.x + LABEL;
+    let label = match row {
+        LaneRow::Cpu(c) => format!("CPU{c}"),
+        LaneRow::Pressure(_) => " wait".to_string(),
+        LaneRow::Group(f, l) => {
+            let sign = if app.expanded.contains(&f) { '-' } else { '+' };
+            format!("{sign}{f}-{l}")
+        }
+        LaneRow::Task(t) => d.tasks.get(&t).map_or(t.to_string(), |i| i.comm.clone()),
+        LaneRow::Overlay(_, Overlay::Latency) => " lat".to_string(),
+        LaneRow::Overlay(_, Overlay::Preemptions) => " pre".to_string(),
+        LaneRow::Overlay(_, Overlay::WastedIdle) => " wst".to_string(),
+    };
+    let mut lstyle = Style::default();
+    if selected {
+        lstyle = lstyle.add_modifier(Modifier::REVERSED);
+    }
+    let label: String = label.chars().take(usize::from(LABEL) - 1).collect();
+    put_str(buf, main, main.x, y, &label, lstyle);
+    let region = match (app.mark_a, app.mark_b) {
+        (Some(a), Some(b)) => Some((a.min(b), a.max(b))),
+        _ => None,
+    };
+    let cursor_col = v.col_of(v.cursor, cols);
+    // code stretch for colourless lanes: (task, cells so far)
+    let mut stretch: (Option<Tid>, usize) = (None, 0);
+    for i in 0..cols {
+        let (a, b) = v.col_range(i, cols);
+        let (ch, fg) = match row {
+            LaneRow::Cpu(c) => {
+                let cell = d.lanes.cpus[c].cell(a, b);
+                match cell.task {
+                    None => {
+                        stretch = (None, 0);
+                        (' ', None)
+                    }
+                    Some(t) if !app.filter.is_empty() && !app.filter.contains(&d.colour_key(t)) => {
+                        stretch = (None, 0);
+                        ('░', None)
+                    }
+                    Some(t) => {
+                        if seen.len() < LEGEND_MAX && !seen.contains(&t) {
+                            seen.push(t);
+                        }
+                        let col = colour(d.colour_key(t));
+                        if app.no_color {
+                            if cell.several {
+                                stretch = (None, 0);
+                                ('+', None)
+                            } else {
+                                if stretch.0 != Some(t) {
+                                    stretch = (Some(t), 0);
+                                }
+                                let code = d.tasks.get(&t).map_or(['?', '?'], |i| i.code);
+                                let ch = code[stretch.1 % 2];
+                                stretch.1 += 1;
+                                (ch, None)
+                            }
+                        } else if cell.several {
+                            ('▒', Some(col))
+                        } else {
+                            (eighth(cell.busy), Some(col))
+                        }
+                    }
+                }
+            }
+            LaneRow::Pressure(c) => {
+                let m = d.lanes.cpus[c].pressure.mean(a, b);
+                (pressure_glyph(m), Some(Color::Yellow))
+            }
+            LaneRow::Group(f, l) => {
+                let mut busy = 0.0;
+                let mut tally: Vec<(Tid, u32)> = Vec::new();
+                for c in f..=l {
+                    let cell = d.lanes.cpus[c].cell(a, b);
+                    busy += cell.busy;
+                    if let Some(t) = cell.task {
+                        match tally.iter_mut().find(|x| x.0 == t) {
+                            Some(x) => x.1 += 1,
+                            None => tally.push((t, 1)),
+                        }
+                    }
+                }
+                let n = (l - f + 1) as f64;
+                let top = tally.iter().max_by_key(|x| (x.1, -x.0)).map(|x| x.0);
+                (eighth(busy / n), top.map(|t| colour(d.colour_key(t))))
+            }
+            LaneRow::Overlay(c, o) => overlay_cell(d, c, o, a, b),
+            LaneRow::Task(t) => {
+                let s = task_state(d, t, a, b);
+                let (ch, col) = state_glyph(s);
+                (ch, Some(col))
+            }
+        };
+        let mut style = Style::default();
+        if let (Some(fg), false) = (fg, app.no_color) {
+            style = style.fg(fg);
+        }
+        if let Some((ra, rb)) = region {
+            if b > ra && a < rb {
+                if app.no_color {
+                    style = style.add_modifier(Modifier::UNDERLINED);
+                } else {
+                    style = style.bg(Color::Indexed(236));
+                }
+            }
+        }
+        if cursor_col == Some(i) {
+            style = style.add_modifier(Modifier::REVERSED);
+        }
+        if let Some(cell) = buf.cell_mut((x0 + i, y)) {
+            if x0 + i < main.right() {
+                cell.set_char(ch).set_style(style);
+            }
+        }
+    }
+}
+
+/// An overlay strip cell: latency as one eighth step per doubling from
+/// 1 us (full at 128 us and above), preemptions as a digit (`+` above 9),
+/// wasted idle as the share of the cell.
+fn overlay_cell(d: &Data, c: usize, o: Overlay, a: u64, b: u64) -> (char, Option<Color>) {
+    match o {
+        Overlay::Latency => match d.lanes.wakeups.get(c).and_then(|m| m.max(a, b)) {
+            None => (' ', None),
+            Some(ns) => {
+                let steps = (ns as f64 / 1000.0).max(1.0).log2().floor() + 1.0;
+                (eighth(steps / 8.0), Some(Color::Magenta))
+            }
+        },
+        Overlay::Preemptions => match d.lanes.preemptions.get(c).map_or(0, |m| m.count(a, b)) {
+            0 => (' ', None),
+            n @ 1..=9 => (char::from(b'0' + n as u8), Some(Color::Cyan)),
+            _ => ('+', Some(Color::Cyan)),
+        },
+        Overlay::WastedIdle => {
+            let w = d.lanes.wasted.get(c).map_or(0, |s| s.covered(a, b));
+            (eighth(w as f64 / (b - a) as f64), Some(Color::Red))
+        }
+    }
+}
+
+/// The state a task spent the most time in during `[a, b)` (exact for up
+/// to 32 intervals, else the state at the cell's middle).
+fn task_state(d: &Data, tid: Tid, a: u64, b: u64) -> ThreadState {
+    let Some(info) = d.tasks.get(&tid) else {
+        return ThreadState::Unknown;
+    };
+    let end = d.timeline.end;
+    let ivs = &d.timeline.threads[info.thread].intervals[..];
+    let i0 = ivs.partition_point(|iv| iv.end_or(end).0 <= a);
+    let i1 = ivs.partition_point(|iv| iv.ts.0 < b).max(i0);
+    if i1 - i0 > 32 {
+        let mid = a + (b - a) / 2;
+        let i = ivs.partition_point(|iv| iv.end_or(end).0 <= mid);
+        return ivs.get(i).map_or(ThreadState::Unknown, |iv| iv.state);
+    }
+    let mut best = (0u64, ThreadState::Unknown);
+    for iv in &ivs[i0..i1] {
+        let ov = iv.end_or(end).0.min(b).saturating_sub(iv.ts.0.max(a));
+        if ov > best.0 {
+            best = (ov, iv.state);
+        }
+    }
+    best.1
+}
+
+fn side_pane(buf: &mut Buffer, area: Rect, app: &App, d: &Data) {
+    let Some(r) = &app.region else { return };
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    let mut lines: Vec<(String, Style)> = vec![
+        (format!("Region A-B {}", fmt_dur(r.b - r.a)), bold),
+        (format!("busy {}", fmt_dur(r.busy_ns)), Style::default()),
+        (format!("idle {}", fmt_dur(r.idle_ns)), Style::default()),
+        (
+            format!("wasted idle {}", fmt_dur(r.wasted_idle_ns)),
+            Style::default(),
+        ),
+        (format!("preemptions {}", r.preemptions), Style::default()),
+    ];
+    match (
+        r.percentile(50.0),
+        r.percentile(90.0),
+        r.percentile(99.0),
+        r.latencies.last(),
+    ) {
+        (Some(p50), Some(p90), Some(p99), Some(max)) => {
+            lines.push((format!("latency n={}", r.latencies.len()), bold));
+            lines.push((
+                format!(" p50 {} p90 {}", fmt_dur(p50), fmt_dur(p90)),
+                Style::default(),
+            ));
+            lines.push((
+                format!(" p99 {} max {}", fmt_dur(p99), fmt_dur(*max)),
+                Style::default(),
+            ));
+        }
+        _ => lines.push(("latency: no wakeups".into(), Style::default())),
+    }
+    lines.push(("task        cpu    wait  pre".into(), bold));
+    for t in &r.tasks {
+        let comm = d.tasks.get(&t.tid).map_or("", |i| i.comm.as_str());
+        let name: String = format!("{} {comm}", t.tid).chars().take(11).collect();
+        lines.push((
+            format!(
+                "{name:11} {:>6} {:>6} {:>3}",
+                short_ms(t.cpu_ns),
+                short_ms(t.wait_ns),
+                t.preemptions
+            ),
+            Style::default(),
+        ));
+    }
+    for (i, (l, s)) in lines.iter().enumerate().take(usize::from(area.height)) {
+        put_str(buf, area, area.x + 1, area.y + i as u16, l, *s);
+    }
+    for y in area.y..area.bottom() {
+        put_str(buf, area, area.x, y, "│", Style::default());
+    }
+}
+
+/// Milliseconds in at most 6 characters.
+fn short_ms(ns: u64) -> String {
+    let ms = ns as f64 / 1e6;
+    if ms >= 1000.0 {
+        format!("{:.0}s", ms / 1000.0)
+    } else if ms >= 10.0 {
+        format!("{ms:.1}")
+    } else {
+        format!("{ms:.3}")
+    }
+}
+
+/// The detail line: the run (or state) under the cursor on the selected lane.
+pub fn detail(app: &App) -> Option<String> {
+    let d = app.data()?;
+    let v = &app.view;
+    let rel = |t: u64| fmt_rel(t.saturating_sub(v.lo), v.width);
+    match app.lane_rows().get(app.lane)? {
+        LaneRow::Cpu(c) | LaneRow::Pressure(c) | LaneRow::Group(c, _) | LaneRow::Overlay(c, _) => {
+            let lane = d.lanes.cpus.get(*c)?;
+            let waiting = lane.pressure.count_at(v.cursor);
+            Some(match lane.run_at(v.cursor) {
+                Some((s, e, 0)) => format!(
+                    "CPU{c} @{}: idle {}..{} ({}); {waiting} waiting for this CPU",
+                    rel(v.cursor),
+                    rel(s),
+                    rel(e),
+                    fmt_dur(e - s)
+                ),
+                Some((s, e, tid)) => {
+                    let pid = d
+                        .tasks
+                        .get(&tid)
+                        .and_then(|t| t.tgid)
+                        .map_or(String::new(), |p| format!(" pid {p}"));
+                    format!(
+                        "CPU{c} @{}: {}{pid} ran {}..{} ({}); {waiting} waiting",
+                        rel(v.cursor),
+                        d.label(tid),
+                        rel(s),
+                        rel(e),
+                        fmt_dur(e - s)
+                    )
+                }
+                None => format!("CPU{c} @{}: no run known; {waiting} waiting", rel(v.cursor)),
+            })
+        }
+        LaneRow::Task(t) => {
+            let info = d.tasks.get(t)?;
+            let end = d.timeline.end;
+            let ivs = &d.timeline.threads[info.thread].intervals[..];
+            let i = ivs.partition_point(|iv| iv.end_or(end).0 <= v.cursor);
+            let iv = ivs.get(i)?;
+            Some(format!(
+                "{} @{}: {:?}{} {}..{} ({}){}",
+                d.label(*t),
+                rel(v.cursor),
+                iv.state,
+                iv.cpu.map_or(String::new(), |c| format!(" on CPU{}", c.0)),
+                rel(iv.ts.0),
+                rel(iv.end_or(end).0),
+                fmt_dur(iv.end_or(end).0.saturating_sub(iv.ts.0)),
+                iv.waker
+                    .map_or(String::new(), |w| format!(" woken by {}", d.label(w.0)))
+            ))
+        }
+    }
+}

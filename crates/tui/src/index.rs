@@ -1,0 +1,625 @@
+//! Per-lane summary index: what a CPU lane shows in one screen cell, in
+//! about log(runs) time whatever the zoom.
+//!
+//! A lane is the CPU's run intervals ([`schedscope_analysis::CpuRun`]),
+//! stored as sorted columns. For a cell `[a, b)` the index answers:
+//! - the busy time (non-idle), exactly, from prefix sums of run lengths
+//!   with the two edge runs clipped;
+//! - the dominant task (most time in the cell) and whether several tasks
+//!   share the cell: exactly by scanning when the cell holds at most
+//!   [`EXACT_RUNS`] runs, otherwise from a mipmap of fixed-width buckets
+//!   (each level 4x coarser than the one below, as Perfetto's mipmaps) whose
+//!   per-bucket dominant tasks are merged, weighted by their overlap with
+//!   the cell;
+//! - the mean number of tasks waiting (Runnable) for this CPU, exactly,
+//!   from the integral of a step function (the Runnable-pressure strip).
+//!
+//! Building costs O(runs + buckets) per lane once after loading; a frame
+//! costs O(columns x (log runs + [`EXACT_RUNS`])) per lane.
+
+use crate::overlay::{Marks, Spans};
+use schedscope_analysis::{ThreadState, Timeline};
+
+/// Cells holding at most this many runs are summarised exactly.
+pub const EXACT_RUNS: usize = 32;
+
+/// A task id as the lanes see it; 0 = idle.
+pub type Tid = i32;
+
+/// What one cell of a CPU lane holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Cell {
+    /// Non-idle time in the cell divided by the cell's length (0..=1).
+    pub busy: f64,
+    /// The task with the most time in the cell (None when only idle).
+    pub task: Option<Tid>,
+    /// Whether two or more non-idle tasks ran in the cell.
+    pub several: bool,
+}
+
+/// One bucket of a mipmap level.
+#[derive(Clone, Copy, Debug, Default)]
+struct Bucket {
+    /// Dominant non-idle task (0 = none).
+    tid: Tid,
+    /// Its time in the bucket.
+    ns: u64,
+    /// Two or more non-idle tasks ran in the bucket.
+    several: bool,
+}
+
+/// One mipmap level: buckets of `width` ns from the lane's origin.
+#[derive(Debug)]
+struct Level {
+    width: u64,
+    buckets: Vec<Bucket>,
+}
+
+/// Small accumulator of time per task (cells and buckets hold few tasks).
+#[derive(Default)]
+struct Tally {
+    items: Vec<(Tid, f64)>,
+}
+
+impl Tally {
+    fn add(&mut self, tid: Tid, ns: f64) {
+        if tid == 0 || ns <= 0.0 {
+            return;
+        }
+        match self.items.iter_mut().find(|(t, _)| *t == tid) {
+            Some((_, v)) => *v += ns,
+            None => self.items.push((tid, ns)),
+        }
+    }
+
+    /// (dominant task, its time, several tasks?)
+    fn top(&self) -> Option<(Tid, f64, bool)> {
+        let mut best: Option<(Tid, f64)> = None;
+        for &(t, v) in &self.items {
+            // ties go to the lower tid so that results are deterministic
+            if best.is_none_or(|(bt, bv)| v > bv || (v == bv && t < bt)) {
+                best = Some((t, v));
+            }
+        }
+        best.map(|(t, v)| (t, v, self.items.len() > 1))
+    }
+
+    fn clear(&mut self) {
+        self.items.clear();
+    }
+}
+
+/// A step function of the number of tasks waiting, with its running integral.
+#[derive(Debug, Default)]
+pub struct Pressure {
+    /// Change points, sorted.
+    times: Vec<u64>,
+    /// Count from `times[i]` to `times[i + 1]`.
+    counts: Vec<u32>,
+    /// Integral of the count from `times[0]` to `times[i]` (task-ns).
+    integral: Vec<u128>,
+}
+
+impl Pressure {
+    /// From (start, end) waiting intervals.
+    pub fn from_intervals(iv: &[(u64, u64)]) -> Pressure {
+        let mut edges: Vec<(u64, i32)> = Vec::with_capacity(iv.len() * 2);
+        for &(s, e) in iv {
+            if e > s {
+                edges.push((s, 1));
+                edges.push((e, -1));
+            }
+        }
+        edges.sort_unstable();
+        let mut p = Pressure::default();
+        let mut count: i64 = 0;
+        let mut acc: u128 = 0;
+        for (t, d) in edges {
+            if let Some(&last) = p.times.last() {
+                acc += count.max(0) as u128 * u128::from(t - last);
+                if t == last {
+                    count += i64::from(d);
+                    if let Some(c) = p.counts.last_mut() {
+                        *c = count.max(0) as u32;
+                    }
+                    continue;
+                }
+            }
+            count += i64::from(d);
+            p.times.push(t);
+            p.counts.push(count.max(0) as u32);
+            p.integral.push(acc);
+        }
+        p
+    }
+
+    /// Integral of the count from the first change point to `t`.
+    fn at(&self, t: u64) -> u128 {
+        let i = self.times.partition_point(|&x| x <= t);
+        if i == 0 {
+            return 0;
+        }
+        let i = i - 1;
+        self.integral[i] + u128::from(self.counts[i]) * u128::from(t - self.times[i])
+    }
+
+    /// Mean count over `[a, b)`.
+    pub fn mean(&self, a: u64, b: u64) -> f64 {
+        if b <= a {
+            return 0.0;
+        }
+        (self.at(b) - self.at(a)) as f64 / (b - a) as f64
+    }
+
+    /// Count at instant `t`.
+    pub fn count_at(&self, t: u64) -> u32 {
+        let i = self.times.partition_point(|&x| x <= t);
+        if i == 0 {
+            0
+        } else {
+            self.counts[i - 1]
+        }
+    }
+}
+
+/// The summary index of one CPU lane.
+#[derive(Debug)]
+pub struct CpuLane {
+    /// CPU number.
+    pub cpu: u32,
+    starts: Vec<u64>,
+    ends: Vec<u64>,
+    tids: Vec<Tid>,
+    /// `busy_prefix[i]` = non-idle time of runs `0..i`.
+    busy_prefix: Vec<u64>,
+    /// `idle_prefix[i]` = idle time of runs `0..i`.
+    idle_prefix: Vec<u64>,
+    origin: u64,
+    levels: Vec<Level>,
+    /// Tasks waiting (Runnable) for this CPU.
+    pub pressure: Pressure,
+}
+
+impl CpuLane {
+    /// Index the runs `(start, end, tid)` of one CPU (time-ordered; an
+    /// end past the next start is clipped to it so the columns stay sorted).
+    pub fn new(cpu: u32, runs: &[(u64, u64, Tid)], waiting: &[(u64, u64)]) -> CpuLane {
+        let n = runs.len();
+        let mut starts = Vec::with_capacity(n);
+        let mut ends = Vec::with_capacity(n);
+        let mut tids = Vec::with_capacity(n);
+        let mut busy_prefix = Vec::with_capacity(n + 1);
+        busy_prefix.push(0);
+        let mut idle_prefix = Vec::with_capacity(n + 1);
+        idle_prefix.push(0);
+        let (mut acc, mut idle) = (0u64, 0u64);
+        for (i, &(s, e, tid)) in runs.iter().enumerate() {
+            let s = s.max(ends.last().copied().unwrap_or(0));
+            let next = runs.get(i + 1).map_or(u64::MAX, |r| r.0.max(s));
+            let e = e.clamp(s, next);
+            starts.push(s);
+            ends.push(e);
+            tids.push(tid);
+            if tid != 0 {
+                acc += e - s;
+            } else {
+                idle += e - s;
+            }
+            busy_prefix.push(acc);
+            idle_prefix.push(idle);
+        }
+        let mut lane = CpuLane {
+            cpu,
+            origin: starts.first().copied().unwrap_or(0),
+            starts,
+            ends,
+            tids,
+            busy_prefix,
+            idle_prefix,
+            levels: Vec::new(),
+            pressure: Pressure::from_intervals(waiting),
+        };
+        lane.build_levels();
+        lane
+    }
+
+    /// Number of runs.
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// Whether the lane has no runs.
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
+    }
+
+    fn build_levels(&mut self) {
+        let n = self.starts.len();
+        let (Some(&first), Some(&last)) = (self.starts.first(), self.ends.last()) else {
+            return;
+        };
+        let span = last.saturating_sub(first).max(1);
+        // about 8 runs per level-0 bucket: cells narrower than that are
+        // summarised exactly
+        let width0 = (span / (n as u64 / 8).max(1)).max(1);
+        let nb = (span / width0 + 1) as usize;
+        let mut buckets = vec![Bucket::default(); nb];
+        let mut tally = Tally::default();
+        let mut cur = 0usize;
+        for i in 0..n {
+            let (s, e, tid) = (self.starts[i], self.ends[i], self.tids[i]);
+            let mut t = s;
+            while t < e {
+                let b = ((t - first) / width0) as usize;
+                if b >= nb {
+                    break;
+                }
+                if b != cur {
+                    flush(&mut buckets[cur], &tally);
+                    tally.clear();
+                    cur = b;
+                }
+                let bend = first + (b as u64 + 1) * width0;
+                let piece_end = e.min(bend);
+                tally.add(tid, (piece_end - t) as f64);
+                t = piece_end;
+            }
+        }
+        if let Some(b) = buckets.get_mut(cur) {
+            flush(b, &tally);
+        }
+        let mut levels = vec![Level {
+            width: width0,
+            buckets,
+        }];
+        while let Some(prev) = levels.last() {
+            if prev.buckets.len() <= 1 {
+                break;
+            }
+            let mut next = Vec::with_capacity(prev.buckets.len() / 4 + 1);
+            for chunk in prev.buckets.chunks(4) {
+                tally.clear();
+                let mut several = false;
+                for b in chunk {
+                    several |= b.several;
+                    tally.add(b.tid, b.ns as f64);
+                }
+                let mut out = Bucket::default();
+                if let Some((t, v, sev)) = tally.top() {
+                    out = Bucket {
+                        tid: t,
+                        ns: v as u64,
+                        several: several || sev,
+                    };
+                }
+                next.push(out);
+            }
+            let width = prev.width.saturating_mul(4);
+            levels.push(Level {
+                width,
+                buckets: next,
+            });
+        }
+        self.levels = levels;
+
+        fn flush(b: &mut Bucket, tally: &Tally) {
+            if let Some((t, v, several)) = tally.top() {
+                *b = Bucket {
+                    tid: t,
+                    ns: v as u64,
+                    several,
+                };
+            }
+        }
+    }
+
+    /// Index of the first run that ends after `a`.
+    fn first_after(&self, a: u64) -> usize {
+        self.ends.partition_point(|&e| e <= a)
+    }
+
+    /// Non-idle time in `[a, b)`, exact.
+    pub fn busy_ns(&self, a: u64, b: u64) -> u64 {
+        self.clipped_sum(&self.busy_prefix, |tid| tid != 0, a, b)
+    }
+
+    /// Idle time (tid 0 running) in `[a, b)`, exact.
+    pub fn idle_ns(&self, a: u64, b: u64) -> u64 {
+        self.clipped_sum(&self.idle_prefix, |tid| tid == 0, a, b)
+    }
+
+    /// Time in `[a, b)` of the runs that `counted` selects, from their
+    /// `prefix` sums with the two edge runs clipped.
+    fn clipped_sum(&self, prefix: &[u64], counted: impl Fn(Tid) -> bool, a: u64, b: u64) -> u64 {
+        if b <= a {
+            return 0;
+        }
+        let i0 = self.first_after(a);
+        let i1 = self.starts.partition_point(|&s| s < b);
+        if i1 <= i0 {
+            return 0;
+        }
+        let mut total = prefix[i1] - prefix[i0];
+        if counted(self.tids[i0]) {
+            total -= a
+                .saturating_sub(self.starts[i0])
+                .min(self.ends[i0] - self.starts[i0]);
+        }
+        let l = i1 - 1;
+        if counted(self.tids[l]) {
+            // the part of the last run past b, not already clipped at a
+            let from = self.starts[l].max(a).min(self.ends[l]);
+            total -= self.ends[l].saturating_sub(b).min(self.ends[l] - from);
+        }
+        total
+    }
+
+    /// Summary of the cell `[a, b)`.
+    pub fn cell(&self, a: u64, b: u64) -> Cell {
+        if b <= a || self.starts.is_empty() {
+            return Cell::default();
+        }
+        let busy = self.busy_ns(a, b) as f64 / (b - a) as f64;
+        let i0 = self.first_after(a);
+        let i1 = self.starts.partition_point(|&s| s < b);
+        let mut tally = Tally::default();
+        if i1.saturating_sub(i0) <= EXACT_RUNS {
+            for i in i0..i1 {
+                let ov = self.ends[i].min(b).saturating_sub(self.starts[i].max(a));
+                tally.add(self.tids[i], ov as f64);
+            }
+        } else {
+            let w = b - a;
+            let level = self
+                .levels
+                .iter()
+                .rev()
+                .find(|l| l.width <= w)
+                .or(self.levels.first());
+            if let Some(level) = level {
+                let mut several = false;
+                let lo = (a.saturating_sub(self.origin) / level.width) as usize;
+                let hi = (b.saturating_sub(self.origin).div_ceil(level.width)) as usize;
+                for j in lo..hi.min(level.buckets.len()) {
+                    let bs = self.origin + j as u64 * level.width;
+                    let be = bs + level.width;
+                    let ov = be.min(b).saturating_sub(bs.max(a)) as f64 / level.width as f64;
+                    let bk = level.buckets[j];
+                    if bk.tid != 0 && ov > 0.0 {
+                        several |= bk.several;
+                        tally.add(bk.tid, bk.ns as f64 * ov);
+                    }
+                }
+                let top = tally.top();
+                return Cell {
+                    busy,
+                    task: top.map(|t| t.0),
+                    several: several || top.is_some_and(|t| t.2),
+                };
+            }
+        }
+        let top = tally.top();
+        Cell {
+            busy,
+            task: top.map(|t| t.0),
+            several: top.is_some_and(|t| t.2),
+        }
+    }
+
+    /// Who ran at instant `t` (0 = idle, None = no run covers `t`).
+    pub fn task_at(&self, t: u64) -> Option<Tid> {
+        let i = self.first_after(t);
+        (i < self.starts.len() && self.starts[i] <= t).then(|| self.tids[i])
+    }
+
+    /// The run covering `t`: (start, end, tid).
+    pub fn run_at(&self, t: u64) -> Option<(u64, u64, Tid)> {
+        let i = self.first_after(t);
+        (i < self.starts.len() && self.starts[i] <= t)
+            .then(|| (self.starts[i], self.ends[i], self.tids[i]))
+    }
+
+    /// Runs overlapping `[a, b)`: (start, end, tid).
+    pub fn runs_in(&self, a: u64, b: u64) -> impl Iterator<Item = (u64, u64, Tid)> + '_ {
+        let i0 = self.first_after(a);
+        let i1 = self.starts.partition_point(|&s| s < b).max(i0);
+        (i0..i1).map(|i| (self.starts[i], self.ends[i], self.tids[i]))
+    }
+}
+
+/// The lanes of a whole timeline with their overlays.
+#[derive(Debug, Default)]
+pub struct Lanes {
+    /// One per CPU, by CPU number.
+    pub cpus: Vec<CpuLane>,
+    /// Time during which at least one task was Runnable anywhere.
+    pub any_waiting: Spans,
+    /// Per CPU: wakeup-to-run latency (ns) at each switch-in after a wakeup.
+    pub wakeups: Vec<Marks>,
+    /// Per CPU: preemptions (switch-outs still runnable), value 1.
+    pub preemptions: Vec<Marks>,
+    /// Per CPU: wasted idle, idle while some task waited anywhere.
+    pub wasted: Vec<Spans>,
+}
+
+impl Lanes {
+    /// Index a timeline.
+    pub fn build(tl: &Timeline) -> Lanes {
+        let end = tl.end.0;
+        let ncpu = tl.cpus.len();
+        let mut waiting: Vec<Vec<(u64, u64)>> = vec![Vec::new(); ncpu];
+        let mut wakeups: Vec<Vec<(u64, u64)>> = vec![Vec::new(); ncpu];
+        let mut preemptions: Vec<Vec<(u64, u64)>> = vec![Vec::new(); ncpu];
+        let mut all_waiting: Vec<(u64, u64)> = Vec::new();
+        for th in &tl.threads {
+            let ivs = &th.intervals[..];
+            for (i, iv) in ivs.iter().enumerate() {
+                if iv.state != ThreadState::Runnable {
+                    continue;
+                }
+                let (s, e) = (iv.ts.0, iv.end_or(tl.end).0.max(iv.ts.0));
+                let cpu = |c: Option<schedscope_trace::Cpu>| {
+                    c.map(|c| c.0 as usize).filter(|&c| c < ncpu)
+                };
+                if iv.preempted {
+                    if let Some(c) = cpu(iv.cpu) {
+                        preemptions[c].push((s, 1));
+                    }
+                } else if let (Some(e), Some(next)) = (iv.end, ivs.get(i + 1)) {
+                    if next.state == ThreadState::Running {
+                        if let Some(c) = cpu(next.cpu) {
+                            wakeups[c].push((e.0, e.0.saturating_sub(s)));
+                        }
+                    }
+                }
+                if e == s {
+                    continue;
+                }
+                all_waiting.push((s, e));
+                if let Some(c) = cpu(iv.cpu) {
+                    waiting[c].push((s, e));
+                }
+            }
+        }
+        let any_waiting = Spans::new(all_waiting);
+        let cpus: Vec<CpuLane> = tl
+            .cpus
+            .iter()
+            .enumerate()
+            .map(|(c, runs)| {
+                let runs: Vec<(u64, u64, Tid)> = runs
+                    .iter()
+                    .map(|r| (r.ts.0, r.end.map_or(end, |e| e.0).max(r.ts.0), r.tid.0))
+                    .collect();
+                CpuLane::new(c as u32, &runs, &waiting[c])
+            })
+            .collect();
+        let wasted = cpus
+            .iter()
+            .map(|lane| {
+                let idle = lane
+                    .runs_in(0, u64::MAX)
+                    .filter(|r| r.2 == 0)
+                    .map(|r| (r.0, r.1));
+                Spans::new(any_waiting.intersect(idle))
+            })
+            .collect();
+        Lanes {
+            cpus,
+            any_waiting,
+            wakeups: wakeups.into_iter().map(Marks::new).collect(),
+            preemptions: preemptions.into_iter().map(Marks::new).collect(),
+            wasted,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Brute-force summary of a cell, the oracle for [`CpuLane::cell`].
+    fn brute(runs: &[(u64, u64, Tid)], a: u64, b: u64) -> (u64, Option<Tid>, bool) {
+        let mut t = Tally::default();
+        let mut busy = 0;
+        for &(s, e, tid) in runs {
+            let ov = e.min(b).saturating_sub(s.max(a));
+            if tid != 0 {
+                busy += ov;
+            }
+            t.add(tid, ov as f64);
+        }
+        let top = t.top();
+        (busy, top.map(|x| x.0), top.is_some_and(|x| x.2))
+    }
+
+    fn runs(n: u64) -> Vec<(u64, u64, Tid)> {
+        // deterministic pseudo-random lengths and tasks, idle in between
+        let mut v = Vec::new();
+        let mut t = 1000;
+        let mut x: u64 = 12345;
+        for _ in 0..n {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let len = 1 + (x >> 33) % 500;
+            let tid = ((x >> 20) % 4) as i32; // 0 = idle
+            v.push((t, t + len, tid));
+            t += len + (x >> 50) % 3;
+        }
+        v
+    }
+
+    #[test]
+    fn busy_time_is_exact_at_any_cell() {
+        let r = runs(5000);
+        let lane = CpuLane::new(0, &r, &[]);
+        let end = r.last().unwrap().1;
+        for (a, b) in [
+            (0, end + 10),
+            (1500, 1501),
+            (1003, 80_000),
+            (777, 777),
+            (5000, 5100),
+        ] {
+            let (busy, _, _) = brute(&r, a, b);
+            assert_eq!(lane.busy_ns(a, b), busy, "[{a},{b})");
+        }
+        let mut a = 900;
+        while a < end {
+            let b = a + 997;
+            assert_eq!(lane.busy_ns(a, b), brute(&r, a, b).0, "[{a},{b})");
+            a = b;
+        }
+    }
+
+    #[test]
+    fn small_cells_are_exact_and_idle_is_the_rest() {
+        let r = runs(2000);
+        let lane = CpuLane::new(0, &r, &[]);
+        let mut a = 1000;
+        while a < 200_000 {
+            let b = a + 1500; // a few runs per cell: exact path
+            let (busy, task, several) = brute(&r, a, b);
+            let c = lane.cell(a, b);
+            assert_eq!(c.task, task, "[{a},{b})");
+            assert_eq!(c.several, several, "[{a},{b})");
+            assert!((c.busy - busy as f64 / 1500.0).abs() < 1e-12);
+            let covered: u64 = r
+                .iter()
+                .map(|&(s, e, _)| e.min(b).saturating_sub(s.max(a)))
+                .sum();
+            assert_eq!(lane.idle_ns(a, b), covered - busy);
+            a = b;
+        }
+    }
+
+    #[test]
+    fn wide_cells_use_the_mipmap_and_find_a_dominant_task() {
+        // task 7 runs 90% of the time in short slices, task 8 the rest
+        let mut r = Vec::new();
+        for i in 0..100_000u64 {
+            let t = i * 100;
+            r.push((t, t + 90, 7));
+            r.push((t + 90, t + 100, 8));
+        }
+        let lane = CpuLane::new(0, &r, &[]);
+        for (a, b) in [(0, 10_000_000), (123_456, 5_000_000), (0, 100_000)] {
+            let c = lane.cell(a, b);
+            assert_eq!(c.task, Some(7));
+            assert!(c.several);
+            assert!((c.busy - 1.0).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn pressure_mean_is_the_integral_over_the_cell() {
+        let p = Pressure::from_intervals(&[(10, 30), (20, 40), (20, 25)]);
+        assert_eq!(p.count_at(15), 1);
+        assert_eq!(p.count_at(22), 3);
+        assert_eq!(p.count_at(45), 0);
+        // [10,40): 1*10 + 3*5 + 2*5 + 1*10 = 45 task-ns over 30 ns
+        assert!((p.mean(10, 40) - 1.5).abs() < 1e-12);
+        assert!((p.mean(0, 10)).abs() < 1e-12);
+    }
+}

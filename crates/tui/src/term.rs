@@ -1,0 +1,103 @@
+//! The terminal: raw mode, alternate screen and mouse capture on entry,
+//! all restored on exit, on error and on panic; the event loop that
+//! redraws on input and on messages from the loading job.
+
+use crate::app::App;
+use crate::data::{spawn, Loader};
+use ratatui::backend::CrosstermBackend;
+use ratatui::crossterm::event::{
+    self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind,
+};
+use ratatui::crossterm::execute;
+use ratatui::crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
+use ratatui::Terminal;
+use std::io;
+use std::time::Duration;
+
+/// Put the terminal back as it was (idempotent, errors ignored: this also
+/// runs from the panic hook).
+fn restore() {
+    let _ = disable_raw_mode();
+    let _ = execute!(
+        io::stdout(),
+        DisableMouseCapture,
+        LeaveAlternateScreen,
+        ratatui::crossterm::cursor::Show
+    );
+}
+
+/// Restores the terminal when dropped (normal exit and `?` errors).
+struct Guard;
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+/// Hand one terminal event to the app.
+fn dispatch(app: &mut App, ev: Event) {
+    match ev {
+        Event::Key(k) if k.kind != KeyEventKind::Release => app.on_key(k),
+        Event::Mouse(m) => app.on_mouse(m),
+        _ => {}
+    }
+}
+
+/// Run the TUI on `path` (shown in the status line), decoding it with
+/// `loader` on a background thread. Returns the loading error, if loading
+/// failed (the UI showed it until the user quit).
+pub fn run(path: &str, loader: Loader) -> io::Result<Option<String>> {
+    let file_size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        prev(info);
+    }));
+    enable_raw_mode()?;
+    let _guard = Guard;
+    execute!(io::stdout(), EnterAlternateScreen, EnableMouseCapture)?;
+    let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+    terminal.clear()?;
+    let rx = spawn(loader);
+    let mut app = App::new(path, file_size, no_color);
+    let mut loading = true;
+    loop {
+        terminal.draw(|f| crate::draw::draw(f, &mut app))?;
+        if app.quit {
+            break;
+        }
+        // while loading, wake up every 100 ms to show progress
+        let timeout = if loading {
+            Duration::from_millis(100)
+        } else {
+            Duration::from_secs(3600)
+        };
+        if event::poll(timeout)? {
+            dispatch(&mut app, event::read()?);
+            // take every queued event before drawing again
+            while !app.quit && event::poll(Duration::ZERO)? {
+                dispatch(&mut app, event::read()?);
+            }
+        }
+        while let Ok(msg) = rx.try_recv() {
+            if matches!(
+                msg,
+                crate::data::LoadMsg::Done(_) | crate::data::LoadMsg::Failed(_)
+            ) {
+                loading = false;
+            }
+            app.on_load(msg);
+        }
+        if app.quit {
+            break;
+        }
+    }
+    Ok(match app.load {
+        crate::app::Load::Failed(e) => Some(e),
+        _ => None,
+    })
+}
