@@ -23,6 +23,8 @@ pub enum Command {
     Info(InfoArgs),
     /// Build-free demo: record the bundled ebizzy-like workload and report it.
     Demo(DemoArgs),
+    /// Write a trace's tables as Parquet (hive-partitioned for fleets) and/or CSV.
+    Export(ExportArgs),
 }
 
 /// Output format of reports.
@@ -121,4 +123,27 @@ pub struct DemoArgs {
     /// Where to write the recording.
     #[arg(short = 'o', long = "output", default_value = "schedscope-demo.data")]
     pub output: PathBuf,
+}
+
+/// `schedscope export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Trace files (perf.data or ftrace/trace-cmd/perf script text).
+    #[arg(default_value = "schedscope.data")]
+    pub files: Vec<PathBuf>,
+    /// Parquet root: `DIR/<table>/host=<h>/date=YYYY-MM-DD/run=<id>/part-00000.parquet`.
+    #[arg(long, value_name = "DIR")]
+    pub parquet: Option<PathBuf>,
+    /// CSV root (same layout, `.csv` files).
+    #[arg(long, value_name = "DIR")]
+    pub csv: Option<PathBuf>,
+    /// Write `DIR/<table>.parquet` (one trace only) instead of partitions.
+    #[arg(long)]
+    pub flat: bool,
+    /// Only these tables (comma-separated; see DIR/_schedscope/README.md).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub tables: Vec<String>,
+    /// Explicit gang (pid=N, tids=A,B,C, comm=REGEX, cgroup=PATH); repeatable.
+    #[arg(long = "gang-of", value_name = "SPEC")]
+    pub gang_of: Vec<String>,
 }

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 mod demo;
+mod export;
 mod info;
 mod record;
 mod report;
@@ -15,5 +16,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(a) => report::run(a),
         Command::Info(a) => info::run(a),
         Command::Demo(a) => demo::run(a),
+        Command::Export(a) => export::run(a),
     }
 }
