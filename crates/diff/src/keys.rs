@@ -79,6 +79,63 @@ pub fn ordinals(keys: Vec<String>, start: impl Fn(usize) -> u64) -> Vec<(String,
     keys.into_iter().zip(ord).collect()
 }
 
+/// How entities of different runs are paired (`diff --by`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum By {
+    /// By name: the process comm (kworkers collapsed, see [`comm_key`]).
+    #[default]
+    Comm,
+    /// By name and start order: `comm#N`, N the rank by first fork among
+    /// processes with the same comm.
+    Ordinal,
+    /// By name and pid (`comm[pid]`), for traces of the same boot.
+    Pid,
+}
+
+/// The cross-run key of every process of a trace.
+pub struct ProcessKeys {
+    by_tgid: HashMap<i32, String>,
+}
+
+impl ProcessKeys {
+    /// Keys of the processes (tgids) of `tasks`, paired `by`.
+    pub fn new(tasks: &TaskTable, by: By) -> ProcessKeys {
+        let mut starts: HashMap<i32, u64> = HashMap::new();
+        for t in tasks.iter() {
+            if let Some(g) = t.tgid {
+                let s = starts.entry(g.0).or_insert(u64::MAX);
+                *s = (*s).min(t.fork_ts.map_or(0, |f| f.0));
+            }
+        }
+        let mut tgids: Vec<i32> = starts.keys().copied().collect();
+        tgids.sort_unstable();
+        let names: Vec<String> = tgids
+            .iter()
+            .map(|&g| comm_key(process_comm(tasks, Some(Tid(g)), "")))
+            .collect();
+        let ranked = ordinals(names, |i| starts[&tgids[i]]);
+        let by_tgid = tgids
+            .iter()
+            .zip(ranked)
+            .map(|(&g, (name, ord))| {
+                let key = match by {
+                    By::Comm => name,
+                    By::Ordinal => format!("{name}#{ord}"),
+                    By::Pid => format!("{name}[{g}]"),
+                };
+                (g, key)
+            })
+            .collect();
+        ProcessKeys { by_tgid }
+    }
+
+    /// The key of process `tgid`, or `comm_key(name)` when it has none.
+    pub fn key(&self, tgid: Option<Tid>, name: &str) -> String {
+        tgid.and_then(|g| self.by_tgid.get(&g.0).cloned())
+            .unwrap_or_else(|| comm_key(name))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@
 //! JSON reports show); entities are named by their cross-run
 //! [`crate::keys`] so that runs can be compared.
 
-use crate::keys::{comm_key, process_comm, thread_key};
+use crate::keys::{By, ProcessKeys};
 use schedscope_analysis::report::Section;
 use schedscope_analysis::{gang, idle, latency, lhp, tlb, Report};
 use schedscope_trace::{Tid, Trace};
@@ -30,6 +30,15 @@ impl Better {
             Better::Higher => "higher",
         }
     }
+
+    /// From `lower` / `higher`.
+    pub fn parse(s: &str) -> Option<Better> {
+        match s {
+            "lower" => Some(Better::Lower),
+            "higher" => Some(Better::Higher),
+            _ => None,
+        }
+    }
 }
 
 /// One headline number.
@@ -39,7 +48,7 @@ pub struct Metric {
     pub section: String,
     /// Metric name.
     pub metric: String,
-    /// `trace`, `task`, `task_group`, `gang`, `vm`, `class`.
+    /// `trace`, `task_group`, `gang`, `vm`, `class`.
     pub entity_kind: String,
     /// Cross-run key of the entity (`""` for the whole trace).
     pub entity_key: String,
@@ -55,28 +64,35 @@ pub struct Metric {
     pub n: u64,
 }
 
-struct Out(Vec<Metric>);
+/// Unit and direction of a metric.
+type Kind = (&'static str, Better);
+const NS_LO: Kind = ("ns", Better::Lower);
+const NS_HI: Kind = ("ns", Better::Higher);
+const PCT_LO: Kind = ("pct", Better::Lower);
+const COUNT_LO: Kind = ("count", Better::Lower);
+const COUNT_HI: Kind = ("count", Better::Higher);
+const RATE_LO: Kind = ("per_s", Better::Lower);
+const RATIO_LO: Kind = ("ratio", Better::Lower);
+const RATIO_HI: Kind = ("ratio", Better::Higher);
+const WORK_HI: Kind = ("ns_per_s", Better::Higher);
+const WORK_LO: Kind = ("ns_per_s", Better::Lower);
 
-impl Out {
-    #[allow(clippy::too_many_arguments)]
-    fn push(
-        &mut self,
-        section: &str,
-        metric: &str,
-        kind: &str,
-        key: &str,
-        stat: &str,
-        value: f64,
-        unit: &str,
-        better: Better,
-        n: u64,
-    ) {
+/// Metrics of one entity.
+struct At<'o> {
+    out: &'o mut Vec<Metric>,
+    section: &'static str,
+    kind: &'static str,
+    key: String,
+}
+
+impl At<'_> {
+    fn put(&mut self, metric: &str, stat: &str, value: f64, (unit, better): Kind, n: u64) {
         if value.is_finite() {
-            self.0.push(Metric {
-                section: section.into(),
+            self.out.push(Metric {
+                section: self.section.into(),
                 metric: metric.into(),
-                entity_kind: kind.into(),
-                entity_key: key.into(),
+                entity_kind: self.kind.into(),
+                entity_key: self.key.clone(),
                 stat: stat.into(),
                 value,
                 unit: unit.into(),
@@ -84,6 +100,20 @@ impl Out {
                 n,
             });
         }
+    }
+}
+
+fn at<'o>(
+    out: &'o mut Vec<Metric>,
+    section: &'static str,
+    kind: &'static str,
+    key: &str,
+) -> At<'o> {
+    At {
+        out,
+        section,
+        kind,
+        key: key.to_string(),
     }
 }
 
@@ -121,446 +151,187 @@ impl<'a> Sections<'a> {
 }
 
 /// The headline numbers of every section `report` computed.
-pub fn of_report(trace: &Trace, report: &Report) -> Vec<Metric> {
-    of_sections(trace, &Sections::of(report))
+pub fn of_report(trace: &Trace, report: &Report, by: By) -> Vec<Metric> {
+    of_sections(trace, &Sections::of(report), by)
 }
 
-/// The headline numbers of the given sections.
-pub fn of_sections(trace: &Trace, report: &Sections) -> Vec<Metric> {
-    use Better::{Higher, Lower};
-    let mut o = Out(Vec::new());
-    if let Some(l) = report.latency {
-        let s = "latency";
-        o.push(
-            s,
-            "switches",
-            "trace",
-            "",
-            "total",
-            l.total_switches as f64,
-            "count",
-            Higher,
-            l.total_switches,
-        );
-        o.push(
-            s,
-            "wakeups",
-            "trace",
-            "",
-            "total",
-            l.total_wakeups as f64,
-            "count",
-            Higher,
-            l.total_wakeups,
-        );
-        let max = l.tasks.iter().map(|t| t.delay_max_ns).max().unwrap_or(0);
-        o.push(
-            s,
-            "delay",
-            "trace",
-            "",
-            "max",
-            max as f64,
-            "ns",
-            Lower,
-            l.total_switches,
-        );
-        let total: u64 = l.tasks.iter().map(|t| t.delay_total_ns).sum();
-        if l.total_switches > 0 {
-            o.push(
-                s,
-                "delay",
-                "trace",
-                "",
-                "mean",
-                total as f64 / l.total_switches as f64,
-                "ns",
-                Lower,
-                l.total_switches,
-            );
-        }
-        // Per task group (process comm): max and mean delay, run time.
-        let mut groups: BTreeMap<String, (u64, u64, u64, u64)> = BTreeMap::new();
-        for t in &l.tasks {
-            let tgid = t.tgid.map(Tid);
-            let key = thread_key(&trace.tasks, Tid(t.tid), tgid, &t.comm);
-            let g = key.split('/').next().unwrap_or("").to_string();
-            let g = if key.starts_with("kworker/") {
-                comm_key(process_comm(&trace.tasks, tgid, &t.comm))
-            } else {
-                g
-            };
-            let e = groups.entry(g).or_default();
-            e.0 = e.0.max(t.delay_max_ns);
-            e.1 += t.delay_total_ns;
-            e.2 += t.switches;
-            e.3 += t.runtime_ns;
-        }
-        for (g, (max, total, n, run)) in &groups {
-            o.push(
-                s,
-                "delay",
-                "task_group",
-                g,
-                "max",
-                *max as f64,
-                "ns",
-                Lower,
-                *n,
-            );
-            if *n > 0 {
-                o.push(
-                    s,
-                    "delay",
-                    "task_group",
-                    g,
-                    "mean",
-                    *total as f64 / *n as f64,
-                    "ns",
-                    Lower,
-                    *n,
-                );
-            }
-            o.push(
-                s,
-                "runtime",
-                "task_group",
-                g,
-                "total",
-                *run as f64,
-                "ns",
-                Higher,
-                *n,
-            );
-        }
+/// The headline numbers of the given sections, entities keyed `by`.
+pub fn of_sections(trace: &Trace, s: &Sections, by: By) -> Vec<Metric> {
+    let keys = ProcessKeys::new(&trace.tasks, by);
+    let mut out = Vec::new();
+    if let Some(l) = s.latency {
+        latency_metrics(&mut out, &keys, l);
     }
-    if let Some(g) = report.gang {
+    if let Some(g) = s.gang {
         for gang in &g.gangs {
-            let key = gang_key(trace, gang.tgid, &gang.name);
-            let kind = "gang";
+            let mut a = at(&mut out, "gang", "gang", &keys.key(gang.tgid, &gang.name));
             let n = gang.members.len() as u64;
-            o.push(
-                "gang",
-                "corun_ratio",
-                kind,
-                &key,
-                "value",
-                gang.corun_ratio,
-                "ratio",
-                Higher,
-                n,
-            );
-            o.push(
-                "gang",
-                "fragmented",
-                kind,
-                &key,
-                "total",
-                gang.fragmented_ns as f64,
-                "ns",
-                Lower,
-                n,
-            );
-            o.push(
-                "gang",
+            a.put("corun_ratio", "value", gang.corun_ratio, RATIO_HI, n);
+            a.put("fragmented", "total", gang.fragmented_ns as f64, NS_LO, n);
+            a.put(
                 "fragmented_ratio",
-                kind,
-                &key,
                 "value",
                 gang.fragmented_ratio,
-                "ratio",
-                Lower,
+                RATIO_LO,
                 n,
             );
         }
     }
-    if let Some(l) = report.lhp {
+    if let Some(l) = s.lhp {
         if let Ok(p) = &l.ple.0 {
-            let s = "lhp";
-            o.push(
-                s,
-                "ple_exits",
-                "trace",
-                "",
-                "total",
-                p.total as f64,
-                "count",
-                Lower,
-                p.total,
-            );
-            o.push(
-                s,
-                "ple_exits",
-                "trace",
-                "",
-                "rate",
-                p.per_second,
-                "per_s",
-                Lower,
-                p.total,
-            );
+            let mut a = at(&mut out, "lhp", "trace", "");
+            a.put("ple_exits", "total", p.total as f64, COUNT_LO, p.total);
+            a.put("ple_exits", "rate", p.per_second, RATE_LO, p.total);
             if p.total > 0 {
-                let t = p.total as f64;
-                o.push(
-                    s,
+                let share = |x: u64| x as f64 / p.total as f64 * 100.0;
+                a.put(
                     "sibling_preempted",
-                    "trace",
-                    "",
                     "share",
-                    p.sibling_preempted as f64 / t * 100.0,
-                    "pct",
-                    Lower,
+                    share(p.sibling_preempted),
+                    PCT_LO,
                     p.total,
                 );
-                o.push(
-                    s,
+                a.put(
                     "all_running",
-                    "trace",
-                    "",
                     "share",
-                    p.all_running as f64 / t * 100.0,
-                    "pct",
-                    Lower,
+                    share(p.all_running),
+                    PCT_LO,
                     p.total,
                 );
-                o.push(
-                    s,
+                a.put(
                     "siblings_idle",
-                    "trace",
-                    "",
                     "share",
-                    p.siblings_idle as f64 / t * 100.0,
-                    "pct",
-                    Lower,
+                    share(p.siblings_idle),
+                    PCT_LO,
                     p.total,
                 );
             }
             for vm in &p.per_vm {
-                let key = gang_key(trace, vm.tgid, &vm.name);
-                o.push(
-                    s,
-                    "ple_exits",
-                    "vm",
-                    &key,
-                    "rate",
-                    vm.per_second,
-                    "per_s",
-                    Lower,
-                    vm.total,
-                );
+                let mut a = at(&mut out, "lhp", "vm", &keys.key(vm.tgid, &vm.name));
+                a.put("ple_exits", "rate", vm.per_second, RATE_LO, vm.total);
             }
         }
         if let Ok(w) = &l.waker_preempted.0 {
-            o.push(
-                "lhp",
+            let mut a = at(&mut out, "lhp", "trace", "");
+            a.put(
                 "waker_preempted",
-                "trace",
-                "",
                 "total",
                 w.total_ns as f64,
-                "ns",
-                Lower,
+                NS_LO,
                 w.wakeups,
             );
         }
     }
-    if let Some(i) = report.idle {
-        let s = "idle";
-        let n = i.seconds;
-        o.push(
-            s,
-            "idle",
-            "trace",
-            "",
-            "total",
-            i.idle_ns as f64,
-            "ns",
-            Lower,
-            i.cpus.len() as u64,
-        );
-        o.push(
-            s,
-            "wasted_idle",
-            "trace",
-            "",
-            "total",
-            i.wasted_idle_ns as f64,
-            "ns",
-            Lower,
-            i.gaps.count,
-        );
-        let cpu_ns = i.duration_ns as f64 * i.cpus.len() as f64;
-        if cpu_ns > 0.0 {
-            o.push(
-                s,
-                "wasted_idle",
-                "trace",
-                "",
-                "share",
-                i.wasted_idle_ns as f64 / cpu_ns * 100.0,
-                "pct",
-                Lower,
-                i.gaps.count,
-            );
-        }
-        o.push(
-            s,
-            "throttled",
-            "trace",
-            "",
-            "total",
-            i.throttled_ns as f64,
-            "ns",
-            Lower,
-            i.gaps.count,
-        );
-        o.push(
-            s,
-            "imbalance",
-            "trace",
-            "",
-            "total",
-            i.imbalance_ns as f64,
-            "ns",
-            Lower,
-            i.gaps.count,
-        );
-        let p = &i.per_second_idle_pct;
-        for (stat, v) in [
-            ("mean", p.avg),
-            ("stddev", p.stddev),
-            ("min", p.min),
-            ("max", p.max),
-        ] {
-            if let Some(v) = v {
-                o.push(
-                    s,
-                    "idle_pct_per_second",
-                    "trace",
-                    "",
-                    stat,
-                    v,
-                    "pct",
-                    Lower,
-                    n,
-                );
-            }
-        }
-        let w = &i.work_per_second_ns;
-        for (stat, v) in [("mean", w.avg), ("stddev", w.stddev)] {
-            if let Some(v) = v {
-                let better = if stat == "mean" { Higher } else { Lower };
-                o.push(
-                    s,
-                    "work_per_second",
-                    "trace",
-                    "",
-                    stat,
-                    v,
-                    "ns_per_s",
-                    better,
-                    n,
-                );
-            }
-        }
+    if let Some(i) = s.idle {
+        idle_metrics(&mut out, i);
     }
-    if let Some(t) = report.tlb {
-        let s = "tlb";
-        o.push(
-            s,
+    if let Some(t) = s.tlb {
+        let mut a = at(&mut out, "tlb", "trace", "");
+        a.put(
             "shootdowns",
-            "trace",
-            "",
             "total",
             t.shootdowns as f64,
-            "count",
-            Lower,
+            COUNT_LO,
             t.shootdowns,
         );
-        o.push(
-            s,
+        a.put(
             "shootdowns",
-            "trace",
-            "",
             "rate",
             t.shootdowns_per_second,
-            "per_s",
-            Lower,
+            RATE_LO,
             t.shootdowns,
         );
         for c in &t.ipi_classes {
-            let key = c.class.label();
-            o.push(
-                s,
-                "requests",
-                "class",
-                key,
-                "rate",
-                c.per_second,
-                "per_s",
-                Lower,
-                c.count,
-            );
+            let mut a = at(&mut out, "tlb", "class", c.class.label());
+            a.put("requests", "rate", c.per_second, RATE_LO, c.count);
             if c.count > 0 {
-                o.push(
-                    s,
-                    "targets",
-                    "class",
-                    key,
-                    "mean",
-                    c.targets as f64 / c.count as f64,
-                    "count",
-                    Lower,
-                    c.count,
-                );
+                let targets = c.targets as f64 / c.count as f64;
+                a.put("targets", "mean", targets, COUNT_LO, c.count);
             }
             if let Some(d) = &c.delivery {
-                o.push(
-                    s,
-                    "delivery_latency",
-                    "class",
-                    key,
-                    "mean",
-                    d.mean_ns as f64,
-                    "ns",
-                    Lower,
-                    d.count,
-                );
-                o.push(
-                    s,
-                    "delivery_latency",
-                    "class",
-                    key,
-                    "max",
-                    d.max_ns as f64,
-                    "ns",
-                    Lower,
-                    d.count,
-                );
+                a.put("delivery_latency", "mean", d.mean_ns as f64, NS_LO, d.count);
+                a.put("delivery_latency", "max", d.max_ns as f64, NS_LO, d.count);
             }
             if let Some(d) = &c.handler {
-                o.push(
-                    s,
-                    "handler_latency",
-                    "class",
-                    key,
-                    "mean",
-                    d.mean_ns as f64,
-                    "ns",
-                    Lower,
-                    d.count,
-                );
+                a.put("handler_latency", "mean", d.mean_ns as f64, NS_LO, d.count);
             }
         }
     }
-    o.0
+    out
 }
 
-/// The cross-run key of a gang or VM: its process comm when it has a tgid,
-/// else its name (explicit gangs).
-pub fn gang_key(trace: &Trace, tgid: Option<Tid>, name: &str) -> String {
-    match tgid {
-        Some(g) => comm_key(process_comm(&trace.tasks, Some(g), name)),
-        None => name.to_string(),
+fn latency_metrics(out: &mut Vec<Metric>, keys: &ProcessKeys, l: &latency::LatencyReport) {
+    let mut a = at(out, "latency", "trace", "");
+    let sw = l.total_switches;
+    a.put("switches", "total", sw as f64, COUNT_HI, sw);
+    a.put(
+        "wakeups",
+        "total",
+        l.total_wakeups as f64,
+        COUNT_HI,
+        l.total_wakeups,
+    );
+    let max = l.tasks.iter().map(|t| t.delay_max_ns).max().unwrap_or(0);
+    a.put("delay", "max", max as f64, NS_LO, sw);
+    let total: u64 = l.tasks.iter().map(|t| t.delay_total_ns).sum();
+    if sw > 0 {
+        a.put("delay", "mean", total as f64 / sw as f64, NS_LO, sw);
+    }
+    // Per task group (process): max and mean delay, run time.
+    let mut groups: BTreeMap<String, (u64, u64, u64, u64)> = BTreeMap::new();
+    for t in &l.tasks {
+        let g = groups
+            .entry(keys.key(t.tgid.map(Tid), &t.comm))
+            .or_default();
+        g.0 = g.0.max(t.delay_max_ns);
+        g.1 += t.delay_total_ns;
+        g.2 += t.switches;
+        g.3 += t.runtime_ns;
+    }
+    for (key, (max, total, n, run)) in &groups {
+        let mut a = at(out, "latency", "task_group", key);
+        a.put("delay", "max", *max as f64, NS_LO, *n);
+        if *n > 0 {
+            a.put("delay", "mean", *total as f64 / *n as f64, NS_LO, *n);
+        }
+        a.put("runtime", "total", *run as f64, NS_HI, *n);
+    }
+}
+
+fn idle_metrics(out: &mut Vec<Metric>, i: &idle::IdleReport) {
+    let mut a = at(out, "idle", "trace", "");
+    let gaps = i.gaps.count;
+    a.put(
+        "idle",
+        "total",
+        i.idle_ns as f64,
+        NS_LO,
+        i.cpus.len() as u64,
+    );
+    a.put("wasted_idle", "total", i.wasted_idle_ns as f64, NS_LO, gaps);
+    let cpu_ns = i.duration_ns as f64 * i.cpus.len() as f64;
+    if cpu_ns > 0.0 {
+        let pct = i.wasted_idle_ns as f64 / cpu_ns * 100.0;
+        a.put("wasted_idle", "share", pct, PCT_LO, gaps);
+    }
+    a.put("throttled", "total", i.throttled_ns as f64, NS_LO, gaps);
+    a.put("imbalance", "total", i.imbalance_ns as f64, NS_LO, gaps);
+    let p = &i.per_second_idle_pct;
+    let n = i.seconds;
+    for (stat, v) in [
+        ("mean", p.avg),
+        ("stddev", p.stddev),
+        ("min", p.min),
+        ("max", p.max),
+    ] {
+        if let Some(v) = v {
+            a.put("idle_pct_per_second", stat, v, PCT_LO, n);
+        }
+    }
+    if let Some(v) = i.work_per_second_ns.avg {
+        a.put("work_per_second", "mean", v, WORK_HI, n);
+    }
+    if let Some(v) = i.work_per_second_ns.stddev {
+        a.put("work_per_second", "stddev", v, WORK_LO, n);
     }
 }

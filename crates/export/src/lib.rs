@@ -15,6 +15,7 @@
 mod csv;
 pub mod error;
 pub mod layout;
+pub mod read;
 pub mod schema;
 pub mod sink;
 pub mod tables;
@@ -230,7 +231,7 @@ fn write_all(
             idle: idle_r.as_ref().map(|(r, _)| r),
             tlb: tlb_r.as_ref(),
         };
-        for m in metrics::of_sections(trace, &secs) {
+        for m in metrics::of_sections(trace, &secs, schedscope_diff::keys::By::Comm) {
             t.str(Some(&m.section))
                 .str(Some(&m.metric))
                 .str(Some(&m.entity_kind))

@@ -651,6 +651,7 @@ pub fn gangs(
     s: &mut Sinks,
 ) -> Result<(), ExportError> {
     if let Some(t) = s.get("gang_summary") {
+        let keys = schedscope_diff::keys::ProcessKeys::new(&trace.tasks, Default::default());
         for g in &report.gangs {
             let kind = match g.kind {
                 GangKind::Vm => "vm",
@@ -666,9 +667,7 @@ pub fn gangs(
                 .f64(g.fragmented_ratio)
                 .u64(g.any_running_ns)
                 .u64(g.all_running_ns)
-                .str(Some(&schedscope_diff::metrics::gang_key(
-                    trace, g.tgid, &g.name,
-                )));
+                .str(Some(&keys.key(g.tgid, &g.name)));
             t.end()?;
         }
     }

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 mod demo;
+mod diff;
 mod export;
 mod info;
 mod record;
@@ -17,5 +18,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Info(a) => info::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Export(a) => export::run(a),
+        Command::Diff(a) => diff::run(a),
     }
 }
