@@ -130,6 +130,8 @@ pub fn export(
         let target = Target {
             parquet: opts.parquet.as_ref().map(|r| path(r, "parquet")),
             csv: opts.csv.as_ref().map(|r| path(r, "csv")),
+            // In the hive layout the host= partition supplies trace.host.
+            skip: (!opts.flat && t.name == "trace").then_some("host"),
         };
         sinks.push(Some(TableSink::open(t, target, &id.run)?));
     }

@@ -86,7 +86,7 @@ pub static TABLES: &[TableDef] = &[
         sort: &[],
         cols: &[
             c("trace_id", Str, "", "run id of this trace (same as the run= partition)"),
-            c("host", Str, "", "host name recorded in the file, or 'unknown'"),
+            c("host", Str, "", "host name recorded in the file, or 'unknown'; in the hive layout this column comes from the host= partition (percent-encoded) and is not repeated in the files"),
             c("path", Str, "", "input file as given"),
             c("source_format", Str, "", "perf.data | ftrace text | trace-cmd report text | perf script text"),
             c("kernel_release", Str, "", "uname -r at record time, when recorded"),

@@ -79,11 +79,13 @@ pub(crate) fn data_type(ty: ColType) -> DataType {
     }
 }
 
-fn schema_of(def: &TableDef) -> SchemaRef {
+fn schema_of(def: &TableDef, skip: Option<usize>) -> SchemaRef {
     Arc::new(Schema::new(
         def.cols
             .iter()
-            .map(|c| Field::new(c.name, data_type(c.ty), true))
+            .enumerate()
+            .filter(|(i, _)| Some(*i) != skip)
+            .map(|(_, c)| Field::new(c.name, data_type(c.ty), true))
             .collect::<Vec<_>>(),
     ))
 }
@@ -92,7 +94,11 @@ fn schema_of(def: &TableDef) -> SchemaRef {
 /// rows, DELTA_BINARY_PACKED without dictionary for `ts`/`dur`, page
 /// statistics, the sort order declared, key-value metadata, no bloom
 /// filters, Parquet 1.0 writer version.
-fn properties(def: &TableDef, trace_id: &str) -> Result<WriterProperties, ExportError> {
+fn properties(
+    def: &TableDef,
+    schema: &Schema,
+    trace_id: &str,
+) -> Result<WriterProperties, ExportError> {
     let level = ZstdLevel::try_new(3).map_err(|e| ExportError::parquet(def.name, e))?;
     let mut b = WriterProperties::builder()
         .set_writer_version(WriterVersion::PARQUET_1_0)
@@ -118,7 +124,7 @@ fn properties(def: &TableDef, trace_id: &str) -> Result<WriterProperties, Export
     let sorting: Vec<SortingColumn> = def
         .sort
         .iter()
-        .filter_map(|s| def.cols.iter().position(|c| c.name == *s))
+        .filter_map(|s| schema.fields().iter().position(|f| f.name() == s))
         .map(|i| SortingColumn {
             column_idx: i as i32,
             descending: false,
@@ -137,6 +143,10 @@ pub struct Target {
     pub parquet: Option<PathBuf>,
     /// The CSV file, if CSV is written.
     pub csv: Option<PathBuf>,
+    /// A column not written to the files: one that the hive partition
+    /// supplies (`trace.host`; engines reject a file column that repeats a
+    /// partition column).
+    pub skip: Option<&'static str>,
 }
 
 /// One table being written.
@@ -144,6 +154,7 @@ pub struct TableSink {
     def: &'static TableDef,
     schema: SchemaRef,
     cols: Vec<Builder>,
+    skip: Option<usize>,
     col: usize,
     buffered: usize,
     rows: u64,
@@ -170,11 +181,15 @@ impl TableSink {
         target: Target,
         trace_id: &str,
     ) -> Result<TableSink, ExportError> {
-        let schema = schema_of(def);
+        let skip = target
+            .skip
+            .and_then(|n| def.cols.iter().position(|c| c.name == n));
+        let schema = schema_of(def, skip);
         let parquet = match target.parquet {
             Some(p) => {
                 let f = create(&p)?;
-                let w = ArrowWriter::try_new(f, schema.clone(), Some(properties(def, trace_id)?))
+                let props = properties(def, &schema, trace_id)?;
+                let w = ArrowWriter::try_new(f, schema.clone(), Some(props))
                     .map_err(|e| ExportError::parquet(def.name, e))?;
                 Some((p, w))
             }
@@ -183,7 +198,7 @@ impl TableSink {
         let csv = match target.csv {
             Some(p) => {
                 let mut w = BufWriter::new(create(&p)?);
-                let header: Vec<&str> = def.cols.iter().map(|c| c.name).collect();
+                let header: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
                 writeln!(w, "{}", header.join(",")).map_err(|e| ExportError::io(&p, e))?;
                 Some((p, w))
             }
@@ -193,6 +208,7 @@ impl TableSink {
             def,
             schema,
             cols: def.cols.iter().map(|c| Builder::new(c.ty)).collect(),
+            skip,
             col: 0,
             buffered: 0,
             rows: 0,
@@ -334,7 +350,15 @@ impl TableSink {
 
     fn flush_batch(&mut self) -> Result<(), ExportError> {
         self.buffered = 0;
-        let arrays: Vec<ArrayRef> = self.cols.iter_mut().map(Builder::finish).collect();
+        let skip = self.skip;
+        let arrays: Vec<ArrayRef> = self
+            .cols
+            .iter_mut()
+            .enumerate()
+            .map(|(i, b)| (i, b.finish()))
+            .filter(|(i, _)| Some(*i) != skip)
+            .map(|(_, a)| a)
+            .collect();
         if arrays.first().is_none_or(|a| a.is_empty()) {
             return Ok(());
         }
