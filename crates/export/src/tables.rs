@@ -680,7 +680,7 @@ pub fn gangs(
                 t.str(Some(&d.name))
                     .i32(d.tgid.map(|p| p.0))
                     .u64(e.0)
-                    .u64(e.1 - e.0)
+                    .u64(e.1.saturating_sub(e.0))
                     .i32(e.2 as i32)
                     .i32(e.3 as i32);
                 t.end()
