@@ -20,6 +20,21 @@ if [ "${#need_apt[@]}" -gt 0 ]; then
     fi
 fi
 
+# Python clients of the export tests (crates/cli/tests/export_*.rs): pyarrow,
+# DuckDB, DataFusion and Spark (pyspark runs on the installed Java 17).
+if command -v python3 >/dev/null 2>&1; then
+    if ! python3 -c 'import pyarrow, duckdb, datafusion, pyspark' >/dev/null 2>&1; then
+        echo "setup: installing pyarrow duckdb datafusion pyspark (pip)" >&2
+        python3 -m pip install -q pyarrow duckdb datafusion pyspark >&2 \
+            || echo "setup: pip install failed; the export tests need pyarrow duckdb datafusion pyspark" >&2
+    fi
+    if ! command -v java >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+        echo "setup: installing a Java runtime for pyspark" >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null \
+            || echo "setup: no Java runtime; the Spark export test needs one" >&2
+    fi
+fi
+
 # tracefs: the collector mounts it itself when run as root, but the tests
 # also read format files directly.
 if [ ! -e /sys/kernel/tracing/events ]; then

@@ -25,6 +25,10 @@ pub enum Command {
     Demo(DemoArgs),
     /// Interactive terminal timeline of a trace (CPU lanes, markers, analysis tabs).
     Tui(TuiArgs),
+    /// Write a trace's tables as Parquet (hive-partitioned for fleets) and/or CSV.
+    Export(ExportArgs),
+    /// Compare runs: `Parameter | Base | New | % change` tables (positive = better).
+    Diff(DiffArgs),
 }
 
 /// Output format of reports.
@@ -137,4 +141,91 @@ pub struct DemoArgs {
     /// Where to write the recording.
     #[arg(short = 'o', long = "output", default_value = "schedscope-demo.data")]
     pub output: PathBuf,
+}
+
+/// `schedscope export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Trace files (perf.data or ftrace/trace-cmd/perf script text).
+    #[arg(default_value = "schedscope.data")]
+    pub files: Vec<PathBuf>,
+    /// Parquet root: `DIR/<table>/host=<h>/date=YYYY-MM-DD/run=<id>/part-00000.parquet`.
+    #[arg(long, value_name = "DIR")]
+    pub parquet: Option<PathBuf>,
+    /// CSV root (same layout, `.csv` files).
+    #[arg(long, value_name = "DIR")]
+    pub csv: Option<PathBuf>,
+    /// Write `DIR/<table>.parquet` (one trace only) instead of partitions.
+    #[arg(long)]
+    pub flat: bool,
+    /// Only these tables (comma-separated; see DIR/_schedscope/README.md).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub tables: Vec<String>,
+    /// Explicit gang (pid=N, tids=A,B,C, comm=REGEX, cgroup=PATH); repeatable.
+    #[arg(long = "gang-of", value_name = "SPEC")]
+    pub gang_of: Vec<String>,
+}
+
+/// How `diff` pairs tasks, gangs and VMs across runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum DiffBy {
+    /// By name (process comm; kworkers collapsed).
+    #[default]
+    Comm,
+    /// By name and start order within the name.
+    Ordinal,
+    /// By name and pid (traces of the same boot).
+    Pid,
+}
+
+/// Output format of `diff`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    /// Aligned tables, one per section.
+    #[default]
+    Text,
+    /// One JSON object (schema in README.md, "Export and diff").
+    Json,
+    /// One CSV row per table line.
+    Csv,
+    /// A Markdown table, for mailing lists and pull requests.
+    Md,
+}
+
+/// `schedscope diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// Base traces or export roots; without `--`, exactly two inputs: BASE NEW.
+    #[arg(required = true)]
+    pub base: Vec<PathBuf>,
+    /// New traces or export roots (after `--`).
+    #[arg(last = true)]
+    pub new: Vec<PathBuf>,
+    /// Scheduling latency.
+    #[arg(long)]
+    pub latency: bool,
+    /// Gang co-run.
+    #[arg(long)]
+    pub gang: bool,
+    /// Lock-holder preemption.
+    #[arg(long)]
+    pub lhp: bool,
+    /// Idle under bandwidth.
+    #[arg(long)]
+    pub idle: bool,
+    /// TLB shootdowns and IPIs.
+    #[arg(long)]
+    pub tlb: bool,
+    /// Every section (the default when none is given).
+    #[arg(long)]
+    pub all: bool,
+    /// How tasks, gangs and VMs are paired across runs.
+    #[arg(long, value_enum, default_value_t)]
+    pub by: DiffBy,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: DiffFormat,
+    /// Explicit gang (pid=N, tids=A,B,C, comm=REGEX, cgroup=PATH); repeatable.
+    #[arg(long = "gang-of", value_name = "SPEC")]
+    pub gang_of: Vec<String>,
 }

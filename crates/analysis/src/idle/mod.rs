@@ -418,6 +418,16 @@ fn has_event(trace: &schedscope_trace::Trace, name: &str) -> bool {
 /// unknowable); missing balancing proxies only leave those tables empty and
 /// are listed in [`IdleReport::missing_events`].
 pub fn analyze(ctx: &Context) -> Result<IdleReport, AnalysisError> {
+    analyze_with_gaps(ctx, false).map(|(r, _)| r)
+}
+
+/// [`analyze`], also returning every wasted-idle gap in the order they
+/// closed when `keep_gaps` (the rows behind [`Gaps`], for the Parquet
+/// export); their durations add up to [`IdleReport::wasted_idle_ns`].
+pub fn analyze_with_gaps(
+    ctx: &Context,
+    keep_gaps: bool,
+) -> Result<(IdleReport, Vec<Gap>), AnalysisError> {
     let trace = ctx.trace;
     let mut missing: Vec<&str> = REQUIRED
         .iter()
@@ -430,11 +440,11 @@ pub fn analyze(ctx: &Context) -> Result<IdleReport, AnalysisError> {
     if !missing.is_empty() {
         return Err(AnalysisError::missing("idle", &missing));
     }
-    let mut report = pass::run(trace);
+    let (mut report, gaps) = pass::run_with(trace, keep_gaps);
     report.missing_events = PROXIES
         .iter()
         .filter(|n| !has_event(trace, n))
         .map(|s| s.to_string())
         .collect();
-    Ok(report)
+    Ok((report, gaps))
 }

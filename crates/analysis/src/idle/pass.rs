@@ -251,6 +251,8 @@ struct Pass<'t> {
     gap_count: u64,
     gap_total: u64,
     longest: Vec<Gap>,
+    /// Every gap, when asked for ([`super::analyze_with_gaps`]).
+    all_gaps: Option<Vec<Gap>>,
     endings: GapEndings,
     pull_waits: Vec<u64>,
     pulls_by_path: BTreeMap<String, u64>,
@@ -282,8 +284,8 @@ const HOLD_NS: u64 = 20_000_000;
 /// Bound on the events one look-ahead reads.
 const LOOKAHEAD_EVENTS: usize = 200_000;
 
-/// Run the pass over `trace` (events sorted by time).
-pub(super) fn run(trace: &Trace) -> IdleReport {
+/// Run the pass over `trace` (events sorted by time), also returning every gap when `keep_gaps`.
+pub(super) fn run_with(trace: &Trace, keep_gaps: bool) -> (IdleReport, Vec<Gap>) {
     let start = trace.start().0;
     let end = trace.end().0;
     let nb = ((end - start) / SEC) as usize;
@@ -322,6 +324,7 @@ pub(super) fn run(trace: &Trace) -> IdleReport {
         gap_count: 0,
         gap_total: 0,
         longest: Vec::new(),
+        all_gaps: keep_gaps.then(Vec::new),
         endings: GapEndings::default(),
         pull_waits: Vec::new(),
         pulls_by_path: BTreeMap::new(),
@@ -343,7 +346,9 @@ pub(super) fn run(trace: &Trace) -> IdleReport {
         p.idx = i;
         p.event(ev);
     }
-    p.finish(end, nb)
+    let mut gaps = Vec::new();
+    let report = p.finish(end, nb, &mut gaps);
+    (report, gaps)
 }
 
 /// Whether an event of this kind is one the pass reads, and so one whose
@@ -536,13 +541,14 @@ impl<'t> Pass<'t> {
             Ending::TraceEnd => self.endings.trace_end += 1,
             Ending::Unthrottle => self.endings.unthrottle += 1,
         }
-        let min_kept = if self.longest.len() >= LONGEST {
+        let keep_all = self.all_gaps.is_some();
+        let min_kept = if self.longest.len() >= LONGEST && !keep_all {
             self.longest.iter().map(|g| g.dur_ns).min().unwrap_or(0)
         } else {
             0
         };
         if dur > min_kept || self.longest.len() < LONGEST {
-            self.longest.push(Gap {
+            let gap = Gap {
                 cpu: c as u32,
                 start_ns: g.start,
                 dur_ns: dur,
@@ -559,7 +565,11 @@ impl<'t> Pass<'t> {
                         throttled,
                     })
                     .collect(),
-            });
+            };
+            if let Some(all) = &mut self.all_gaps {
+                all.push(gap.clone());
+            }
+            self.longest.push(gap);
             if self.longest.len() > 2 * LONGEST {
                 self.trim_longest();
             }
@@ -1117,7 +1127,7 @@ impl<'t> Pass<'t> {
 
     // ---- results ----
 
-    fn finish(mut self, end: u64, nb: usize) -> IdleReport {
+    fn finish(mut self, end: u64, nb: usize, all_gaps: &mut Vec<Gap>) -> IdleReport {
         for c in 0..self.cpus.len() {
             self.close_run(c, end);
             if self.idle(c as u32) {
@@ -1127,7 +1137,8 @@ impl<'t> Pass<'t> {
         }
         self.trim_longest();
         let trace = self.trace;
-        for g in &mut self.longest {
+        *all_gaps = self.all_gaps.take().unwrap_or_default();
+        for g in self.longest.iter_mut().chain(all_gaps.iter_mut()) {
             for w in &mut g.waiting {
                 w.comm = trace.tasks.comm(Tid(w.tid)).to_string();
             }

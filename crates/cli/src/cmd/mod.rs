@@ -1,6 +1,8 @@
 //! One module per subcommand.
 
 mod demo;
+mod diff;
+mod export;
 mod info;
 mod record;
 mod report;
@@ -17,5 +19,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Info(a) => info::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Tui(a) => tui::run(a),
+        Command::Export(a) => export::run(a),
+        Command::Diff(a) => diff::run(a),
     }
 }

@@ -140,28 +140,31 @@ pub(crate) fn print_warnings(trace: &Trace) {
     }
 }
 
+/// Decode only the events `sections` read (counts still cover the whole
+/// file); the timeline reuses the decoder's memory when one is built.
+pub(crate) fn load_options(sections: &Sections) -> schedscope_parser::LoadOptions {
+    schedscope_parser::LoadOptions {
+        keep: sections
+            .needed_events()
+            .map(|names| names.iter().map(|n| n.to_string()).collect()),
+        spare: sections.need_timeline(),
+        // (report never reads untyped events' fields)
+        raw_fields: false,
+        tally: sections
+            .tallied_events()
+            .iter()
+            .map(|n| n.to_string())
+            .collect(),
+    }
+}
+
 /// Run `schedscope report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let cfg = Config::from_args(&args)?;
     let progress = Progress::new();
     // Decode only the events the sections read (counts still cover the
     // whole file).
-    let load_opts = schedscope_parser::LoadOptions {
-        keep: cfg
-            .sections
-            .needed_events()
-            .map(|names| names.iter().map(|n| n.to_string()).collect()),
-        // (the timeline reuses the decoder's memory)
-        spare: cfg.sections.need_timeline(),
-        // (report never reads untyped events' fields)
-        raw_fields: false,
-        tally: cfg
-            .sections
-            .tallied_events()
-            .iter()
-            .map(|n| n.to_string())
-            .collect(),
-    };
+    let load_opts = load_options(&cfg.sections);
     let trace = load_with(&args.file, &progress, &load_opts)?;
     let t1 = Instant::now();
     let (report, timeline) = Report::compute_with_timeline(&trace, cfg.sections, &cfg.opts);

@@ -1,0 +1,69 @@
+//! `schedscope export`: write each trace's tables as Parquet and/or CSV
+//! (see the `schedscope_export` crate for the layout and the tables).
+
+use crate::args::ExportArgs;
+use crate::cmd::report::{load_with, print_warnings, Progress};
+use schedscope_export::{ExportOptions, Exported};
+use std::process::ExitCode;
+
+/// The validated configuration of one `export` run.
+fn config(a: &ExportArgs) -> anyhow::Result<ExportOptions> {
+    if a.parquet.is_none() && a.csv.is_none() {
+        anyhow::bail!("export: give --parquet DIR and/or --csv DIR");
+    }
+    if a.flat && a.files.len() > 1 {
+        anyhow::bail!(
+            "export: --flat writes one trace ({} given); drop --flat to export several traces as partitions",
+            a.files.len()
+        );
+    }
+    let tables = (!a.tables.is_empty()).then(|| a.tables.clone());
+    if let Some(t) = &tables {
+        schedscope_export::check_tables(t)?;
+    }
+    Ok(ExportOptions {
+        parquet: a.parquet.clone(),
+        csv: a.csv.clone(),
+        flat: a.flat,
+        tables,
+        analysis: schedscope_analysis::Options {
+            gang_specs: a.gang_of.clone(),
+            top: 0,
+        },
+    })
+}
+
+fn summary(file: &std::path::Path, e: &Exported) {
+    let rows: u64 = e.rows.iter().map(|r| r.1).sum();
+    eprintln!(
+        "schedscope: exported {} as host={} date={} run={}: {} tables, {} rows",
+        file.display(),
+        e.host,
+        e.date,
+        e.run,
+        e.rows.len(),
+        rows
+    );
+}
+
+/// Run `schedscope export`.
+pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
+    let opts = config(&args)?;
+    let progress = Progress::new();
+    let load = schedscope_parser::LoadOptions {
+        spare: true,
+        // (the raw_arg table writes untyped events' fields)
+        raw_fields: true,
+        ..Default::default()
+    };
+    for file in &args.files {
+        let trace = load_with(file, &progress, &load)?;
+        print_warnings(&trace);
+        progress.say(&format!("exporting {}...", file.display()));
+        let e = schedscope_export::export(&trace, file, &opts)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+        progress.done();
+        summary(file, &e);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,188 @@
+//! `schedscope diff`: a trace against itself is all 0%; the same trace as
+//! perf.data, as text and as an exported Parquet root gives the same
+//! numbers; several traces per side get a significance mark; and two
+//! recordings of `perf bench sched messaging` with 1 and 4 groups show the
+//! expected direction.
+
+#[path = "record_common/mod.rs"]
+mod common;
+mod export_common;
+
+use export_common::*;
+use serde_json::Value;
+
+fn diff_json(args: &[&str]) -> Value {
+    let mut a = vec!["diff", "--format", "json"];
+    a.extend(args);
+    serde_json::from_str(&schedscope(&a)).unwrap()
+}
+
+fn rows(d: &Value) -> &Vec<Value> {
+    d["rows"].as_array().unwrap()
+}
+
+fn assert_all_zero(d: &Value, what: &str) {
+    assert!(rows(d).len() >= 10, "{what}: too few rows: {d}");
+    for r in rows(d) {
+        assert_eq!(r["pct_change"], 0.0, "{what}: {r}");
+        assert_eq!(r["base"]["mean"], r["new"]["mean"], "{what}: {r}");
+    }
+    assert_eq!(d["base_only"], serde_json::json!([]), "{what}");
+    assert_eq!(d["new_only"], serde_json::json!([]), "{what}");
+}
+
+fn row<'a>(d: &'a Value, section: &str, metric: &str, key: &str, stat: &str) -> &'a Value {
+    rows(d)
+        .iter()
+        .find(|r| {
+            r["section"] == section
+                && r["metric"] == metric
+                && r["entity_key"] == key
+                && r["stat"] == stat
+        })
+        .unwrap_or_else(|| panic!("no row {section} {metric} [{key}] {stat} in {d}"))
+}
+
+#[test]
+fn a_trace_against_itself_is_all_zero() {
+    for f in ["perf/sched_small.data", "sim/mixed-s1.data"] {
+        let p = fixture(f);
+        let p = p.to_str().unwrap();
+        let d = diff_json(&[p, p]);
+        assert_all_zero(&d, f);
+        assert_eq!(d["tested"], false);
+        assert!(d["footnote"]
+            .as_str()
+            .unwrap()
+            .contains("no significance test was possible"));
+        assert_eq!(d["schema"], "schedscope-diff/1");
+        let text = schedscope(&["diff", p, p]);
+        assert!(text.contains("positive = better"), "{text}");
+        assert!(
+            text.contains("Parameter") && text.contains("% change"),
+            "{text}"
+        );
+        assert!(
+            text.contains("+0.00%") && !text.contains("-0.00%"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn perf_data_text_and_parquet_root_give_the_same_numbers() {
+    let data = fixture("sim/mixed-s1.data");
+    let text = fixture("sim/mixed-s1.txt");
+    let d = diff_json(&[data.to_str().unwrap(), text.to_str().unwrap()]);
+    assert_all_zero(&d, "perf.data vs ftrace text");
+    let root = fresh_dir("diff-root");
+    let pq = root.join("pq");
+    schedscope(&[
+        "export",
+        data.to_str().unwrap(),
+        "--parquet",
+        pq.to_str().unwrap(),
+    ]);
+    let d = diff_json(&[data.to_str().unwrap(), pq.to_str().unwrap()]);
+    assert_all_zero(&d, "perf.data vs its Parquet export");
+    assert!(
+        d["new"][0].as_str().unwrap().contains("run=r"),
+        "{}",
+        d["new"]
+    );
+    let err = schedscope_fails(&[
+        "diff",
+        "--by",
+        "ordinal",
+        data.to_str().unwrap(),
+        pq.to_str().unwrap(),
+    ]);
+    assert!(err.contains("--by comm"), "{err}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn several_traces_per_side_are_tested_for_significance() {
+    let a = fixture("sim/mixed-s1.data");
+    let b = fixture("sim/bare-metal-s1.data");
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let d = diff_json(&[a, a, a, "--", b, b, b]);
+    assert_eq!(d["tested"], true);
+    assert_eq!(d["base"].as_array().unwrap().len(), 3);
+    // Identical runs per side: a zero-width interval, significant exactly
+    // when the means differ.
+    for r in rows(&d) {
+        let differ = r["base"]["mean"] != r["new"]["mean"];
+        assert_eq!(r["significant"], differ, "{r}");
+    }
+    assert!(rows(&d).iter().any(|r| r["significant"] == true));
+    // Unmatched entities are listed: the VMs exist only in mixed-s1.
+    assert!(
+        d["base_only"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e == "vm qemu-vm0"),
+        "{}",
+        d["base_only"]
+    );
+    let text = schedscope(&["diff", a, a, a, "--", b, b, b]);
+    assert!(text.contains(" *\n"), "significance mark: {text}");
+    assert!(text.contains("only in base: "), "{text}");
+    let md = schedscope(&["diff", "--format", "md", a, b]);
+    assert!(
+        md.contains("| Section | Parameter | Base | New | % change |"),
+        "{md}"
+    );
+    let csv = schedscope(&["diff", "--format", "csv", a, b]);
+    assert!(csv.starts_with("section,metric,entity_kind,entity_key,stat,unit,better,base_mean"));
+    assert_eq!(csv.lines().count(), rows(&diff_json(&[a, b])).len() + 1);
+    let err = schedscope_fails(&["diff", a, b, a]);
+    assert!(err.contains("BASE... -- NEW..."), "{err}");
+}
+
+#[test]
+fn more_messaging_groups_show_the_expected_direction() {
+    if let Err(why) = common::can_record() {
+        eprintln!("SKIPPED: {why} (needs root and perf)");
+        return;
+    }
+    let dir = common::tmpdir("diff-messaging");
+    for (file, groups) in [("g1.data", "1"), ("g4.data", "4")] {
+        let out = common::record(
+            &dir,
+            file,
+            &[],
+            &[
+                "perf",
+                "bench",
+                "sched",
+                "messaging",
+                "-g",
+                groups,
+                "-l",
+                "50",
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let (g1, g4) = (dir.join("g1.data"), dir.join("g4.data"));
+    let d = diff_json(&["--latency", g1.to_str().unwrap(), g4.to_str().unwrap()]);
+    // Four groups exchange four times the messages: more switches, more
+    // wakeups, more CPU time for the messaging tasks (higher is better for
+    // these counts, so the % change is positive).
+    for (metric, key) in [
+        ("switches", ""),
+        ("wakeups", ""),
+        ("runtime", "sched-messaging"),
+    ] {
+        let r = row(&d, "latency", metric, key, "total");
+        let p = r["pct_change"].as_f64().unwrap();
+        assert!(p > 20.0, "{metric} [{key}]: {r}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

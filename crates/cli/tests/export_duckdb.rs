@@ -1,0 +1,184 @@
+//! DuckDB over an export of several traces (hive partitioning and nothing
+//! else): one SQL query per analysis table reproduces the figure of
+//! `report --all --format json` on the same file.
+//!
+//! Traces: fixtures/idle/capped.data (wasted idle under CFS bandwidth),
+//! fixtures/sim/mixed-s1.data (generated: PLE exits, VM and process gangs),
+//! fixtures/perf/sched_small.data (a real perf recording).
+
+mod export_common;
+
+use export_common::*;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+const TRACES: [&str; 3] = [
+    "idle/capped.data",
+    "sim/mixed-s1.data",
+    "perf/sched_small.data",
+];
+
+/// Rows of one query keyed by their first columns (the path and, when
+/// `key_cols` is 2, an entity).
+fn keyed(rows: &Value, key_cols: usize) -> HashMap<String, Vec<Value>> {
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let r = r.as_array().unwrap();
+            let key = r[..key_cols]
+                .iter()
+                .map(|v| v.as_str().map_or(v.to_string(), str::to_string))
+                .collect::<Vec<_>>()
+                .join("|");
+            (key, r[key_cols..].to_vec())
+        })
+        .collect()
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64()
+        .unwrap_or_else(|| v.as_f64().map_or(0, |f| f as u64))
+}
+
+#[test]
+fn duckdb_queries_reproduce_the_report() {
+    if !have_python(&["duckdb"]) {
+        return;
+    }
+    let root = fresh_dir("export-duckdb");
+    let pq = root.join("pq");
+    let files: Vec<String> = TRACES
+        .iter()
+        .map(|t| fixture(t).to_str().unwrap().to_string())
+        .collect();
+    let mut args = vec!["export"];
+    args.extend(files.iter().map(String::as_str));
+    args.extend(["--parquet", pq.to_str().unwrap()]);
+    schedscope(&args);
+
+    let queries = json!({
+        "runs": "SELECT count(DISTINCT run), count(DISTINCT host) FROM @sched_switch",
+        "idle": "SELECT t.path, sum(g.dur), sum(g.throttled_ns), sum(g.imbalance_ns), count(*)
+                 FROM @idle_gap g JOIN @trace t ON g.run = t.trace_id GROUP BY ALL",
+        "ple": "SELECT t.path, p.class, count(*) FROM @ple_exit p JOIN @trace t ON p.run = t.trace_id GROUP BY ALL",
+        "latency": "SELECT t.path, l.tid,
+                        max(latency_ns) FILTER (WHERE kind <> 'preempted'),
+                        count(*) FILTER (WHERE kind <> 'preempted'),
+                        sum(latency_ns) FILTER (WHERE kind <> 'preempted'),
+                        count(*) FILTER (WHERE kind = 'preempted'),
+                        max(latency_ns) FILTER (WHERE kind = 'preempted')
+                    FROM @sched_latency l JOIN @trace t ON l.run = t.trace_id GROUP BY ALL",
+        "fragmented": "SELECT t.path, e.gang, sum(e.dur) FROM @gang_episode e JOIN @trace t ON e.run = t.trace_id GROUP BY ALL",
+        "corun": "SELECT t.path, g.gang, g.corun_ratio FROM @gang_summary g JOIN @trace t ON g.run = t.trace_id",
+        "running": "SELECT t.path, s.tid, sum(coalesce(s.dur, t.ts_end - s.ts))
+                    FROM @thread_state s JOIN @trace t ON s.run = t.trace_id
+                    WHERE s.state = 'running' GROUP BY ALL",
+        "metric": "SELECT t.path, m.value FROM @summary_metric m JOIN @trace t ON m.run = t.trace_id
+                   WHERE m.section = 'idle' AND m.metric = 'wasted_idle' AND m.stat = 'total'",
+    });
+    let script = repo().join("crates/export/tests/py/duckdb_sql.py");
+    let mut child = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(&pq)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(queries.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "duckdb_sql.py failed");
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    assert_eq!(
+        r["runs"],
+        json!([[3, 2]]),
+        "three runs on two hosts discovered"
+    );
+    let idle = keyed(&r["idle"], 1);
+    let ple = keyed(&r["ple"], 2);
+    let lat = keyed(&r["latency"], 2);
+    let frag = keyed(&r["fragmented"], 2);
+    let corun = keyed(&r["corun"], 2);
+    let running = keyed(&r["running"], 2);
+    let metric = keyed(&r["metric"], 1);
+    let (mut wasted_seen, mut ple_seen, mut gangs_seen, mut waits_seen) = (0, 0, 0, 0);
+    for path in &files {
+        let rep = report_json(std::path::Path::new(path));
+        // idle_gap: sum of gaps = idle.wasted_idle_ns (and its split).
+        let i = &rep["idle"];
+        let row = idle.get(path).cloned().unwrap_or_else(|| vec![json!(0); 4]);
+        assert_eq!(u(&row[0]), u(&i["wasted_idle_ns"]), "{path}: wasted idle");
+        assert_eq!(u(&row[1]), u(&i["throttled_ns"]), "{path}: throttled");
+        assert_eq!(u(&row[2]), u(&i["imbalance_ns"]), "{path}: imbalance");
+        assert_eq!(u(&row[3]), u(&i["gaps"]["count"]), "{path}: gap count");
+        assert_eq!(
+            u(&metric[path][0]),
+            u(&i["wasted_idle_ns"]),
+            "{path}: summary_metric"
+        );
+        wasted_seen += u(&i["wasted_idle_ns"]);
+        // ple_exit: classification counts = lhp.ple.
+        if let Some(p) = rep["lhp"]["ple"]
+            .as_object()
+            .filter(|p| p.contains_key("total"))
+        {
+            for class in ["sibling_preempted", "all_running", "siblings_idle"] {
+                let got = ple.get(&format!("{path}|{class}")).map_or(0, |r| u(&r[0]));
+                assert_eq!(got, u(&p[class]), "{path}: ple {class}");
+            }
+            ple_seen += u(&p["total"]);
+        }
+        // sched_latency: per task max / count / sum = latency.tasks[].
+        for t in rep["latency"]["tasks"].as_array().unwrap() {
+            let key = format!("{path}|{}", t["tid"]);
+            let row = lat.get(&key).cloned().unwrap_or_else(|| vec![json!(0); 5]);
+            assert_eq!(u(&row[0]), u(&t["delay_max_ns"]), "{key}: delay_max_ns");
+            assert_eq!(u(&row[1]), u(&t["switches"]), "{key}: switches");
+            assert_eq!(u(&row[2]), u(&t["delay_total_ns"]), "{key}: delay_total_ns");
+            assert_eq!(u(&row[3]), u(&t["preemptions"]), "{key}: preemptions");
+            assert_eq!(
+                u(&row[4]),
+                u(&t["preempt_delay_max_ns"]),
+                "{key}: preempt max"
+            );
+            waits_seen += u(&t["switches"]);
+        }
+        // gang_episode / gang_summary / thread_state: per gang.
+        for g in rep["gang"]["gangs"].as_array().into_iter().flatten() {
+            let key = format!("{path}|{}", g["name"].as_str().unwrap());
+            assert_eq!(
+                frag.get(&key).map_or(0, |r| u(&r[0])),
+                u(&g["fragmented_ns"]),
+                "{key}: fragmented"
+            );
+            assert_eq!(
+                corun[&key][0].as_f64(),
+                g["corun_ratio"].as_f64(),
+                "{key}: corun"
+            );
+            for (m, ns) in g["members"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .zip(g["member_running_ns"].as_array().unwrap())
+            {
+                let k = format!("{path}|{m}");
+                assert_eq!(
+                    running.get(&k).map_or(0, |r| u(&r[0])),
+                    u(ns),
+                    "{k}: running"
+                );
+            }
+            gangs_seen += 1;
+        }
+    }
+    assert!(wasted_seen > 0 && ple_seen > 0 && gangs_seen > 0 && waits_seen > 0);
+    let _ = std::fs::remove_dir_all(&root);
+}

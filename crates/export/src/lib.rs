@@ -1,0 +1,342 @@
+//! Parquet (and CSV) tables of schedscope traces, for SQL engines.
+//!
+//! The only crate of the workspace that compiles arrow and parquet.
+//! [`export`] takes one decoded [`Trace`], builds its thread-state
+//! [`Timeline`] once, runs the analyses (the same functions that
+//! `schedscope report` runs, so the numbers agree), and streams the rows of
+//! every table in [`schema::TABLES`] through a [`sink::TableSink`] per table:
+//! arrow builders flushed as record batches past a memory budget into a
+//! Parquet writer (and/or a CSV file). Each trace lands in its own hive
+//! partition `ROOT/<table>/host=<h>/date=YYYY-MM-DD/run=<id>/part-00000.parquet`
+//! (or `ROOT/<table>.parquet` with `flat`), so that DuckDB, DataFusion and
+//! Spark read a fleet of traces as one dataset; `ROOT/_schedscope/` documents
+//! every column ([`schema::readme`], [`schema::schema_json`]).
+
+mod csv;
+pub mod error;
+pub mod layout;
+pub mod read;
+pub mod schema;
+pub mod sink;
+pub mod tables;
+
+pub use error::ExportError;
+
+use schedscope_analysis::{gang, idle, latency, lhp, tlb, Context, Options, Timeline};
+use schedscope_diff::metrics::{self, Sections};
+use schedscope_trace::Trace;
+use sink::{TableSink, Target};
+use std::path::PathBuf;
+use tables::{Sinks, Utids};
+
+/// What to write.
+#[derive(Clone, Debug, Default)]
+pub struct ExportOptions {
+    /// Parquet root directory.
+    pub parquet: Option<PathBuf>,
+    /// CSV root directory (same layout, `.csv` files).
+    pub csv: Option<PathBuf>,
+    /// `ROOT/<table>.parquet` instead of hive partitions (one trace only).
+    pub flat: bool,
+    /// Only these tables (None = all).
+    pub tables: Option<Vec<String>>,
+    /// Analysis options (explicit gangs).
+    pub analysis: Options,
+}
+
+/// What one trace's export wrote.
+#[derive(Clone, Debug)]
+pub struct Exported {
+    /// The run id (`run=` partition and `trace.trace_id`).
+    pub run: String,
+    /// The host partition value (decoded).
+    pub host: String,
+    /// The date partition value.
+    pub date: String,
+    /// Rows per table written.
+    pub rows: Vec<(&'static str, u64)>,
+}
+
+/// Check a `--tables` list against the known tables.
+pub fn check_tables(names: &[String]) -> Result<(), ExportError> {
+    for n in names {
+        if schema::table(n).is_none() {
+            let known: Vec<&str> = schema::TABLES.iter().map(|t| t.name).collect();
+            return Err(ExportError::UnknownTable(n.clone(), known.join(", ")));
+        }
+    }
+    Ok(())
+}
+
+/// Export one trace (see the crate docs). `file` is the input file on disk
+/// (its modification time dates the partition when the trace has no
+/// wall-clock anchor, and its identity makes the run id).
+pub fn export(
+    trace: &Trace,
+    file: &std::path::Path,
+    opts: &ExportOptions,
+) -> Result<Exported, ExportError> {
+    if opts.parquet.is_none() && opts.csv.is_none() {
+        return Err(ExportError::Usage(
+            "nothing to write: give --parquet DIR and/or --csv DIR".into(),
+        ));
+    }
+    if let Some(t) = &opts.tables {
+        check_tables(t)?;
+    }
+    let id = layout::Identity::of(trace, file);
+    let chosen: Vec<bool> = schema::TABLES
+        .iter()
+        .map(|t| {
+            opts.tables
+                .as_ref()
+                .is_none_or(|l| l.iter().any(|n| n == t.name))
+        })
+        .collect();
+    // Refuse before writing anything.
+    for (root, ext) in [(&opts.parquet, "parquet"), (&opts.csv, "csv")] {
+        let Some(root) = root else { continue };
+        for (t, on) in schema::TABLES.iter().zip(&chosen) {
+            if !on {
+                continue;
+            }
+            if opts.flat {
+                let p = root.join(format!("{}.{ext}", t.name));
+                if p.exists() {
+                    return Err(ExportError::Exists(p));
+                }
+            } else {
+                let p = id.partition(root, t.name);
+                if p.exists() {
+                    return Err(ExportError::AlreadyExported(p));
+                }
+            }
+        }
+        layout::write_docs(root)?;
+    }
+    let mut sinks = Vec::new();
+    for (t, on) in schema::TABLES.iter().zip(&chosen) {
+        if !on {
+            sinks.push(None);
+            continue;
+        }
+        let path = |root: &PathBuf, ext: &str| {
+            if opts.flat {
+                root.join(format!("{}.{ext}", t.name))
+            } else {
+                id.partition(root, t.name).join(format!("part-00000.{ext}"))
+            }
+        };
+        let target = Target {
+            parquet: opts.parquet.as_ref().map(|r| path(r, "parquet")),
+            csv: opts.csv.as_ref().map(|r| path(r, "csv")),
+            // In the hive layout the host= partition supplies trace.host.
+            skip: (!opts.flat && t.name == "trace").then_some("host"),
+        };
+        sinks.push(Some(TableSink::open(t, target, &id.run)?));
+    }
+    let mut s = Sinks(sinks);
+    write_all(trace, &id, opts, &mut s)?;
+    let mut rows = Vec::new();
+    for (t, sink) in schema::TABLES.iter().zip(s.0) {
+        if let Some(sink) = sink {
+            rows.push((t.name, sink.close()?));
+        }
+    }
+    Ok(Exported {
+        run: id.run,
+        host: id.host,
+        date: id.date,
+        rows,
+    })
+}
+
+fn write_all(
+    trace: &Trace,
+    id: &layout::Identity,
+    opts: &ExportOptions,
+    s: &mut Sinks,
+) -> Result<(), ExportError> {
+    let u = Utids::new(trace);
+    trace_row(trace, id, s)?;
+    threads(trace, s)?;
+    let switch_ins = tables::events(trace, &u, s)?;
+    tables::stacks(trace, s)?;
+    tables::latency(trace, &u, s)?;
+    let need_timeline = [
+        "thread_state",
+        "sched_slice",
+        "gang_summary",
+        "gang_episode",
+        "ple_exit",
+        "summary_metric",
+    ]
+    .iter()
+    .any(|n| s.wants(n));
+    let timeline = if need_timeline {
+        Timeline::build(trace)
+    } else {
+        Timeline::default()
+    };
+    tables::timeline(trace, &timeline, &u, &switch_ins, s)?;
+    drop(switch_ins);
+    let ctx = Context {
+        trace,
+        timeline: &timeline,
+        opts: &opts.analysis,
+    };
+    let want_metrics = s.wants("summary_metric");
+    let want = |names: &[&str]| want_metrics || names.iter().any(|n| s.wants(n));
+    let (w_lat, w_gang, w_lhp, w_idle, w_tlb) = (
+        want(&[]),
+        want(&["gang_summary", "gang_episode"]),
+        want(&[]),
+        want(&["idle_gap"]),
+        want(&[]),
+    );
+    let keep_gaps = s.wants("idle_gap");
+    let ((lat, gang_r), ((lhp_r, idle_r), tlb_r)) = rayon::join(
+        || {
+            rayon::join(
+                || w_lat.then(|| latency::compute(trace).ok()).flatten(),
+                || w_gang.then(|| gang::analyze(&ctx).ok()).flatten(),
+            )
+        },
+        || {
+            rayon::join(
+                || {
+                    rayon::join(
+                        || w_lhp.then(|| lhp::analyze(&ctx).ok()).flatten(),
+                        || {
+                            w_idle
+                                .then(|| idle::analyze_with_gaps(&ctx, keep_gaps).ok())
+                                .flatten()
+                        },
+                    )
+                },
+                || w_tlb.then(|| tlb::analyze(&ctx).ok()).flatten(),
+            )
+        },
+    );
+    if let Some(g) = &gang_r {
+        tables::gangs(trace, &ctx, g, s)?;
+    }
+    tables::ple(&ctx, &u, s)?;
+    if let Some((_, gaps)) = &idle_r {
+        tables::idle_gaps(gaps, s)?;
+    }
+    if let Some(t) = s.get("summary_metric") {
+        let secs = Sections {
+            latency: lat.as_ref(),
+            gang: gang_r.as_ref(),
+            lhp: lhp_r.as_ref(),
+            idle: idle_r.as_ref().map(|(r, _)| r),
+            tlb: tlb_r.as_ref(),
+        };
+        for m in metrics::of_sections(trace, &secs, schedscope_diff::keys::By::Comm) {
+            t.str(Some(&m.section))
+                .str(Some(&m.metric))
+                .str(Some(&m.entity_kind))
+                .str(Some(&m.entity_key))
+                .str(Some(&m.stat))
+                .f64(m.value)
+                .str(Some(&m.unit))
+                .str(Some(m.better.as_str()))
+                .u64(m.n);
+            t.end()?;
+        }
+    }
+    Ok(())
+}
+
+fn trace_row(trace: &Trace, id: &layout::Identity, s: &mut Sinks) -> Result<(), ExportError> {
+    let Some(t) = s.get("trace") else {
+        return Ok(());
+    };
+    t.str(Some(&id.run))
+        .str(Some(&id.host))
+        .str(Some(&trace.path))
+        .str(Some(trace.format.as_str()))
+        .str(trace.meta.os_release.as_deref())
+        .str(trace.meta.arch.as_deref())
+        .str(trace.meta.cmdline.as_deref())
+        .i32(trace.nr_cpus as i32)
+        .u64(trace.start().0)
+        .u64(trace.end().0)
+        .i64(None)
+        .u64(trace.event_count())
+        .u64(trace.lost)
+        .str(Some(env!("CARGO_PKG_VERSION")))
+        .str(Some(sink::SCHEMA_VERSION));
+    t.end()
+}
+
+/// `process` and `thread`.
+fn threads(trace: &Trace, s: &mut Sinks) -> Result<(), ExportError> {
+    use schedscope_diff::keys::{comm_key, ordinals, process_comm, thread_keys};
+    use std::collections::BTreeMap;
+    // Processes: one per tgid, upid in order of first appearance.
+    let mut procs: BTreeMap<i32, (i32, Vec<&schedscope_trace::Task>)> = BTreeMap::new();
+    for t in trace.tasks.iter() {
+        if let Some(g) = t.tgid {
+            let n = procs.len() as i32;
+            procs.entry(g.0).or_insert((n, Vec::new())).1.push(t);
+        }
+    }
+    let mut by_upid: Vec<(i32, i32, &Vec<&schedscope_trace::Task>)> = procs
+        .iter()
+        .map(|(pid, (upid, v))| (*upid, *pid, v))
+        .collect();
+    by_upid.sort_by_key(|p| p.0);
+    let pkeys: Vec<String> = by_upid
+        .iter()
+        .map(|(_, pid, v)| {
+            let first = v.first().map_or("", |t| t.comm.as_str());
+            comm_key(process_comm(
+                &trace.tasks,
+                Some(schedscope_trace::Tid(*pid)),
+                first,
+            ))
+        })
+        .collect();
+    let starts: Vec<Option<u64>> = by_upid
+        .iter()
+        .map(|(_, _, v)| v.iter().filter_map(|t| t.fork_ts.map(|f| f.0)).min())
+        .collect();
+    let pk = ordinals(pkeys, |i| starts[i].unwrap_or(0));
+    if let Some(t) = s.get("process") {
+        for (i, (upid, pid, v)) in by_upid.iter().enumerate() {
+            let leader = v.iter().find(|t| t.tid.0 == *pid);
+            let comm = leader.or(v.first()).map_or("", |t| t.comm.as_str());
+            t.i32(*upid)
+                .i32(*pid)
+                .str(Some(comm))
+                .u64(starts[i])
+                .u64(leader.and_then(|l| l.exit_ts).map(|e| e.0))
+                .i32(v.len() as i32)
+                .bool(*pid == 0)
+                .str(Some(&pk[i].0))
+                .i32(pk[i].1 as i32);
+            t.end()?;
+        }
+    }
+    if let Some(t) = s.get("thread") {
+        let keys = thread_keys(&trace.tasks);
+        for (task, (key, ord)) in trace.tasks.iter().zip(&keys) {
+            let upid = task.tgid.and_then(|g| procs.get(&g.0)).map(|p| p.0);
+            t.i32(task.utid.0 as i32)
+                .i32(task.tid.0)
+                .i32(upid)
+                .i32(task.tgid.map(|g| g.0))
+                .str(Some(&task.comm))
+                .u64(task.fork_ts.map(|f| f.0))
+                .u64(task.exit_ts.map(|f| f.0))
+                .bool(task.tid.is_idle())
+                .str(task.cgroup.as_deref())
+                .str(Some(key))
+                .i32(*ord as i32);
+            t.end()?;
+        }
+    }
+    Ok(())
+}

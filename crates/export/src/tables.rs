@@ -1,0 +1,771 @@
+//! Rows of every table, from the trace, its timeline and the analyses.
+
+use crate::error::ExportError;
+use crate::schema::TABLES;
+use crate::sink::TableSink;
+use schedscope_analysis::gang::{self, GangKind};
+use schedscope_analysis::lhp::{PleClass, YieldOutcome};
+use schedscope_analysis::{idle, ThreadState, Timeline};
+use schedscope_trace::{Cpu, EventData, KvmIsa, PrevState, Sym, Tid, Trace, Ts, WakeKind};
+use std::collections::HashMap;
+
+/// The open sinks, one slot per table of [`TABLES`] (None = not exported).
+pub struct Sinks(pub Vec<Option<TableSink>>);
+
+impl Sinks {
+    /// The sink of `name`, when that table is exported.
+    pub fn get(&mut self, name: &str) -> Option<&mut TableSink> {
+        let i = TABLES.iter().position(|t| t.name == name)?;
+        self.0[i].as_mut()
+    }
+
+    /// Whether `name` is exported.
+    pub fn wants(&self, name: &str) -> bool {
+        TABLES
+            .iter()
+            .position(|t| t.name == name)
+            .is_some_and(|i| self.0[i].is_some())
+    }
+}
+
+/// tid -> utid of the incarnation live at a time.
+pub struct Utids {
+    by_tid: HashMap<i32, Vec<(u64, i32)>>,
+}
+
+impl Utids {
+    /// Index the task table.
+    pub fn new(trace: &Trace) -> Utids {
+        let mut by_tid: HashMap<i32, Vec<(u64, i32)>> = HashMap::new();
+        for t in trace.tasks.iter() {
+            by_tid
+                .entry(t.tid.0)
+                .or_default()
+                .push((t.fork_ts.map_or(0, |f| f.0), t.utid.0 as i32));
+        }
+        for v in by_tid.values_mut() {
+            v.sort_unstable();
+        }
+        Utids { by_tid }
+    }
+
+    /// The utid of `tid` at `ts`: the last incarnation forked at or before
+    /// `ts` (the first one before any fork).
+    pub fn at(&self, tid: Tid, ts: Ts) -> Option<i32> {
+        let v = self.by_tid.get(&tid.0)?;
+        if v.len() == 1 {
+            return Some(v[0].1);
+        }
+        let i = v.partition_point(|&(s, _)| s <= ts.0);
+        Some(v[i.saturating_sub(1)].1)
+    }
+}
+
+fn cpu(c: Cpu) -> i32 {
+    c.0 as i32
+}
+
+fn state_name(s: ThreadState) -> &'static str {
+    match s {
+        ThreadState::Unknown => "unknown",
+        ThreadState::Running => "running",
+        ThreadState::Runnable => "runnable",
+        ThreadState::Sleeping => "sleeping",
+        ThreadState::Blocked => "blocked",
+        ThreadState::Other => "other",
+        ThreadState::Dead => "dead",
+    }
+}
+
+/// A CPU list as `0-3,6`.
+pub fn cpu_list(cpus: impl Iterator<Item = u32>) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut run: Option<(u32, u32)> = None;
+    let flush = |r: (u32, u32), out: &mut Vec<String>| {
+        out.push(if r.0 == r.1 {
+            r.0.to_string()
+        } else {
+            format!("{}-{}", r.0, r.1)
+        })
+    };
+    for c in cpus {
+        run = match run {
+            Some((a, b)) if c == b + 1 => Some((a, c)),
+            Some(r) => {
+                flush(r, &mut out);
+                Some((c, c))
+            }
+            None => Some((c, c)),
+        };
+    }
+    if let Some(r) = run {
+        flush(r, &mut out);
+    }
+    out.join(",")
+}
+
+const SOFTIRQ_NAMES: [&str; 10] = [
+    "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
+];
+
+/// The typed fields of event kinds without a table of their own, as
+/// `raw_arg` rows.
+fn typed_args(trace: &Trace, data: &EventData) -> Vec<(&'static str, String)> {
+    let s = |id| trace.strings.get(id).to_string();
+    match *data {
+        EventData::Fork {
+            parent_tid,
+            child_tid,
+            child_comm,
+        } => vec![
+            ("parent_pid", parent_tid.0.to_string()),
+            ("child_pid", child_tid.0.to_string()),
+            ("child_comm", s(child_comm)),
+        ],
+        EventData::Exit { tid, comm } => vec![("pid", tid.0.to_string()), ("comm", s(comm))],
+        EventData::Exec { tid, filename } => {
+            vec![("pid", tid.0.to_string()), ("filename", s(filename))]
+        }
+        EventData::KvmEntry { vcpu_id } => vcpu_id
+            .map(|v| vec![("vcpu_id", v.to_string())])
+            .unwrap_or_default(),
+        EventData::WakeIdleNoIpi { cpu } => vec![("cpu", cpu.0.to_string())],
+        EventData::IrqVector { vector, entry } => vec![
+            ("vector", vector.to_string()),
+            ("phase", if entry { "entry" } else { "exit" }.to_string()),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// Per CPU, the switch-ins in time order: (ts, next tid, next prio).
+pub type SwitchIns = Vec<Vec<(u64, i32, i32)>>;
+
+/// One pass over the events: every per-kind table, raw_event/raw_arg and
+/// stack_sample. Returns the switch-ins that `sched_slice` needs.
+pub fn events(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<SwitchIns, ExportError> {
+    let mut switch_ins: SwitchIns = vec![Vec::new(); trace.nr_cpus as usize];
+    let want_slices = s.wants("sched_slice");
+    let mut raw_id: i64 = 0;
+    for ev in &trace.events {
+        let ut = u.at(ev.tid, ev.ts);
+        let ts = ev.ts.0 as i64;
+        let c = cpu(ev.cpu);
+        if ev.stack.is_some() {
+            if let Some(t) = s.get("stack_sample") {
+                t.i64(ts)
+                    .i32(c)
+                    .i32(ut)
+                    .i32(ev.tid.0)
+                    .str(Some(trace.event_name(ev.name)))
+                    .i64(ev.stack.0 as i64);
+                t.end()?;
+            }
+        }
+        match ev.data {
+            EventData::Switch {
+                prev_tid,
+                prev_prio,
+                prev_state,
+                prev_comm,
+                next_tid,
+                next_prio,
+                next_comm,
+            } => {
+                if want_slices {
+                    let ci = ev.cpu.0 as usize;
+                    if ci >= switch_ins.len() {
+                        switch_ins.resize(ci + 1, Vec::new());
+                    }
+                    switch_ins[ci].push((ev.ts.0, next_tid.0, next_prio));
+                }
+                if let Some(t) = s.get("sched_switch") {
+                    t.i64(ts)
+                        .i32(c)
+                        .i32(u.at(prev_tid, ev.ts))
+                        .i32(prev_tid.0)
+                        .str(Some(trace.strings.get(prev_comm)))
+                        .i32(prev_prio)
+                        .str(Some(&prev_state.to_text()))
+                        .i32(prev_state.bits as i32 | if prev_state.preempted { 0x100 } else { 0 })
+                        .i32(u.at(next_tid, ev.ts))
+                        .i32(next_tid.0)
+                        .str(Some(trace.strings.get(next_comm)))
+                        .i32(next_prio);
+                    t.end()?;
+                }
+            }
+            EventData::Wakeup {
+                kind,
+                tid,
+                comm,
+                prio,
+                target_cpu,
+            } => {
+                if let Some(t) = s.get("sched_wakeup") {
+                    let k = match kind {
+                        WakeKind::Waking => "waking",
+                        WakeKind::Wakeup => "wakeup",
+                        WakeKind::WakeupNew => "wakeup_new",
+                    };
+                    t.i64(ts)
+                        .i32(c)
+                        .str(Some(k))
+                        .i32(u.at(tid, ev.ts))
+                        .i32(tid.0)
+                        .str(Some(trace.strings.get(comm)))
+                        .i32(prio)
+                        .i32(cpu(target_cpu))
+                        .i32(ut)
+                        .i32(ev.tid.0);
+                    t.end()?;
+                }
+            }
+            EventData::Migrate {
+                tid,
+                comm,
+                orig_cpu,
+                dest_cpu,
+            } => {
+                if let Some(t) = s.get("sched_migrate") {
+                    t.i64(ts)
+                        .i32(c)
+                        .i32(u.at(tid, ev.ts))
+                        .i32(tid.0)
+                        .str(Some(trace.strings.get(comm)))
+                        .i32(cpu(orig_cpu))
+                        .i32(cpu(dest_cpu));
+                    t.end()?;
+                }
+            }
+            EventData::KvmExit {
+                exit_reason,
+                isa,
+                vcpu_id,
+                guest_rip,
+            } => {
+                if let Some(t) = s.get("kvm_exit") {
+                    let isa_s = match isa {
+                        KvmIsa::Vmx => "vmx".to_string(),
+                        KvmIsa::Svm => "svm".to_string(),
+                        KvmIsa::Other(v) => format!("other:{v}"),
+                    };
+                    t.i64(ts)
+                        .i32(c)
+                        .i32(ut)
+                        .i32(ev.tid.0)
+                        .i64(exit_reason as i64)
+                        .str(Some(&schedscope_analysis::lhp::exit_reason_name(
+                            isa,
+                            exit_reason,
+                        )))
+                        .str(Some(&isa_s))
+                        .bool(schedscope_analysis::lhp::is_ple(isa, exit_reason))
+                        .i32(vcpu_id.map(|v| v as i32))
+                        .i64(guest_rip as i64);
+                    t.end()?;
+                }
+            }
+            EventData::IpiSendCpu { .. }
+            | EventData::IpiSendCpumask { .. }
+            | EventData::IpiRaise { .. }
+            | EventData::CsdQueue { .. }
+            | EventData::CsdFunctionEntry { .. }
+            | EventData::CsdFunctionExit { .. } => {
+                if let Some(t) = s.get("ipi") {
+                    ipi_row(trace, t, ev, ut)?;
+                }
+            }
+            EventData::TlbFlush { reason, pages } => {
+                if let Some(t) = s.get("tlb_flush") {
+                    t.i64(ts)
+                        .i32(c)
+                        .i32(ut)
+                        .i32(ev.tid.0)
+                        .i32(reason)
+                        .str(Some(&schedscope_analysis::tlb::flush_reason_name(reason)))
+                        .i64(pages);
+                    t.end()?;
+                }
+            }
+            EventData::CpuIdle { state, cpu_id } => {
+                if let Some(t) = s.get("cpu_idle") {
+                    let st = if state == u32::MAX { -1 } else { state as i64 };
+                    t.i64(ts).i32(c).i64(st).i32(cpu(cpu_id));
+                    t.end()?;
+                }
+            }
+            EventData::Softirq { vec, phase } => {
+                if let Some(t) = s.get("softirq") {
+                    let ph = match phase {
+                        0 => "entry",
+                        1 => "exit",
+                        _ => "raise",
+                    };
+                    t.i64(ts)
+                        .i32(c)
+                        .i32(ut)
+                        .i32(ev.tid.0)
+                        .i32(vec as i32)
+                        .str(SOFTIRQ_NAMES.get(vec as usize).copied())
+                        .str(Some(ph));
+                    t.end()?;
+                }
+            }
+            EventData::Fork { .. }
+            | EventData::Exit { .. }
+            | EventData::Exec { .. }
+            | EventData::KvmEntry { .. }
+            | EventData::WakeIdleNoIpi { .. }
+            | EventData::IrqVector { .. }
+            | EventData::Other(_) => {
+                let id = raw_id;
+                raw_id += 1;
+                if let Some(t) = s.get("raw_event") {
+                    t.i64(id)
+                        .i64(ts)
+                        .i32(c)
+                        .i32(ut)
+                        .i32(ev.tid.0)
+                        .str(Some(trace.event_name(ev.name)))
+                        .i64(ev.stack.is_some().then_some(ev.stack.0 as i64));
+                    t.end()?;
+                }
+                if let Some(t) = s.get("raw_arg") {
+                    if let EventData::Other(Some(i)) = ev.data {
+                        for (k, v) in trace.raw_args.get(i) {
+                            t.i64(id).str(Some(k)).str(Some(v));
+                            t.end()?;
+                        }
+                    } else {
+                        for (k, v) in typed_args(trace, &ev.data) {
+                            t.i64(id).str(Some(k)).str(Some(&v));
+                            t.end()?;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(switch_ins)
+}
+
+/// callsite, callback, target count, target list, csd, reason.
+type IpiCols<'a> = (
+    Option<String>,
+    Option<String>,
+    Option<i32>,
+    Option<String>,
+    Option<i64>,
+    Option<&'a str>,
+);
+
+fn ipi_row(
+    trace: &Trace,
+    t: &mut TableSink,
+    ev: &schedscope_trace::Event,
+    ut: Option<i32>,
+) -> Result<(), ExportError> {
+    let sym = |s: Sym| Some(trace.sym_name(s));
+    let mask = |m: schedscope_trace::MaskId| trace.cpumasks.get(m.0 as usize);
+    let (callsite, callback, count, list, csd, reason): IpiCols = match ev.data {
+        EventData::IpiSendCpu {
+            cpu: target,
+            callsite,
+            callback,
+        } => (
+            sym(callsite),
+            sym(callback),
+            Some(1),
+            Some(target.0.to_string()),
+            None,
+            None,
+        ),
+        EventData::IpiSendCpumask {
+            mask: m,
+            callsite,
+            callback,
+        } => {
+            let m = mask(m);
+            (
+                sym(callsite),
+                sym(callback),
+                m.map(|m| m.count() as i32),
+                m.map(|m| cpu_list(m.iter())),
+                None,
+                None,
+            )
+        }
+        EventData::IpiRaise { mask: m, reason } => {
+            let m = mask(m);
+            (
+                None,
+                None,
+                m.map(|m| m.count() as i32),
+                m.map(|m| cpu_list(m.iter())),
+                None,
+                Some(trace.strings.get(reason)),
+            )
+        }
+        EventData::CsdQueue {
+            cpu: target,
+            callsite,
+            func,
+            csd,
+        } => (
+            sym(callsite),
+            sym(func),
+            Some(1),
+            Some(target.0.to_string()),
+            Some(csd as i64),
+            None,
+        ),
+        EventData::CsdFunctionEntry { func, csd } | EventData::CsdFunctionExit { func, csd } => {
+            (None, sym(func), None, None, Some(csd as i64), None)
+        }
+        _ => return Ok(()),
+    };
+    t.i64(ev.ts.0 as i64)
+        .i32(cpu(ev.cpu))
+        .i32(ut)
+        .i32(ev.tid.0)
+        .str(Some(trace.event_name(ev.name)))
+        .str(callsite.as_deref())
+        .str(callback.as_deref())
+        .i32(count)
+        .str(list.as_deref())
+        .i64(csd)
+        .str(reason);
+    t.end()
+}
+
+/// The `stack` table: frames root first.
+pub fn stacks(trace: &Trace, s: &mut Sinks) -> Result<(), ExportError> {
+    let Some(t) = s.get("stack") else {
+        return Ok(());
+    };
+    for (id, frames) in trace.stacks.iter().enumerate() {
+        let names: Vec<String> = frames
+            .iter()
+            .rev()
+            .map(|&a| trace.sym_name(Sym::from_addr(a)))
+            .collect();
+        t.i64(id as i64)
+            .i32(frames.len() as i32)
+            .str_list(names.iter().map(String::as_str))
+            .i64_list(frames.iter().rev().map(|&a| a as i64));
+        t.end()?;
+    }
+    Ok(())
+}
+
+/// `thread_state` (every timeline interval) and `sched_slice` (every CPU run).
+pub fn timeline(
+    trace: &Trace,
+    tl: &Timeline,
+    u: &Utids,
+    switch_ins: &SwitchIns,
+    s: &mut Sinks,
+) -> Result<(), ExportError> {
+    if let Some(t) = s.get("thread_state") {
+        // In the declared order: by tid, then time.
+        let mut threads: Vec<_> = tl.threads.iter().collect();
+        threads.sort_by_key(|th| th.tid);
+        for th in threads {
+            for iv in &th.intervals {
+                t.i64(iv.ts.0 as i64)
+                    .u64(iv.end.map(|e| e.0.saturating_sub(iv.ts.0)))
+                    .i32(u.at(th.tid, iv.ts))
+                    .i32(th.tid.0)
+                    .str(Some(state_name(iv.state)))
+                    .i32(iv.cpu.map(cpu))
+                    .bool(iv.preempted)
+                    .i32(iv.waker.and_then(|w| u.at(w, iv.ts)))
+                    .i32(iv.waker.map(|w| w.0));
+                t.end()?;
+            }
+        }
+    }
+    let _ = trace;
+    if let Some(t) = s.get("sched_slice") {
+        for (c, runs) in tl.cpus.iter().enumerate() {
+            let ins = switch_ins.get(c).map(Vec::as_slice).unwrap_or(&[]);
+            let mut k = 0;
+            for r in runs {
+                while k < ins.len() && ins[k].0 < r.ts.0 {
+                    k += 1;
+                }
+                let prio = ins[k..]
+                    .iter()
+                    .take_while(|x| x.0 == r.ts.0)
+                    .find(|x| x.1 == r.tid.0)
+                    .map(|x| x.2);
+                let end_state = match r.end {
+                    Some(e) if !r.tid.is_idle() => Some(state_name(tl.state_at(r.tid, e))),
+                    Some(_) => Some("idle_exit"),
+                    None => None,
+                };
+                t.i64(r.ts.0 as i64)
+                    .u64(r.end.map(|e| e.0.saturating_sub(r.ts.0)))
+                    .i32(c as i32)
+                    .i32(u.at(r.tid, r.ts))
+                    .i32(r.tid.0)
+                    .str(end_state)
+                    .i32(prio);
+                t.end()?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `sched_latency`: each wait for a CPU, with exactly the semantics of
+/// `schedscope_analysis::latency` (perf 6.1's `perf sched latency`, see
+/// that module's docs), so that per-task aggregates of these rows equal
+/// `report --latency`: count(kind in wakeup|yield|first_seen) = switches,
+/// max(latency_ns) = delay_max_ns, sum = delay_total_ns; rows of kind
+/// `preempted` give preemptions / preempt_delay_*.
+pub fn latency(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<(), ExportError> {
+    let Some(t) = s.get("sched_latency") else {
+        return Ok(());
+    };
+    if trace.count("sched:sched_switch") == 0 {
+        return Ok(());
+    }
+    #[derive(Clone, Copy, PartialEq)]
+    enum Phase {
+        Sleeping,
+        /// since, kind, wake cpu, waker
+        Wait(Ts, &'static str, Option<Cpu>, Option<Tid>),
+        Done,
+    }
+    struct Acc {
+        wait: Phase,
+        sched_out: Ts,
+        preempted_at: Option<Ts>,
+    }
+    let has_wakeup =
+        trace.count("sched:sched_wakeup") > 0 || trace.count("sched:sched_wakeup_new") > 0;
+    let use_waking = !has_wakeup && trace.count("sched:sched_waking") > 0;
+    let mut acc: HashMap<Tid, Acc> = HashMap::new();
+    for ev in &trace.events {
+        match ev.data {
+            EventData::Switch {
+                prev_tid,
+                prev_state,
+                next_tid,
+                next_comm,
+                ..
+            } => {
+                if !prev_tid.is_idle() {
+                    let yielded = prev_state.bits == 0 && !prev_state.preempted;
+                    let wait = if yielded {
+                        Phase::Wait(ev.ts, "yield", None, None)
+                    } else {
+                        Phase::Sleeping
+                    };
+                    let a = acc.entry(prev_tid).or_insert(Acc {
+                        wait,
+                        sched_out: ev.ts,
+                        preempted_at: None,
+                    });
+                    a.wait = wait;
+                    a.sched_out = ev.ts;
+                    a.preempted_at = (prev_state
+                        == PrevState {
+                            bits: 0,
+                            preempted: true,
+                        })
+                    .then_some(ev.ts);
+                }
+                if !next_tid.is_idle() {
+                    let a = acc.entry(next_tid).or_insert(Acc {
+                        wait: Phase::Wait(ev.ts, "first_seen", None, None),
+                        sched_out: ev.ts,
+                        preempted_at: None,
+                    });
+                    let mut rows: Vec<(Ts, &str, Option<Cpu>, Option<Tid>)> = Vec::new();
+                    if let Some(p) = a.preempted_at.take() {
+                        rows.push((p, "preempted", None, None));
+                    }
+                    if let Phase::Wait(w, kind, wcpu, waker) = a.wait {
+                        a.wait = Phase::Done;
+                        if ev.ts >= w {
+                            rows.push((w, kind, wcpu, waker));
+                        }
+                    }
+                    let comm = match trace.tasks.by_tid(next_tid) {
+                        Some(k) if !k.comm.is_empty() => k.comm.as_str(),
+                        _ => trace.strings.get(next_comm),
+                    };
+                    for (w, kind, wcpu, waker) in rows {
+                        t.i32(u.at(next_tid, w))
+                            .i32(next_tid.0)
+                            .str(Some(comm))
+                            .i64(w.0 as i64)
+                            .i64(ev.ts.0 as i64)
+                            .u64(ev.ts.0.saturating_sub(w.0))
+                            .str(Some(kind))
+                            .i32(wcpu.map(cpu))
+                            .i32(cpu(ev.cpu))
+                            .i32(waker.and_then(|k| u.at(k, w)))
+                            .i32(waker.map(|k| k.0));
+                        t.end()?;
+                    }
+                }
+            }
+            EventData::Wakeup {
+                kind,
+                tid,
+                target_cpu,
+                ..
+            } => {
+                let counts = match kind {
+                    WakeKind::Waking => use_waking,
+                    WakeKind::Wakeup | WakeKind::WakeupNew => true,
+                };
+                if !counts || tid.is_idle() {
+                    continue;
+                }
+                let a = acc.entry(tid).or_insert(Acc {
+                    wait: Phase::Sleeping,
+                    sched_out: ev.ts,
+                    preempted_at: None,
+                });
+                if a.wait != Phase::Sleeping || a.sched_out > ev.ts {
+                    continue;
+                }
+                a.wait = Phase::Wait(ev.ts, "wakeup", Some(target_cpu), Some(ev.tid));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// `gang_summary` and `gang_episode` from the gang section.
+pub fn gangs(
+    trace: &Trace,
+    ctx: &schedscope_analysis::Context,
+    report: &schedscope_analysis::gang::GangReport,
+    s: &mut Sinks,
+) -> Result<(), ExportError> {
+    if let Some(t) = s.get("gang_summary") {
+        let keys = schedscope_diff::keys::ProcessKeys::new(&trace.tasks, Default::default());
+        for g in &report.gangs {
+            let kind = match g.kind {
+                GangKind::Vm => "vm",
+                GangKind::Process => "process",
+                GangKind::Explicit => "explicit",
+            };
+            t.str(Some(&g.name))
+                .str(Some(kind))
+                .i32(g.tgid.map(|p| p.0))
+                .i32(g.members.len() as i32)
+                .f64(g.corun_ratio)
+                .u64(g.fragmented_ns)
+                .f64(g.fragmented_ratio)
+                .u64(g.any_running_ns)
+                .u64(g.all_running_ns)
+                .str(Some(&keys.key(g.tgid, &g.name)));
+            t.end()?;
+        }
+    }
+    if let Some(t) = s.get("gang_episode") {
+        let defs = gang::resolve_gangs(ctx).unwrap_or_default();
+        for d in &defs {
+            let mut ep: Option<(u64, u64, u32, u32)> = None;
+            let ivs = gang::intervals(d, ctx.timeline, trace);
+            let emit = |e: (u64, u64, u32, u32), t: &mut TableSink| {
+                t.str(Some(&d.name))
+                    .i32(d.tgid.map(|p| p.0))
+                    .u64(e.0)
+                    .u64(e.1.saturating_sub(e.0))
+                    .i32(e.2 as i32)
+                    .i32(e.3 as i32);
+                t.end()
+            };
+            for iv in &ivs {
+                let frag = iv.running >= 1 && iv.running < iv.active;
+                match (&mut ep, frag) {
+                    (Some(e), true) if e.1 == iv.start_ns => {
+                        e.1 = iv.end_ns;
+                        e.2 = e.2.min(iv.running);
+                        e.3 = e.3.max(iv.active - iv.running);
+                    }
+                    (_, true) => {
+                        if let Some(e) = ep.take() {
+                            emit(e, t)?;
+                        }
+                        ep = Some((iv.start_ns, iv.end_ns, iv.running, iv.active - iv.running));
+                    }
+                    (_, false) => {
+                        if let Some(e) = ep.take() {
+                            emit(e, t)?;
+                        }
+                    }
+                }
+            }
+            if let Some(e) = ep.take() {
+                emit(e, t)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `ple_exit`: every pause-loop exit, classified as report --lhp does.
+pub fn ple(
+    ctx: &schedscope_analysis::Context,
+    u: &Utids,
+    s: &mut Sinks,
+) -> Result<(), ExportError> {
+    let Some(t) = s.get("ple_exit") else {
+        return Ok(());
+    };
+    let Ok(exits) = schedscope_analysis::lhp::ple_exits(ctx) else {
+        return Ok(());
+    };
+    for e in exits {
+        let class = match e.class {
+            PleClass::SiblingPreempted => "sibling_preempted",
+            PleClass::AllRunning => "all_running",
+            PleClass::SiblingsIdle => "siblings_idle",
+        };
+        let outcome = match e.outcome {
+            YieldOutcome::ToSibling => "to_sibling",
+            YieldOutcome::ToOther => "to_other",
+            YieldOutcome::NoSwitch => "no_switch",
+        };
+        t.i64(e.ts.0 as i64)
+            .i32(cpu(e.cpu))
+            .i32(u.at(e.tid, e.ts))
+            .i32(e.tid.0)
+            .i32(e.vm.map(|v| v.0))
+            .str(Some(class))
+            .str(Some(outcome));
+        t.end()?;
+    }
+    Ok(())
+}
+
+/// `idle_gap`: every wasted-idle gap.
+pub fn idle_gaps(gaps: &[idle::Gap], s: &mut Sinks) -> Result<(), ExportError> {
+    let Some(t) = s.get("idle_gap") else {
+        return Ok(());
+    };
+    let mut gaps: Vec<&idle::Gap> = gaps.iter().collect();
+    gaps.sort_by_key(|g| (g.start_ns, g.cpu));
+    for g in gaps {
+        t.u64(g.start_ns)
+            .u64(g.dur_ns)
+            .i32(g.cpu as i32)
+            .u64(g.throttled_ns)
+            .u64(g.imbalance_ns)
+            .str(Some(&g.ending))
+            .i32(g.waiting.len() as i32)
+            .i64_list(g.waiting.iter().map(|w| w.tid as i64));
+        t.end()?;
+    }
+    Ok(())
+}
