@@ -305,6 +305,13 @@ pub struct CpuLoss {
 impl LossEvidence {
     /// One pass over the sched_switch events of `trace` (time-sorted).
     pub fn of(trace: &Trace) -> LossEvidence {
+        LossEvidence::scan(trace, |_, _, _| {})
+    }
+
+    /// [`LossEvidence::of`], also calling `each(cpu, ts, next_tid)` for
+    /// every sched_switch (for an analysis that wants more of the same
+    /// pass).
+    pub(crate) fn scan(trace: &Trace, mut each: impl FnMut(usize, u64, Tid)) -> LossEvidence {
         let mut ev = LossEvidence::default();
         let mut cur: Vec<Option<Tid>> = Vec::new();
         for e in &trace.events {
@@ -318,6 +325,7 @@ impl LossEvidence {
                 }
                 ev.note(c, cur[c], prev_tid);
                 cur[c] = Some(next_tid);
+                each(c, e.ts.0, next_tid);
             }
         }
         ev

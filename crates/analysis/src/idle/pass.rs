@@ -265,6 +265,9 @@ struct Pass<'t> {
     anomalies: u64,
     /// Per-CPU evidence of lost events: repairs apply only where it is.
     loss: LossEvidence,
+    /// Per CPU: times of the sched_switch events to idle, in order (lets a
+    /// look-ahead skip to when a busy CPU next idles).
+    idle_entries: Vec<Vec<u64>>,
     /// Per CPU: what was repaired or reported (see [`CpuRepair`]).
     repairs: Vec<CpuRepair>,
     /// Index in `trace.events` of the event being processed.
@@ -297,6 +300,14 @@ pub(super) fn run_with(trace: &Trace, keep_gaps: bool) -> (IdleReport, Vec<Gap>)
         .unwrap_or(0)
         .max(trace.nr_cpus);
     let n = max_cpu as usize;
+    let mut idle_entries: Vec<Vec<u64>> = vec![Vec::new(); n];
+    let loss = LossEvidence::scan(trace, |c, ts, next| {
+        if next.is_idle() {
+            if let Some(v) = idle_entries.get_mut(c) {
+                v.push(ts);
+            }
+        }
+    });
     let mut p = Pass {
         trace,
         start,
@@ -333,7 +344,8 @@ pub(super) fn run_with(trace: &Trace, keep_gaps: bool) -> (IdleReport, Vec<Gap>)
         recorded: Recorded::new(trace),
         run_ns: IntMap::default(),
         anomalies: 0,
-        loss: LossEvidence::of(trace),
+        loss,
+        idle_entries,
         repairs: (0..n)
             .map(|c| CpuRepair {
                 cpu: c as u32,
@@ -1059,6 +1071,17 @@ impl<'t> Pass<'t> {
         // Whether `cpu` is idle (with the task queued), and since when
         // (while busy: since when the watch waits for it to idle).
         let (mut idle, mut since) = (self.idle(cpu), ts);
+        if !idle {
+            // Busy: nothing to prove unless it idles within the hold.
+            let entries = self.idle_entries.get(cpu as usize).map_or(&[][..], |v| v);
+            let k = entries.partition_point(|&t| t < ts);
+            if entries
+                .get(k)
+                .is_none_or(|&t| t > ts.saturating_add(HOLD_NS))
+            {
+                return false;
+            }
+        }
         for ev in self.ahead() {
             if ev.ts.0 > since.saturating_add(HOLD_NS) {
                 return idle;
