@@ -7,9 +7,9 @@
 //! definitions (include/linux/sched.h and the sched_switch print fmt of
 //! each version).
 
-use schedscope_perf_data::{AttrSpec, EventAttr, Features, PerfDataWriter, TracingData};
 use schedscope_parser::tracefs_format::{parse_format, EventFormat, FieldKind};
 use schedscope_parser::{load_bytes, load_bytes_with, LoadOptions};
+use schedscope_perf_data::{AttrSpec, EventAttr, Features, PerfDataWriter, TracingData};
 use schedscope_trace::{EventData, PrevState, Severity, Trace};
 use std::io::Cursor;
 

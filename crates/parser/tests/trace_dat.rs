@@ -15,7 +15,7 @@ const LISA: &str = "lisa_sched_load.trace.dat";
 
 fn check(path: &Path) -> usize {
     let data = std::fs::read(path).unwrap();
-    let t = oracle::load(&path);
+    let t = oracle::load(path);
     assert_eq!(t.format, TraceFormat::TraceDat);
     let meta = trace_dat::meta::parse("x", &data).unwrap();
     assert!(
@@ -84,7 +84,12 @@ fn v7_zstd_conversion_matches_trace_cmd_report() {
     assert_eq!(v6.events.len(), v7.events.len());
     let fields = |t: &schedscope_trace::Trace| -> Vec<Vec<(String, String)>> {
         (0..t.raw_args.len() as u32)
-            .map(|r| t.raw_args.get(r).map(|(k, v)| (k.into(), v.into())).collect())
+            .map(|r| {
+                t.raw_args
+                    .get(r)
+                    .map(|(k, v)| (k.into(), v.into()))
+                    .collect()
+            })
             .collect()
     };
     assert!(!v6.raw_args.is_empty());

@@ -4,8 +4,8 @@
 //! trace with this VM's pattern (one CPU's switches out of idle missing).
 
 use schedscope_analysis::idle::{self, IdleReport};
-use schedscope_render::RenderText;
 use schedscope_analysis::{Context, Options, Timeline};
+use schedscope_render::RenderText;
 use schedscope_sim::model::{SimData, SimEvent};
 use schedscope_sim::{simulate, simulate_bandwidth, BandwidthSpec, Config, Simulation};
 use schedscope_trace::Trace;

@@ -752,7 +752,6 @@ fn split_slots<T>(events: &mut [T], sizes: impl Iterator<Item = usize>) -> Vec<&
     out
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -280,7 +280,9 @@ pub fn compare_with_report(path: &Path, t: &Trace, formats: &[EventFormat]) -> u
                 } else {
                     schedscope_trace::StateLayout::Legacy { marker }
                 };
-                let n: u64 = tv.parse().expect("trace-cmd -R prints prev_state as a number");
+                let n: u64 = tv
+                    .parse()
+                    .expect("trace-cmd -R prints prev_state as a number");
                 let theirs = schedscope_trace::PrevState::from_raw(n, layout).to_text();
                 assert_eq!(v, theirs, "field {k} ({n}), {ctx}");
                 continue;

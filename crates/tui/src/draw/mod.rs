@@ -1,6 +1,6 @@
 //! Drawing: the frame layout (tab bar, body, detail and status lines),
 //! the loading screen, the analysis tables and the help overlay. The
-//! timeline body is in [`timeline`]. Everything writes through bounds-checked
+//! timeline body is in `timeline`. Everything writes through bounds-checked
 //! helpers so that no terminal size can panic.
 
 mod timeline;
