@@ -69,10 +69,17 @@ pub(crate) fn plan(
                 let mut attr = EventAttr::tracepoint(id);
                 // 16 bytes less per sample, nothing read from them: the
                 // tracepoint's instruction pointer and a period that is
-                // always 1 (perf script prints neither for tracepoints).
+                // always 1 (perf script's default output prints neither
+                // for tracepoints).
                 attr.sample_type &= !TRIMMED_SAMPLE_FIELDS;
-                if cfg.call_graph && events::wants_callchain(&r.name) {
-                    attr.sample_type |= abi::sample::CALLCHAIN;
+                if cfg.call_graph {
+                    // With call chains, every event keeps its IP: `perf
+                    // script -F ip,sym` prints chains only when all the
+                    // file's events have one.
+                    attr.sample_type |= abi::sample::IP;
+                    if events::wants_callchain(&r.name) {
+                        attr.sample_type |= abi::sample::CALLCHAIN;
+                    }
                 }
                 out.push(Planned {
                     filter: events::default_filter(&r.name),
@@ -342,8 +349,8 @@ mod tests {
         assert_eq!(p[0].attr.config, 11);
         assert_eq!(
             p[0].attr.sample_type & TRIMMED_SAMPLE_FIELDS,
-            0,
-            "no IP or PERIOD on tracepoints"
+            abi::sample::IP,
+            "no PERIOD on tracepoints; with call chains every event keeps its IP"
         );
         assert_eq!(
             p[0].attr.sample_type & abi::sample::CALLCHAIN,
@@ -359,6 +366,16 @@ mod tests {
         assert_eq!(skipped.len(), events::DEFAULT_EVENTS.len() - 3);
         assert_eq!(notices.len(), skipped.len(), "one notice per skipped event");
         assert!(notices.iter().any(|n| n.contains("kvm:kvm_exit")));
+        // without call chains, neither IP nor PERIOD
+        let p = plan(
+            &RecordConfig::default(),
+            &tfs,
+            &mut |_| {},
+            &mut Vec::new(),
+        )
+        .unwrap();
+        assert_eq!(p[0].attr.sample_type & TRIMMED_SAMPLE_FIELDS, 0);
+        assert_eq!(p[1].attr.sample_type & TRIMMED_SAMPLE_FIELDS, 0);
 
         let cfg = RecordConfig {
             events: vec!["+kvm:kvm_exit".into()],
