@@ -243,3 +243,36 @@ fn damaged_inputs_end_quickly_with_a_result_or_a_clear_error() {
     );
     let _ = std::fs::remove_dir(&dir);
 }
+
+/// The `report` fuzz target's findings (`fuzz/regressions/report/`), each
+/// through the CLI under the same limits: JSON, text and info.
+/// `oom-65969bb6...`: perf script text whose damaged timestamp made the
+/// trace span 636 million seconds; idle's per-second buckets took 15 GB
+/// and 17 s.
+#[test]
+fn report_fuzz_findings_end_quickly() {
+    let dir = root().join("fuzz/regressions/report");
+    let mut n = 0;
+    for f in std::fs::read_dir(&dir).unwrap() {
+        let path = f.unwrap().path();
+        let file = path.to_string_lossy().into_owned();
+        for (args, json) in [
+            (vec!["report", "--all", "--format", "json", &file], true),
+            (vec!["report", "--all", &file], false),
+            (vec!["info", &file], false),
+        ] {
+            let o = run_limited(&args);
+            if let Some(why) = judge(&o, &file, json) {
+                panic!("{}: {why}", args.join(" "));
+            }
+            assert!(
+                o.took < Duration::from_secs(10),
+                "{}: took {:?}",
+                args.join(" "),
+                o.took
+            );
+        }
+        n += 1;
+    }
+    assert!(n > 0, "no findings in {}", dir.display());
+}

@@ -284,6 +284,13 @@ const LONGEST: usize = 20;
 /// lasts until the next period (default 100 ms).
 const HOLD_NS: u64 = 20_000_000;
 
+/// Per-second buckets are kept for spans of at most this many seconds per
+/// event, plus [`DAY_SECONDS`].
+const MAX_SECONDS_PER_EVENT: usize = 4;
+
+/// See [`MAX_SECONDS_PER_EVENT`].
+const DAY_SECONDS: usize = 86_400;
+
 /// Bound on the events one look-ahead reads.
 const LOOKAHEAD_EVENTS: usize = 200_000;
 
@@ -292,6 +299,15 @@ pub(super) fn run_with(trace: &Trace, keep_gaps: bool) -> (IdleReport, Vec<Gap>)
     let start = trace.start().0;
     let end = trace.end().0;
     let nb = ((end - start) / SEC) as usize;
+    // Per-second buckets only for a span the events can fill: a damaged
+    // timestamp once made a 102-event text trace span 636 million s (10 GB
+    // of buckets, 17 s of filling them). Beyond that the per-second
+    // statistics are left out (None), as for a trace shorter than a second.
+    let nb = if nb > MAX_SECONDS_PER_EVENT * trace.events.len() + DAY_SECONDS {
+        0
+    } else {
+        nb
+    };
     let max_cpu = trace
         .events
         .iter()
