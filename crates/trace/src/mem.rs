@@ -202,11 +202,12 @@ mod tests {
             s.write(Six([i as u64; 6]));
         }
         let read = words_as_slots_ref::<Six>(&words);
-        // SAFETY: every slot was written above.
-        assert!(read
-            .iter()
-            .enumerate()
-            .all(|(i, s)| unsafe { s.assume_init() } == Six([i as u64; 6])));
+        let all_written = read.iter().enumerate().all(|(i, s)| {
+            // SAFETY: every slot was written in the loop above.
+            let v = unsafe { s.assume_init() };
+            v == Six([i as u64; 6])
+        });
+        assert!(all_written);
         // types that are not whole aligned words are not kept
         spare.put(Vec::<MaybeUninit<u32>>::with_capacity(1000));
         assert!(spare.take(1).is_none());
