@@ -26,7 +26,6 @@
 pub mod error;
 pub mod gang;
 pub mod groups;
-mod hash;
 pub mod idle;
 pub mod latency;
 pub mod lhp;

@@ -222,7 +222,7 @@ pub struct Timeline {
 
 /// tid -> index map with a cheap multiplicative hash (tids are small integers
 /// that need no DoS-resistant hashing).
-pub(crate) type TidMap = crate::hash::IntMap<Tid, usize>;
+pub(crate) type TidMap = schedscope_trace::hash::FxMap<Tid, usize>;
 
 /// Tids below this go to the dense table of [`TidIndex`]: Linux's
 /// PID_MAX_LIMIT (2^22), so every kernel tid does.
@@ -573,7 +573,7 @@ struct Builder {
     store: Vec<Word>,
     /// Intervals of threads whose region was full (never, when the census
     /// bounds hold), by thread index.
-    spill: crate::hash::IntMap<usize, Vec<StateInterval>>,
+    spill: schedscope_trace::hash::FxMap<usize, Vec<StateInterval>>,
     cpus: Vec<CpuTracker>,
     /// Interval or run pushes that found their vector full (the census
     /// bound was too small); tests check that it stays 0.

@@ -367,13 +367,7 @@ mod tests {
         assert_eq!(notices.len(), skipped.len(), "one notice per skipped event");
         assert!(notices.iter().any(|n| n.contains("kvm:kvm_exit")));
         // without call chains, neither IP nor PERIOD
-        let p = plan(
-            &RecordConfig::default(),
-            &tfs,
-            &mut |_| {},
-            &mut Vec::new(),
-        )
-        .unwrap();
+        let p = plan(&RecordConfig::default(), &tfs, &mut |_| {}, &mut Vec::new()).unwrap();
         assert_eq!(p[0].attr.sample_type & TRIMMED_SAMPLE_FIELDS, 0);
         assert_eq!(p[1].attr.sample_type & TRIMMED_SAMPLE_FIELDS, 0);
 

@@ -19,6 +19,7 @@
 //! * [`trace`]: the [`Trace`] container, its metadata and warnings.
 
 pub mod event;
+pub mod hash;
 pub mod ids;
 pub mod kvm;
 pub mod mem;

@@ -22,7 +22,7 @@ use crate::timeline::LossEvidence;
 use schedscope_trace::{EventData, StrId, Sym, Tid, Trace, WakeKind};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::hash::IntMap;
+use schedscope_trace::hash::FxMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -113,9 +113,9 @@ struct Recorded {
     /// Per cgroup: (ts, nr_throttled), sorted by ts.
     samples: Vec<Vec<(u64, u64)>>,
     /// tid -> indexes of the sampled cgroups at or above its recorded cgroup.
-    by_tid: IntMap<Tid, Vec<usize>>,
+    by_tid: FxMap<Tid, Vec<usize>>,
     /// comm string id -> cgroup index (cache).
-    by_comm: IntMap<StrId, Option<usize>>,
+    by_comm: FxMap<StrId, Option<usize>>,
 }
 
 /// Whether cgroup `cg` is `root` or below it.
@@ -161,7 +161,7 @@ impl Recorded {
         if !samples.iter().any(|v| v.len() >= 2) {
             return None;
         }
-        let mut by_tid: IntMap<Tid, Vec<usize>> = IntMap::default();
+        let mut by_tid: FxMap<Tid, Vec<usize>> = FxMap::default();
         if has_membership(trace) {
             // Utid order: the latest incarnation of a tid wins.
             for t in trace.tasks.iter() {
@@ -185,7 +185,7 @@ impl Recorded {
                 by_leaf: HashMap::new(),
                 samples,
                 by_tid,
-                by_comm: IntMap::default(),
+                by_comm: FxMap::default(),
             });
         }
         let mapped = trace
@@ -197,7 +197,7 @@ impl Recorded {
             by_leaf,
             samples,
             by_tid,
-            by_comm: IntMap::default(),
+            by_comm: FxMap::default(),
         })
     }
 
@@ -236,7 +236,7 @@ struct Pass<'t> {
     trace: &'t Trace,
     start: u64,
     cpus: Vec<CpuSt>,
-    tasks: IntMap<Tid, TaskSt>,
+    tasks: FxMap<Tid, TaskSt>,
     waiting: Vec<Tid>,
     nonthr_on: Vec<u32>,
     n_thr: u64,
@@ -261,7 +261,7 @@ struct Pass<'t> {
     nohz_funcs: HashSet<u64>,
     recorded: Option<Recorded>,
     /// CPU time per task (by tid).
-    run_ns: IntMap<Tid, u64>,
+    run_ns: FxMap<Tid, u64>,
     anomalies: u64,
     /// Per-CPU evidence of lost events: repairs apply only where it is.
     loss: LossEvidence,
@@ -336,7 +336,7 @@ pub(super) fn run_with(trace: &Trace, keep_gaps: bool) -> (IdleReport, Vec<Gap>)
                 ..CpuSt::default()
             })
             .collect(),
-        tasks: IntMap::default(),
+        tasks: FxMap::default(),
         waiting: Vec::new(),
         nonthr_on: vec![0; n],
         n_thr: 0,
@@ -358,7 +358,7 @@ pub(super) fn run_with(trace: &Trace, keep_gaps: bool) -> (IdleReport, Vec<Gap>)
         kicks: BTreeMap::new(),
         nohz_funcs: nohz_funcs(trace),
         recorded: Recorded::new(trace),
-        run_ns: IntMap::default(),
+        run_ns: FxMap::default(),
         anomalies: 0,
         loss,
         idle_entries,
@@ -1297,7 +1297,7 @@ fn nohz_funcs(trace: &Trace) -> HashSet<u64> {
 }
 
 /// Per-cgroup CPU time vs quota from the recorded samples.
-fn cgroup_usage(trace: &Trace, run_ns: &IntMap<Tid, u64>, duration: u64) -> Vec<CgroupUsage> {
+fn cgroup_usage(trace: &Trace, run_ns: &FxMap<Tid, u64>, duration: u64) -> Vec<CgroupUsage> {
     let membership = has_membership(trace);
     let mut by_path: BTreeMap<&str, Vec<&schedscope_trace::CgroupSample>> = BTreeMap::new();
     for s in &trace.cgroup_samples {

@@ -2,9 +2,9 @@
 //! directed yield that followed it, and every exit reason per VM.
 
 use crate::groups;
-use crate::hash::IntMap;
 use crate::timeline::{StateInterval, ThreadState};
 use crate::{AnalysisError, Context};
+use schedscope_trace::hash::FxMap;
 use schedscope_trace::{EventData, KvmIsa, Tid, Trace, Ts};
 use serde::Serialize;
 use std::cmp::Reverse;
@@ -261,7 +261,7 @@ fn ple_pass(
     let mut pending: Vec<Vec<Pending>> = vec![Vec::new(); trace.nr_cpus as usize];
     // Exit counts and handling time: rows (VM, isa, code, count, ns) and their index.
     let mut reason_rows: Vec<(Option<Tid>, KvmIsa, u32, u64, u64)> = Vec::new();
-    let mut reason_idx: IntMap<(Option<Tid>, KvmIsa, u32), usize> = IntMap::default();
+    let mut reason_idx: FxMap<(Option<Tid>, KvmIsa, u32), usize> = FxMap::default();
     // Per vCPU thread, looked up once: its VM (tgid), gang position, open exit.
     struct Slot {
         vm: Option<Tid>,
@@ -269,7 +269,7 @@ fn ple_pass(
         open: Option<(Ts, usize)>,
     }
     let mut slots: Vec<Slot> = Vec::new();
-    let mut slot_of: IntMap<Tid, usize> = IntMap::default();
+    let mut slot_of: FxMap<Tid, usize> = FxMap::default();
 
     for ev in &trace.events {
         match ev.data {

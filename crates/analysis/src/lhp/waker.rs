@@ -1,9 +1,9 @@
 //! Waker-preempted time: how long sleepers waited past their wakeup
 //! because their waker was Runnable but off CPU (bare metal or guest).
 
-use crate::hash::IntMap;
 use crate::timeline::{StateInterval, ThreadState, ThreadTimeline, Timeline};
 use rayon::prelude::*;
+use schedscope_trace::hash::FxMap;
 use schedscope_trace::{Tid, Trace, Ts};
 use serde::Serialize;
 use std::cmp::Reverse;
@@ -186,7 +186,7 @@ enum TidIndex {
     /// idx + 1 by tid, 0 = none; the last entry is a 0 that every tid out
     /// of range maps to, so lookups need no branch.
     Dense(Vec<u32>),
-    Sparse(IntMap<Tid, u32>),
+    Sparse(FxMap<Tid, u32>),
 }
 
 impl TidIndex {
@@ -206,7 +206,7 @@ impl TidIndex {
             }
             (TidIndex::Dense(v), dup)
         } else {
-            let mut m = IntMap::default();
+            let mut m = FxMap::default();
             for (i, t) in tl.threads.iter().enumerate() {
                 dup |= m.insert(t.tid, i as u32).is_some();
             }

@@ -29,11 +29,11 @@ mod requests;
 
 pub use profile::{analyze_profile, ProfileReport, ProfileRow};
 
-use crate::hash::IntMap;
 use crate::stats::{log2_bucket, log2_bucket_bounds, Summary};
 use crate::symbolize::{chain_locations, Location, SymbolTable};
 use crate::{AnalysisError, Context};
 use requests::Request;
+use schedscope_trace::hash::FxMap;
 use schedscope_trace::{Dur, StackId, Sym, TaskTable, Tid, Trace, Ts};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -414,7 +414,7 @@ pub(crate) struct Prepared<'a> {
     tgids: Tgids<'a>,
     req_stack_pid: Vec<Option<Tid>>,
     syms: SymbolTable,
-    func_class: IntMap<Sym, (IpiClass, bool)>,
+    func_class: FxMap<Sym, (IpiClass, bool)>,
 }
 
 /// The part of [`analyze`] that does not read the timeline (most of its
@@ -435,7 +435,7 @@ pub(crate) fn prepare<'a>(ctx: &Context<'a>) -> Result<Prepared<'a>, AnalysisErr
     // Symbolize every distinct callsite, function and (stack, process) once.
     let mut tgids = Tgids::new(&trace.tasks);
     // A stack's process matters only when it has user frames.
-    let mut has_user: IntMap<StackId, bool> = IntMap::default();
+    let mut has_user: FxMap<StackId, bool> = FxMap::default();
     let mut stack_pid = |id: StackId, tid: Tid| -> Option<Tid> {
         let user = *has_user.entry(id).or_insert_with(|| {
             trace
@@ -448,7 +448,7 @@ pub(crate) fn prepare<'a>(ctx: &Context<'a>) -> Result<Prepared<'a>, AnalysisErr
             None
         }
     };
-    let mut distinct_syms: IntMap<Sym, ()> = IntMap::default();
+    let mut distinct_syms: FxMap<Sym, ()> = FxMap::default();
     let mut distinct_stacks: HashSet<(StackId, Option<Tid>)> = HashSet::new();
     let mut req_stack_pid: Vec<Option<Tid>> = Vec::with_capacity(scan.requests.len());
     for r in &scan.requests {
@@ -472,7 +472,7 @@ pub(crate) fn prepare<'a>(ctx: &Context<'a>) -> Result<Prepared<'a>, AnalysisErr
     let syms = SymbolTable::build(trace, locs);
     // Per distinct function: its class, or `None` for the generic callback
     // of a hardware IPI that only restates a csd request.
-    let func_class: IntMap<Sym, (IpiClass, bool)> = distinct_syms
+    let func_class: FxMap<Sym, (IpiClass, bool)> = distinct_syms
         .keys()
         .map(|&s| {
             let name = func_name(&syms, s);
@@ -602,7 +602,7 @@ type Classified<'s> = (IpiClass, &'s Request, usize);
 /// returns each request's class by index and the unmatched-IPI count.
 fn classify<'s>(
     scan: &'s requests::Scan,
-    func_class: &IntMap<Sym, (IpiClass, bool)>,
+    func_class: &FxMap<Sym, (IpiClass, bool)>,
 ) -> (Vec<Classified<'s>>, Vec<Option<IpiClass>>, u64) {
     let mut unmatched_ipis = scan.unmatched_ipis;
     let mut classified: Vec<Classified> = Vec::with_capacity(scan.requests.len());
@@ -687,8 +687,8 @@ fn hotspots(
     req_stack_pid: &[Option<Tid>],
 ) -> (Vec<Callsite>, Vec<StackRow>, u64) {
     let total = classified.len() as u64;
-    let mut by_site_raw: IntMap<(Sym, Sym, IpiClass), u64> = IntMap::default();
-    let mut by_stack_raw: IntMap<(StackId, Option<Tid>, Sym, IpiClass), u64> = IntMap::default();
+    let mut by_site_raw: FxMap<(Sym, Sym, IpiClass), u64> = FxMap::default();
+    let mut by_stack_raw: FxMap<(StackId, Option<Tid>, Sym, IpiClass), u64> = FxMap::default();
     for &(class, r, i) in classified {
         *by_site_raw.entry((r.callsite, r.func, class)).or_default() += 1;
         if r.stack.is_some() {
@@ -857,20 +857,20 @@ struct ClassAcc {
     states: TargetStates,
     delivery: Vec<u64>,
     handler: Vec<u64>,
-    senders: IntMap<Tid, u64>,
+    senders: FxMap<Tid, u64>,
 }
 
 /// Memoized thread -> tgid lookups (the task table hashes with SipHash).
 struct Tgids<'a> {
     tasks: &'a TaskTable,
-    memo: IntMap<Tid, Option<Tid>>,
+    memo: FxMap<Tid, Option<Tid>>,
 }
 
 impl<'a> Tgids<'a> {
     fn new(tasks: &'a TaskTable) -> Tgids<'a> {
         Tgids {
             tasks,
-            memo: IntMap::default(),
+            memo: FxMap::default(),
         }
     }
     fn tgid(&mut self, tid: Tid) -> Option<Tid> {
@@ -951,12 +951,12 @@ fn func_name(syms: &SymbolTable, func: Sym) -> Option<String> {
 fn senders(
     ctx: &Context,
     tgids: &mut Tgids,
-    by_tid: &IntMap<Tid, u64>,
+    by_tid: &FxMap<Tid, u64>,
     total: u64,
     rows: usize,
 ) -> Vec<Sender> {
     let tasks = &ctx.trace.tasks;
-    let mut by_pid: IntMap<Tid, Vec<(Tid, u64)>> = IntMap::default();
+    let mut by_pid: FxMap<Tid, Vec<(Tid, u64)>> = FxMap::default();
     for (&tid, &n) in by_tid {
         let pid = tgids.tgid(tid).filter(|p| p.0 > 0).unwrap_or(tid);
         by_pid.entry(pid).or_default().push((tid, n));

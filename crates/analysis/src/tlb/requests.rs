@@ -5,7 +5,7 @@
 //! once their function names are known.
 
 use super::Timed;
-use crate::hash::IntMap;
+use schedscope_trace::hash::FxMap;
 use schedscope_trace::{Cpu, EventData, StackId, Sym, Tid, Trace, Ts};
 use std::collections::{BTreeMap, HashMap};
 
@@ -162,7 +162,7 @@ pub(super) fn scan(trace: &Trace, has_csd: bool) -> Scan {
     // Open csd group per sending CPU.
     let mut open: Vec<Option<usize>> = vec![None; ncpu];
     // (target cpu, csd) -> (queue time, request index).
-    let mut pending: IntMap<(u32, u64), (Ts, usize)> = IntMap::default();
+    let mut pending: FxMap<(u32, u64), (Ts, usize)> = FxMap::default();
     // Per target CPU: stack of running csd functions (csd, entry time, request).
     let mut running: Vec<Vec<(u64, Ts, Option<usize>)>> = vec![Vec::new(); ncpu];
     let mut irq_names: HashMap<u16, String> = HashMap::new();

@@ -1,61 +1,7 @@
-//! The decoder's hash maps: FxHash for small integer and byte keys, and a
-//! dense table in front of it for sample ids and tracepoint types.
+//! The decoder's dense table in front of [`FxMap`] for sample ids and
+//! tracepoint types (the hasher itself is `schedscope_trace::hash`).
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// FxHash (rustc's hasher): a fast non-cryptographic hash for small keys.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(c);
-            self.add(u64::from_le_bytes(a));
-        }
-        for &b in chunks.remainder() {
-            self.add(b as u64);
-        }
-    }
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(i as u64)
-    }
-    #[inline]
-    fn write_u32(&mut self, i: u32) {
-        self.add(i as u64)
-    }
-    #[inline]
-    fn write_u64(&mut self, i: u64) {
-        self.add(i)
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64)
-    }
-    #[inline]
-    fn write_i32(&mut self, i: i32) {
-        self.add(i as u32 as u64)
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-impl FxHasher {
-    #[inline]
-    fn add(&mut self, w: u64) {
-        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-/// A HashMap with [`FxHasher`].
-pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+pub(crate) use schedscope_trace::hash::FxMap;
 
 /// A lookup from integer keys (sample ids, tracepoint type numbers) to
 /// small indexes: a table indexed by `key - base` when the keys span a
