@@ -17,7 +17,9 @@
 # makes noisy, it prints measures that load does not move much: bytes per
 # sample of the data section, the recorder's CPU time (user+sys) and how often it
 # was woken (voluntary context switches per second of recording), from
-# GNU time. The load average is printed at the start and the end.
+# GNU time, and for schedscope the fullest a ring was when drained (its
+# "fullest ring" figure: the buffer's headroom, near 100% means near loss).
+# The load average is printed at the start and the end.
 # Needs root, perf and python3. Builds the release binary if missing.
 set -euo pipefail
 
@@ -74,7 +76,7 @@ PY
 LOG=$TMP/runs.tsv
 : > "$LOG"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)"
-printf '%-20s %4s %10s %8s %8s %10s %8s %8s %9s\n' recorder run samples lost "lost %" "workload s" "B/sample" "rec CPU" "wakeup/s"
+printf '%-20s %4s %10s %8s %8s %10s %8s %8s %9s %8s\n' recorder run samples lost "lost %" "workload s" "B/sample" "rec CPU" "wakeup/s" "fullest"
 
 # One recording: NAME RUN KIND -- recorder command... The recorder runs
 # system-wide in the background; one second later the workload runs; then
@@ -100,7 +102,7 @@ PY
 )
     kill -INT "$pid"
     wait "$pid" || true
-    local n m file
+    local n m file fullest=nan
     if [ "$kind" = perf ]; then
         file=$TMP/p.data
         read -r n m < <(file_stats "$file")
@@ -110,26 +112,28 @@ PY
         line=$(grep ' events, ' "$TMP/r.err" | tail -1)
         n=$(echo "$line" | awk '{print $2}')
         m=$(echo "$line" | awk '{print $4}')
+        fullest=$(sed -n 's/.*fullest ring \([0-9]*\)%.*/\1/p' "$TMP/r.err" | tail -1)
+        fullest=${fullest:-nan}
     fi
     local size cpu wake
     # Data section size (header bytes 48..56): the records, without the
     # feature sections (kallsyms is megabytes in both tools' files).
     size=$(python3 -c "import struct,sys; print(struct.unpack_from('<Q', open(sys.argv[1],'rb').read(56), 48)[0])" "$file" 2>/dev/null || echo 0)
     read -r cpu wake <<< "$usage"
-    python3 - "$name" "$run" "$n" "$m" "$(workload_time "$TMP/w.out")" "$size" "$cpu" "$wake" >> "$LOG" <<'PY'
+    python3 - "$name" "$run" "$n" "$m" "$(workload_time "$TMP/w.out")" "$size" "$cpu" "$wake" "$fullest" >> "$LOG" <<'PY'
 import sys
-name, run, n, m, wl, size, cpu, wake = sys.argv[1:]
+name, run, n, m, wl, size, cpu, wake, fullest = sys.argv[1:]
 n, m, size = int(n or 0), int(m or 0), int(size)
 print("\t".join([name, run, str(n), str(m), f"{100*m/(n+m) if n+m else 0:.2f}", wl or "nan",
-      f"{size/n if n else 0:.1f}", cpu, wake]))
+      f"{size/n if n else 0:.1f}", cpu, wake, fullest]))
 PY
-    tail -1 "$LOG" | awk -F'\t' '{printf "%-20s %4s %10s %8s %8s %10s %8s %8s %9s\n", $1,$2,$3,$4,$5"%",$6,$7,$8,$9}'
+    tail -1 "$LOG" | awk -F'\t' '{printf "%-20s %4s %10s %8s %8s %10s %8s %8s %9s %8s\n", $1,$2,$3,$4,$5"%",$6,$7,$8,$9,$10}'
 }
 
 for r in $(seq 1 "$REPEAT"); do
     $WORKLOAD > "$TMP/base.out" 2>&1
     t=$(workload_time "$TMP/base.out")
-    printf 'baseline\t%s\t0\t0\t0\t%s\t0\t0\t0\n' "$r" "$t" >> "$LOG"
+    printf 'baseline\t%s\t0\t0\t0\t%s\t0\t0\t0\tnan\n' "$r" "$t" >> "$LOG"
     printf '%-20s %4s %10s %8s %8s %10s\n' baseline "$r" - - - "$t"
 
     if [ -n "${BEFORE:-}" ]; then
@@ -145,7 +149,7 @@ done
 
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "medians over $REPEAT run(s); slowdown = median workload time / median baseline - 1"
+echo "medians over $REPEAT run(s); slowdown = median workload time / median baseline - 1; fullest = largest"
 python3 - "$LOG" <<'PY'
 import sys, statistics as st
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
@@ -154,11 +158,11 @@ for r in rows:
     by.setdefault(r[0], []).append(r)
 med = lambda rs, i: st.median(float(x[i]) for x in rs)
 base = med(by["baseline"], 5)
-print(f"{'recorder':20} {'workload s':>10} {'slowdown':>9} {'lost':>8} {'lost %':>7} {'B/sample':>9} {'rec CPU s':>9} {'wakeup/s':>9}")
+print(f"{'recorder':20} {'workload s':>10} {'slowdown':>9} {'lost':>8} {'lost %':>7} {'B/sample':>9} {'rec CPU s':>9} {'wakeup/s':>9} {'fullest %':>9}")
 for name, rs in by.items():
     wl = med(rs, 5)
     if name == "baseline":
         print(f"{name:20} {wl:10.2f}")
         continue
-    print(f"{name:20} {wl:10.2f} {100*(wl/base-1):+8.1f}% {med(rs,3):8.0f} {med(rs,4):6.2f}% {med(rs,6):9.1f} {med(rs,7):9.2f} {med(rs,8):9.0f}")
+    print(f"{name:20} {wl:10.2f} {100*(wl/base-1):+8.1f}% {med(rs,3):8.0f} {med(rs,4):6.2f}% {med(rs,6):9.1f} {med(rs,7):9.2f} {med(rs,8):9.0f} {max(float(x[9]) for x in rs):9.0f}")
 PY

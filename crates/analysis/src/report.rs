@@ -143,6 +143,9 @@ pub struct TraceSummary {
     pub events: u64,
     /// Events reported lost by the kernel.
     pub lost: u64,
+    /// Where they were lost: per CPU named by the loss records, with the
+    /// times of the first and last in-stream loss record.
+    pub lost_by_cpu: Vec<schedscope_trace::CpuLoss>,
     /// Number of CPUs.
     pub cpus: u32,
     /// First event time (ns).
@@ -168,6 +171,7 @@ impl TraceSummary {
             format: trace.format,
             events: trace.event_count(),
             lost: trace.lost,
+            lost_by_cpu: trace.lost_by_cpu.clone(),
             cpus: trace.nr_cpus,
             start_ns: trace.start().0,
             end_ns: trace.end().0,

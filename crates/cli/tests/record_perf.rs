@@ -9,8 +9,22 @@
 mod common;
 
 use common::*;
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
+
+/// A messaging load that overflows rings of one or two pages per CPU.
+const SMALL_MESSAGING: &[&str] = &[
+    "perf",
+    "bench",
+    "sched",
+    "messaging",
+    "-g",
+    "4",
+    "-l",
+    "100",
+];
 
 /// Recordings are system-wide: run them one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -157,21 +171,7 @@ fn lost_events_are_counted_and_reported() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tmpdir("lost");
     // Two pages per CPU cannot hold a messaging burst.
-    let out = record(
-        &dir,
-        "l.data",
-        &["--buffer-size", "2"],
-        &[
-            "perf",
-            "bench",
-            "sched",
-            "messaging",
-            "-g",
-            "4",
-            "-l",
-            "100",
-        ],
-    );
+    let out = record(&dir, "l.data", &["--buffer-size", "2"], SMALL_MESSAGING);
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(out.status.success(), "{stderr}");
     let (n, m) = summary_numbers(&stderr);
@@ -202,8 +202,189 @@ fn lost_events_are_counted_and_reported() {
         .expect("run schedscope info");
     let v: serde_json::Value = serde_json::from_slice(&info.stdout).expect("info json");
     assert_eq!(v["lost"].as_u64(), Some(m), "{v}");
+    // info names the same CPUs with the same counts as the recorder's
+    // warning ("CPU c: n between a s and b s"), and the in-stream records
+    // per CPU are those perf's own dump attributes to each CPU.
+    let recorder: BTreeMap<u32, u64> = warning
+        .split("CPU ")
+        .skip(1)
+        .map(|part| {
+            let (cpu, rest) = part.split_once(": ").expect("CPU c: n");
+            let n: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            (cpu.parse().expect("cpu"), n.parse().expect("lost count"))
+        })
+        .collect();
+    let info_cpus = info_lost_by_cpu(&v);
+    assert_eq!(info_cpus, recorder, "info vs the recorder's warning: {v}");
+    assert_eq!(recorder.values().sum::<u64>(), m);
+    assert_eq!(
+        info_records_by_cpu(&v),
+        perf_dump_lost_by_cpu(&file),
+        "PERF_RECORD_LOST per CPU, info vs perf script -D: {v}"
+    );
     let perf = perf_script_counts(&file, true);
     assert_eq!(perf, written);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `lost_by_cpu` of info's JSON as CPU -> lost (every entry names a CPU).
+fn info_lost_by_cpu(v: &serde_json::Value) -> BTreeMap<u32, u64> {
+    per_cpu_field(v, "lost")
+}
+
+/// `lost_by_cpu` of info's JSON as CPU -> PERF_RECORD_LOST sum.
+fn info_records_by_cpu(v: &serde_json::Value) -> BTreeMap<u32, u64> {
+    per_cpu_field(v, "lost_records")
+}
+
+fn per_cpu_field(v: &serde_json::Value, key: &str) -> BTreeMap<u32, u64> {
+    v["lost_by_cpu"]
+        .as_array()
+        .expect("lost_by_cpu is a list")
+        .iter()
+        .filter(|e| e[key].as_u64() != Some(0))
+        .map(|e| {
+            (
+                e["cpu"].as_u64().expect("a CPU") as u32,
+                e[key].as_u64().expect("a count"),
+            )
+        })
+        .collect()
+}
+
+/// PERF_RECORD_LOST counts per CPU as `perf script -D` prints them (the
+/// first column of a record's dump line is the CPU of its sample_id).
+fn perf_dump_lost_by_cpu(file: &Path) -> BTreeMap<u32, u64> {
+    let out = Command::new("perf")
+        .args(["script", "-D", "-i"])
+        .arg(file)
+        .output()
+        .expect("perf script -D");
+    let mut m = BTreeMap::new();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        if !l.contains("PERF_RECORD_LOST: ") {
+            continue;
+        }
+        let cpu: u32 = l.split_whitespace().next().unwrap().parse().unwrap();
+        let n: u64 = l.rsplit("lost:").next().unwrap().trim().parse().unwrap();
+        *m.entry(cpu).or_insert(0) += n;
+    }
+    m
+}
+
+/// LOST_SAMPLES counts per CPU as `perf report -D` prints them: each
+/// record's id, whose CPU the ID_INDEX dump names.
+fn perf_dump_lost_samples_by_cpu(file: &Path) -> BTreeMap<u32, u64> {
+    let out = Command::new("perf")
+        .args(["report", "-D", "-i"])
+        .arg(file)
+        .output()
+        .expect("perf report -D");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut cpu_of: BTreeMap<u64, u32> = BTreeMap::new();
+    for l in text.lines() {
+        // " ... id: 8085  idx: 0  cpu: 0  tid: -1"
+        let w: Vec<&str> = l.split_whitespace().collect();
+        if w.len() >= 9 && w[0] == "..." && w[1] == "id:" && w[5] == "cpu:" {
+            cpu_of.insert(w[2].parse().unwrap(), w[6].parse().unwrap());
+        }
+    }
+    let mut m = BTreeMap::new();
+    for l in text.lines() {
+        // "... PERF_RECORD_LOST_SAMPLES: id:8085: lost samples :2422"
+        if let Some(rest) = l.split("PERF_RECORD_LOST_SAMPLES: id:").nth(1) {
+            let (id, rest) = rest.split_once(':').unwrap();
+            let n: u64 = rest.rsplit(':').next().unwrap().trim().parse().unwrap();
+            let cpu = cpu_of[&id.trim().parse::<u64>().unwrap()];
+            *m.entry(cpu).or_insert(0) += n;
+        }
+    }
+    m
+}
+
+/// The same load recorded by `perf record -m 1` (one page per CPU) loses
+/// events; schedscope info names the CPUs as perf's own dump does: the
+/// kernel's PERF_RECORD_LOST per CPU, and perf's LOST_SAMPLES through the
+/// file's ID_INDEX; the total is perf's.
+#[test]
+fn info_names_the_cpus_of_a_perf_record_that_lost() {
+    require_root_and_perf!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmpdir("perf-lost");
+    let file = dir.join("p.data");
+    let out = Command::new("perf")
+        .args(["record", "-m", "1", "-a", "-o"])
+        .arg(&file)
+        .args([
+            "-e",
+            "sched:sched_switch,sched:sched_wakeup,sched:sched_waking,sched:sched_process_fork",
+            "--",
+        ])
+        .args(SMALL_MESSAGING)
+        .stdin(Stdio::null())
+        .output()
+        .expect("perf record");
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "perf record failed: {stderr}");
+    let info = Command::new(env!("CARGO_BIN_EXE_schedscope"))
+        .args(["info", "--format", "json"])
+        .arg(&file)
+        .output()
+        .expect("run schedscope info");
+    let v: serde_json::Value = serde_json::from_slice(&info.stdout).expect("info json");
+    let records = perf_dump_lost_by_cpu(&file);
+    let samples = perf_dump_lost_samples_by_cpu(&file);
+    assert!(
+        records.values().sum::<u64>() > 0,
+        "one page per CPU must lose on this load: {stderr}"
+    );
+    assert_eq!(info_records_by_cpu(&v), records, "{v}");
+    assert_eq!(per_cpu_field(&v, "lost_samples"), samples, "{v}");
+    let total = records
+        .values()
+        .sum::<u64>()
+        .max(samples.values().sum::<u64>());
+    assert_eq!(v["lost"].as_u64(), Some(total), "{v}");
+    // Every CPU-less entry would be a loss info cannot place: none here.
+    assert!(
+        v["lost_by_cpu"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["cpu"].is_u64()),
+        "{v}"
+    );
+    // perf's own total ("lost N.NN%" of processed samples), when it says.
+    if let Some(pct) = stderr
+        .split("lost ")
+        .nth(1)
+        .and_then(|r| r.split('%').next())
+        .and_then(|p| p.trim().parse::<f64>().ok())
+    {
+        let events = v["events"].as_u64().unwrap() as f64;
+        let ours = 100.0 * total as f64 / (events + total as f64);
+        assert!((ours - pct).abs() < 0.01, "ours {ours:.2}% vs perf {pct}%");
+    }
+    // report's JSON carries the same list under trace.
+    let report = Command::new(env!("CARGO_BIN_EXE_schedscope"))
+        .args(["report", "--format", "json"])
+        .arg(&file)
+        .output()
+        .expect("run schedscope report");
+    let r: serde_json::Value = serde_json::from_slice(&report.stdout).expect("report json");
+    assert_eq!(r["trace"]["lost_by_cpu"], v["lost_by_cpu"]);
+    let text = Command::new(env!("CARGO_BIN_EXE_schedscope"))
+        .arg("info")
+        .arg(&file)
+        .output()
+        .expect("run schedscope info");
+    let text = String::from_utf8_lossy(&text.stdout).to_string();
+    for (cpu, n) in info_lost_by_cpu(&v) {
+        assert!(
+            text.contains(&format!("CPU {cpu}")) && text.contains(&format!("{n} events lost")),
+            "text names CPU {cpu} with {n}:\n{text}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -42,6 +42,7 @@ fn latency_is_the_default_and_json_keys_are_the_contract() {
         "format",
         "events",
         "lost",
+        "lost_by_cpu",
         "cpus",
         "start_ns",
         "end_ns",
@@ -52,6 +53,11 @@ fn latency_is_the_default_and_json_keys_are_the_contract() {
     assert_eq!(d["trace"]["format"], "perf_data");
     assert_eq!(d["trace"]["events"], 360);
     assert_eq!(d["trace"]["cpus"], 2);
+    assert_eq!(
+        d["trace"]["lost_by_cpu"],
+        serde_json::json!([]),
+        "no loss records"
+    );
     let tasks = d["latency"]["tasks"].as_array().unwrap();
     assert_eq!(tasks.len(), 7);
     for t in tasks {

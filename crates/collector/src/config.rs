@@ -6,14 +6,31 @@ use crate::sys;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Largest default per-CPU ring: large enough that `perf bench sched
-/// messaging -g 20 -l 1500` loses nothing on a 2-CPU machine.
-pub const DEFAULT_BUFFER_BYTES: u64 = 16 << 20;
-/// The default rings of all CPUs together stay under this (64 MiB), with
-/// at least 1 MiB per CPU.
+/// Peak rate, in bytes per second, at which one CPU's ring is assumed to
+/// fill. Measured on a 2-CPU VM under `perf bench sched messaging -g 20
+/// -l 3000` with the default events: 181.6 MB in 35.7 s, 2.5 MB/s per CPU
+/// on average, and the fullest a ring was when drained was 7.9 MB (47% of
+/// 16 MiB, the recorder's "fullest ring" figure): bursts and drain delays
+/// under that load stay within 8 MiB a second. `schedscope demo`: 7%.
+pub const PEAK_BYTES_PER_CPU_SEC: u64 = 8 << 20;
+/// How long the recorder may take to come back to a ring: its poll wait is
+/// bounded by one second (`record.rs`), scheduling delays come on top and
+/// are what the second half of the ring is for.
+pub const DRAIN_BUDGET_MS: u64 = 1000;
+/// Largest default per-CPU ring. The kernel wakes the recorder when a ring
+/// is half full (the wakeup watermark), so the half above the watermark
+/// holds a drain budget's worth at the peak rate, and the half below it is
+/// the slack for the time it takes to be scheduled and drain: 2 x 8 MiB/s
+/// x 1 s = 16 MiB.
+pub const DEFAULT_BUFFER_BYTES: u64 = 2 * PEAK_BYTES_PER_CPU_SEC * DRAIN_BUDGET_MS / 1000;
+/// The default rings of all CPUs together stay under this (64 MiB of
+/// locked memory), with at least 1 MiB per CPU: with many CPUs each one
+/// sees a smaller share of a workload's events, and one thread drains them all.
 const DEFAULT_TOTAL_BUFFER_BYTES: u64 = 64 << 20;
 
-/// Default per-CPU ring size for `nr_cpus` CPUs.
+/// Default per-CPU ring size for `nr_cpus` CPUs: [`DEFAULT_BUFFER_BYTES`],
+/// less when `nr_cpus` of them would exceed 64 MiB in total (never below
+/// 1 MiB).
 pub fn default_buffer_bytes(nr_cpus: usize) -> u64 {
     (DEFAULT_TOTAL_BUFFER_BYTES / nr_cpus.max(1) as u64).clamp(1 << 20, DEFAULT_BUFFER_BYTES)
 }
@@ -83,6 +100,20 @@ mod tests {
         let e = parse_buffer_size("12X").unwrap_err().to_string();
         assert!(e.contains("--buffer-size") && e.contains("12X"), "{e}");
         assert!(parse_buffer_size("0").is_err());
+    }
+
+    #[test]
+    fn default_ring_holds_two_drain_budgets_at_the_peak_rate() {
+        // 2 x 8 MiB/s x 1 s, a power of two number of pages as mapped.
+        assert_eq!(DEFAULT_BUFFER_BYTES, 16 << 20);
+        let page = sys::page_size() as u64;
+        let mapped = crate::open::ring_pages(default_buffer_bytes(2)) as u64 * page;
+        assert_eq!(mapped, 16 << 20);
+        // The watermark (half) is reached after a drain budget at the peak
+        // rate, and the other half is as large again.
+        let half = crate::open::wakeup_watermark(mapped as usize) as u64;
+        assert_eq!(half, PEAK_BYTES_PER_CPU_SEC * DRAIN_BUDGET_MS / 1000);
+        assert_eq!(mapped - half, half);
     }
 
     #[test]

@@ -27,6 +27,9 @@ pub(crate) struct Counts {
     pub(crate) lost_records: u64,
     /// Per ring, in ring (online CPU) order.
     pub(crate) lost_by_ring: Vec<RingLoss>,
+    /// The fullest a ring was when drained: (parts per million of its
+    /// size, ring index). How close the recording came to losing events.
+    pub(crate) fullest: (u64, usize),
 }
 
 impl Counts {
@@ -44,6 +47,7 @@ impl Counts {
             lost_in_stream: 0,
             lost_records: 0,
             lost_by_ring: vec![RingLoss::default(); rings],
+            fullest: (0, 0),
         }
     }
 
@@ -107,6 +111,11 @@ pub(crate) fn drain(
             let (a, b, new_tail) = r.ring.pending();
             if a.is_empty() {
                 continue;
+            }
+            let len = (a.len() + b.len()) as u64;
+            let ppm = len.saturating_mul(1_000_000) / r.ring.size().max(1);
+            if ppm > counts.fullest.0 {
+                counts.fullest = (ppm, i);
             }
             counts.scan(i, a, b);
             w.write_records(a)?;

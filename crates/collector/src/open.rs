@@ -21,6 +21,15 @@ pub(crate) fn ring_pages(bytes: u64) -> usize {
     (bytes.div_ceil(page).max(2)).next_power_of_two() as usize
 }
 
+/// The wakeup watermark of a ring of `ring_bytes`: half of it. The
+/// kernel wakes the recorder's poll when a ring holds that many bytes, so
+/// the recorder sleeps while the rings fill (perf's default wakes about
+/// twice a second) and has the other half of the ring as slack for its
+/// drain latency (see [`crate::config::default_buffer_bytes`]).
+pub(crate) fn wakeup_watermark(ring_bytes: usize) -> u32 {
+    (ring_bytes / 2).min(u32::MAX as usize) as u32
+}
+
 /// Online CPUs from /sys/devices/system/cpu/online ("0-3,5").
 pub fn online_cpus() -> Vec<u32> {
     let s = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
@@ -155,7 +164,7 @@ pub(crate) fn open_all(
     skipped: &mut Vec<String>,
 ) -> Result<Opened, RecordError> {
     let pages = ring_pages(ring_bytes);
-    let watermark = ((pages * sys::page_size()) / 4).min(u32::MAX as usize) as u32;
+    let watermark = wakeup_watermark(pages * sys::page_size());
     let mut specs: Vec<AttrSpec> = Vec::new();
     let mut fds: Vec<(usize, EventFd)> = Vec::new();
     // Per CPU: index in `fds` of the event that owns the CPU's ring.

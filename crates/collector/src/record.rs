@@ -28,8 +28,15 @@ use std::time::{Duration, Instant};
 const RECORDER_NICE: i32 = -10;
 /// How often cgroup counters are sampled.
 const CGROUP_INTERVAL: Duration = Duration::from_millis(100);
-/// Upper bound of one poll wait, so stop conditions are noticed quickly.
-const POLL_MS: i32 = 100;
+/// Upper bound of one poll wait. The recorder sleeps until a ring is half
+/// full (the wakeup watermark), a stop signal interrupts the poll, the
+/// command's exit makes its pidfd readable, or the duration, the next
+/// cgroup sample or the next progress line is due; this bound only caps
+/// what none of those foresee (and is the command's exit check where
+/// pidfd_open is missing, see [`POLL_MS_NO_PIDFD`]).
+const POLL_MS: i32 = 1000;
+/// Poll bound while a command runs whose exit cannot be polled.
+const POLL_MS_NO_PIDFD: i32 = 100;
 
 /// Live figures handed to the progress callback about once a second.
 #[derive(Clone, Copy, Debug)]
@@ -89,6 +96,10 @@ pub struct RecordSummary {
     pub startup: Duration,
     /// Finish: from the stop condition to the complete file.
     pub finish: Duration,
+    /// The fullest any ring was when drained: its CPU and the filled share
+    /// of its size (0..=1). Near 1, the ring nearly overflowed: a measure
+    /// of the headroom of the buffer size that load does not hide.
+    pub fullest_ring: (u32, f64),
 }
 
 /// Samples lost on one CPU.
@@ -273,7 +284,7 @@ impl Session {
             .map(|s| s.name.clone())
             .collect();
         let tfs = tracefs.clone();
-        let tracing = std::thread::spawn(move || {
+        let tracing = sys::spawn_quiet(move || {
             let names: Vec<&str> = tp_names.iter().map(String::as_str).collect();
             events::tracing_data(&tfs, &names)
         });
@@ -394,7 +405,17 @@ impl Session {
         notice: &mut dyn FnMut(&str),
         mut progress: Option<&mut dyn FnMut(&Progress)>,
     ) -> (StopReason, Option<ExitStatus>) {
-        let poll_fds: Vec<i32> = self.opened.rings.iter().map(|r| r.leader_fd).collect();
+        let mut poll_fds: Vec<i32> = self.opened.rings.iter().map(|r| r.leader_fd).collect();
+        // The command's exit wakes the poll (kept open for the loop).
+        let pidfd = child.as_ref().map(|c| sys::pidfd_open(c.id()));
+        let max_wait = match &pidfd {
+            Some(Ok(fd)) => {
+                poll_fds.push(std::os::fd::AsRawFd::as_raw_fd(fd));
+                POLL_MS
+            }
+            Some(Err(_)) => POLL_MS_NO_PIDFD,
+            None => POLL_MS,
+        };
         let mut next_cgroup = Instant::now() + CGROUP_INTERVAL;
         let mut next_progress = Instant::now() + Duration::from_secs(1);
         let mut last_progress = (Instant::now(), 0u64);
@@ -415,12 +436,16 @@ impl Session {
             if cfg.duration.is_some_and(|d| since >= d) {
                 return (StopReason::Duration, None);
             }
-            let mut wait = POLL_MS;
+            let ms = |t: Instant| t.saturating_duration_since(now).as_millis() as i32;
+            let mut wait = max_wait;
             if let Some(d) = cfg.duration {
                 wait = wait.min(d.saturating_sub(since).as_millis() as i32 + 1);
             }
             if !self.cgroup_dirs.is_empty() {
-                wait = wait.min(next_cgroup.saturating_duration_since(now).as_millis() as i32);
+                wait = wait.min(ms(next_cgroup));
+            }
+            if progress.is_some() {
+                wait = wait.min(ms(next_progress));
             }
             if let Err(e) = sys::poll_in(&poll_fds, wait) {
                 notice(&format!("poll failed: {e}"));
@@ -478,7 +503,7 @@ impl Session {
         let closing = {
             let rings = std::mem::take(&mut self.opened.rings);
             let fds = std::mem::take(&mut self.opened.fds);
-            std::thread::spawn(move || drop((rings, fds)))
+            sys::spawn_quiet(move || drop((rings, fds)))
         };
         // Threads alive at the start have their entry (the earliest entry
         // wins when the trace is decoded): read only the new ones.
@@ -569,6 +594,10 @@ impl Session {
             stop,
             command_status,
             lost_by_cpu,
+            fullest_ring: (
+                cpus.get(counts.fullest.1).copied().unwrap_or(0),
+                counts.fullest.0 as f64 / 1e6,
+            ),
             startup: Duration::ZERO,
             finish: Duration::ZERO,
         })

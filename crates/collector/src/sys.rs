@@ -223,6 +223,11 @@ impl Ring {
         }
     }
 
+    /// Bytes of the data area.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
     /// Release the bytes up to `new_tail` to the kernel.
     pub fn consume(&mut self, new_tail: u64) {
         self.tail_atomic().store(new_tail, Ordering::Release);
@@ -268,6 +273,43 @@ pub fn poll_in(fds: &[RawFd], timeout_ms: i32) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A descriptor that polls readable when process `pid` exits
+/// (pidfd_open(2), Linux 5.3).
+pub fn pidfd_open(pid: u32) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let r = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `r` is a descriptor we just got and own.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(r as RawFd) })
+}
+
+/// Run `f` on a new thread that never receives the stop signals, so that
+/// SIGINT/SIGTERM/SIGHUP always reach (and interrupt the poll of) the
+/// recording thread. The signals are blocked in the caller while the
+/// thread is created (it inherits the mask) and unblocked after; one that
+/// arrives meanwhile stays pending and is delivered to the caller then.
+pub fn spawn_quiet<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::thread::JoinHandle<T> {
+    // SAFETY: the sigset_t values are initialised by sigemptyset before
+    // use, and pthread_sigmask only reads/writes them.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        let h = std::thread::spawn(f);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        h
+    }
 }
 
 /// mount -t tracefs nodev `target`.

@@ -167,6 +167,7 @@ fn a_hand_made_summary_prints_as_given() {
             format: schedscope_trace::TraceFormat::PerfData,
             events: 10,
             lost: 5,
+            lost_by_cpu: Vec::new(),
             cpus: 2,
             start_ns: 0,
             end_ns: 1_500_000_000,

@@ -37,5 +37,6 @@ pub use raw::RawArgs;
 pub use strings::{StrId, Strings};
 pub use task::{Task, TaskTable};
 pub use trace::{
-    CgroupSample, KernelSymbols, Mapping, Severity, Tally, Trace, TraceFormat, TraceMeta, Warning,
+    CgroupSample, CpuLoss, KernelSymbols, Mapping, Severity, Tally, Trace, TraceFormat, TraceMeta,
+    Warning,
 };

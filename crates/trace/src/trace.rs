@@ -165,6 +165,10 @@ pub struct Trace {
     pub nr_cpus: u32,
     /// Events the kernel reported lost (PERF_RECORD_LOST, LOST_SAMPLES, ftrace "LOST").
     pub lost: u64,
+    /// Where the loss records say events were lost: one entry per CPU
+    /// named by them (in CPU order), then one with `cpu: None` for records
+    /// that name no CPU. Empty when the file has no loss records.
+    pub lost_by_cpu: Vec<CpuLoss>,
     /// Anomalies met while decoding.
     pub warnings: Vec<Warning>,
     /// Kernel symbols stored in the file.
@@ -189,6 +193,70 @@ pub struct Trace {
     /// payload, in order of first appearance (per chunk of the file, in
     /// file order). Their counts are also in `events_by_name`.
     pub tallies: Vec<Tally>,
+}
+
+/// Events lost on one CPU, from the file's loss records (see
+/// [`Trace::lost_by_cpu`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CpuLoss {
+    /// The CPU whose ring buffer lost them (the CPU field of the records'
+    /// sample_id); `None` when the records do not carry one.
+    pub cpu: Option<u32>,
+    /// Sum of this CPU's PERF_RECORD_LOST counts (written by the kernel
+    /// into the ring when it had to drop samples).
+    pub lost_records: u64,
+    /// Sum of this CPU's PERF_RECORD_LOST_SAMPLES counts (written by the
+    /// recorder at the end from the events' lost counters).
+    pub lost_samples: u64,
+    /// Events lost: the larger of the two sums (both count the same drops).
+    pub lost: u64,
+    /// Time of this CPU's first PERF_RECORD_LOST (trace clock, ns); `None`
+    /// when only LOST_SAMPLES records (or records without a time) say so.
+    pub first_ns: Option<u64>,
+    /// Time of this CPU's last PERF_RECORD_LOST (trace clock, ns).
+    pub last_ns: Option<u64>,
+}
+
+impl CpuLoss {
+    /// Add one loss record: `n` events, from a PERF_RECORD_LOST when
+    /// `in_stream`, else from a LOST_SAMPLES; `ts` its time when known.
+    pub fn add(&mut self, n: u64, in_stream: bool, ts: Option<u64>) {
+        if in_stream {
+            self.lost_records = self.lost_records.saturating_add(n);
+            if let Some(t) = ts {
+                self.first_ns = Some(self.first_ns.map_or(t, |f| f.min(t)));
+                self.last_ns = Some(self.last_ns.map_or(t, |l| l.max(t)));
+            }
+        } else {
+            self.lost_samples = self.lost_samples.saturating_add(n);
+        }
+        self.lost = self.lost_records.max(self.lost_samples);
+    }
+
+    /// Fold `o` (the same CPU's losses from another part of the file) in.
+    pub fn merge(&mut self, o: &CpuLoss) {
+        self.lost_records = self.lost_records.saturating_add(o.lost_records);
+        self.lost_samples = self.lost_samples.saturating_add(o.lost_samples);
+        self.lost = self.lost_records.max(self.lost_samples);
+        self.first_ns = match (self.first_ns, o.first_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.last_ns = match (self.last_ns, o.last_ns) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+    }
+
+    /// Add `o` to the entry of its CPU in `list` (kept in CPU order, the
+    /// CPU-less entry last), creating it when missing.
+    pub fn merge_into(list: &mut Vec<CpuLoss>, o: &CpuLoss) {
+        let key = |c: &CpuLoss| c.cpu.unwrap_or(u32::MAX) as u64 + u64::from(c.cpu.is_none());
+        match list.binary_search_by_key(&key(o), key) {
+            Ok(i) => list[i].merge(o),
+            Err(i) => list.insert(i, *o),
+        }
+    }
 }
 
 /// How many events of one name, on one CPU, had one payload (see
@@ -234,6 +302,7 @@ impl Trace {
             tasks: TaskTable::new(),
             nr_cpus: 0,
             lost: 0,
+            lost_by_cpu: Vec::new(),
             warnings: Vec::new(),
             kernel_symbols: KernelSymbols::default(),
             cgroup_samples: Vec::new(),
@@ -377,5 +446,48 @@ mod tests {
         assert_eq!(k.lookup(0x1010), Some(("a", 0x10)));
         assert_eq!(k.lookup(0x2000), Some(("b", 0)));
         assert_eq!(k.lookup(0x10), None);
+    }
+
+    #[test]
+    fn cpu_losses_merge_per_cpu_in_cpu_order_unknown_last() {
+        let one = |cpu, n, stream, ts| {
+            let mut l = CpuLoss {
+                cpu,
+                ..CpuLoss::default()
+            };
+            l.add(n, stream, ts);
+            l
+        };
+        let mut list = Vec::new();
+        for l in [
+            one(None, 7, false, None),
+            one(Some(3), 10, true, Some(500)),
+            one(Some(1), 4, true, Some(900)),
+            one(Some(3), 5, true, Some(200)),
+            one(Some(3), 12, false, None),
+            one(Some(1), 2, true, None),
+        ] {
+            CpuLoss::merge_into(&mut list, &l);
+        }
+        let cpus: Vec<Option<u32>> = list.iter().map(|l| l.cpu).collect();
+        assert_eq!(cpus, vec![Some(1), Some(3), None]);
+        // CPU 3: 15 in the stream, 12 by the counters: 15 lost, 200..500.
+        assert_eq!(
+            list[1],
+            CpuLoss {
+                cpu: Some(3),
+                lost_records: 15,
+                lost_samples: 12,
+                lost: 15,
+                first_ns: Some(200),
+                last_ns: Some(500)
+            }
+        );
+        // A record without a time keeps the times of those that had one.
+        assert_eq!(
+            (list[0].lost, list[0].first_ns, list[0].last_ns),
+            (6, Some(900), Some(900))
+        );
+        assert_eq!((list[2].lost, list[2].first_ns), (7, None));
     }
 }

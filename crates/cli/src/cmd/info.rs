@@ -4,7 +4,7 @@ use super::report::{load, print_warnings, Progress};
 use crate::args::{InfoArgs, OutputFormat};
 use schedscope_render::fmt;
 use schedscope_render::table::{Align, Table};
-use schedscope_trace::{Tid, Trace, TraceFormat, TraceMeta, Warning};
+use schedscope_trace::{CpuLoss, Tid, Trace, TraceFormat, TraceMeta, Warning};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
@@ -27,6 +27,8 @@ struct Info {
     lost: u64,
     /// Lost events as a percentage of recorded + lost.
     lost_pct: f64,
+    /// Where the loss records say events were lost (per CPU, with when).
+    lost_by_cpu: Vec<CpuLoss>,
     /// Thread incarnations in the task table.
     tasks: u64,
     /// Distinct thread-group ids among them.
@@ -92,6 +94,7 @@ impl Info {
             } else {
                 trace.lost as f64 * 100.0 / (events + trace.lost) as f64
             },
+            lost_by_cpu: trace.lost_by_cpu.clone(),
             tasks: trace.tasks.len() as u64,
             processes: processes.len() as u64,
             top_comms,
@@ -124,6 +127,20 @@ impl Info {
             "  lost      {} events ({:.3}%)",
             self.lost, self.lost_pct
         )?;
+        for l in &self.lost_by_cpu {
+            let cpu = l.cpu.map_or("CPU ?".to_string(), |c| format!("CPU {c}"));
+            let when = match (l.first_ns, l.last_ns) {
+                (Some(a), Some(b)) => format!(
+                    "{} .. {} s ({:.3} .. {:.3} s after the start)",
+                    fmt::secs(a),
+                    fmt::secs(b),
+                    a.saturating_sub(self.start_ns) as f64 / 1e9,
+                    b.saturating_sub(self.start_ns) as f64 / 1e9
+                ),
+                _ => "time not recorded (lost counters only)".to_string(),
+            };
+            writeln!(out, "    {cpu:<7} {} events lost, {when}", l.lost)?;
+        }
         writeln!(
             out,
             "  tasks     {} threads in {} processes",

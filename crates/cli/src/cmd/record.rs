@@ -106,9 +106,11 @@ pub fn record_with_output(
         summary.output.display()
     );
     eprintln!(
-        "schedscope: start-up {:.2} s, finish {:.2} s",
+        "schedscope: start-up {:.2} s, finish {:.2} s, fullest ring {:.0}% (CPU {})",
         summary.startup.as_secs_f64(),
-        summary.finish.as_secs_f64()
+        summary.finish.as_secs_f64(),
+        summary.fullest_ring.1 * 100.0,
+        summary.fullest_ring.0
     );
     if summary.lost > 0 {
         eprintln!(

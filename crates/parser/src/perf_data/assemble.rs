@@ -114,8 +114,27 @@ pub(super) fn merge(
         saw_exit,
         lost_records,
         lost_samples,
+        mut lost_by_cpu,
+        lost_samples_list,
+        mut id_cpu,
         ..
     } = f;
+    // A LOST_SAMPLES names its CPU through the ID_INDEX (perf) or its own
+    // filled-in trailer (schedscope); otherwise it counts as CPU unknown.
+    id_cpu.sort_unstable();
+    for l in &lost_samples_list {
+        let by_index = l.id.and_then(|id| {
+            let k = id_cpu.partition_point(|&(i, _)| i < id);
+            id_cpu.get(k).filter(|&&(i, _)| i == id).map(|&(_, c)| c)
+        });
+        let mut one = schedscope_trace::CpuLoss {
+            cpu: by_index.or(l.cpu),
+            ..Default::default()
+        };
+        one.add(l.n, false, None);
+        schedscope_trace::CpuLoss::merge_into(&mut lost_by_cpu, &one);
+    }
+    trace.lost_by_cpu = lost_by_cpu;
     trace.tallies = tallies.list;
     // perf 6.x writes the kernel's PERF_RECORD_LOST records and, at the end,
     // LOST_SAMPLES records synthesized from the counters' read_format LOST
@@ -286,6 +305,9 @@ struct ChunkFacts {
     saw_exit: bool,
     lost_records: u64,
     lost_samples: u64,
+    lost_by_cpu: Vec<schedscope_trace::CpuLoss>,
+    lost_samples_list: Vec<chunk::LostSamples>,
+    id_cpu: Vec<(u64, u32)>,
     /// Of the file's records, and of the decompressed stream's.
     anomalies: [[Anomaly; 9]; 2],
 }
@@ -342,6 +364,11 @@ fn gather(trace: &mut Trace, outs: Vec<Decoded<'_>>, maps: IdMaps) -> ChunkFacts
         f.saw_exit |= out.saw_exit_records;
         f.lost_records = f.lost_records.saturating_add(out.lost);
         f.lost_samples = f.lost_samples.saturating_add(out.lost_samples);
+        for l in &out.lost_by_cpu {
+            schedscope_trace::CpuLoss::merge_into(&mut f.lost_by_cpu, l);
+        }
+        f.lost_samples_list.extend(out.lost_samples_list);
+        f.id_cpu.extend(out.id_cpu);
         let a = &mut f.anomalies[usize::from(dec)];
         for (dst, src) in a.iter_mut().zip([
             &out.unknown_id,

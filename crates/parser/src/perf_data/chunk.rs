@@ -9,7 +9,7 @@ use super::layout::{parse_sample, Layout};
 use super::local::Local;
 use super::tracepoint::TpDecoder;
 use crate::tracefs_format::FieldRef;
-use schedscope_trace::{Cpu, Event, EventData, NameId, StackId, StrId, Tally, Tid, Ts};
+use schedscope_trace::{Cpu, CpuLoss, Event, EventData, NameId, StackId, StrId, Tally, Tid, Ts};
 use std::collections::HashMap;
 use std::mem::MaybeUninit;
 
@@ -128,6 +128,14 @@ pub(crate) struct ChunkOut<'a> {
     pub lost: u64,
     /// Sum of PERF_RECORD_LOST_SAMPLES counts.
     pub lost_samples: u64,
+    /// The PERF_RECORD_LOST losses per CPU named by the records'
+    /// sample_id (see [`CpuLoss::merge_into`] for the order).
+    pub lost_by_cpu: Vec<CpuLoss>,
+    /// The LOST_SAMPLES records, attributed to CPUs once the whole file's
+    /// ID_INDEX is known (see [`LostSamples`]).
+    pub lost_samples_list: Vec<LostSamples>,
+    /// (event id, CPU) from PERF_RECORD_ID_INDEX records (CPU -1 left out).
+    pub id_cpu: Vec<(u64, u32)>,
     pub unknown_id: Anomaly,
     pub unknown_common_type: Anomaly,
     pub no_raw: Anomaly,
@@ -298,7 +306,10 @@ pub(crate) fn decode_chunk<'a>(
                 }
             }
             RecordType::LOST => match u64_at(body, 8) {
-                Some(n) => out.lost = out.lost.saturating_add(n),
+                Some(n) => {
+                    out.lost = out.lost.saturating_add(n);
+                    note_loss(ctx, body, n, &mut out.lost_by_cpu);
+                }
                 None => out.short_record.hit(off, ty as u64),
             },
             RecordType::MMAP | RecordType::MMAP2 => {
@@ -309,15 +320,86 @@ pub(crate) fn decode_chunk<'a>(
                 }
             }
             RecordType::LOST_SAMPLES => match u64_at(body, 0) {
-                Some(n) => out.lost_samples = out.lost_samples.saturating_add(n),
+                Some(n) => {
+                    out.lost_samples = out.lost_samples.saturating_add(n);
+                    out.lost_samples_list.push(LostSamples::of(ctx, body, n));
+                }
                 None => out.short_record.hit(off, ty as u64),
             },
+            RecordType::ID_INDEX => id_index(body, &mut out.id_cpu),
             _ if is_known_record(ty) => {}
             _ => out.unknown_record.hit(off, ty as u64),
         }
         pos += size;
     }
     out
+}
+
+/// Count a PERF_RECORD_LOST of `n` events under the CPU and time of its
+/// sample_id trailer (the kernel fills it in: the CPU is the ring's).
+fn note_loss(ctx: &Ctx<'_>, body: &[u8], n: u64, list: &mut Vec<CpuLoss>) {
+    let layout = &ctx.attrs[ctx.attr_of_other(body)].layout;
+    // id and lost come before the trailer.
+    let cpu = layout.trailer_cpu(body, 16);
+    // A time only where the trailer is really there (the CPU check also
+    // checks the length).
+    let ts = cpu.and_then(|_| layout.trailer_time(body));
+    let mut one = CpuLoss {
+        cpu,
+        ..CpuLoss::default()
+    };
+    one.add(n, true, ts);
+    CpuLoss::merge_into(list, &one);
+}
+
+/// One PERF_RECORD_LOST_SAMPLES: a recorder writes it at the end from an
+/// event's lost counter, for one (event, CPU).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LostSamples {
+    /// The event id of its sample_id trailer.
+    pub id: Option<u64>,
+    /// The CPU of its trailer, when the trailer was filled in: perf (6.1)
+    /// writes these records with a zeroed trailer (time 0, CPU 0) and an
+    /// ID_INDEX that names the id's CPU; schedscope fills in CPU and time.
+    pub cpu: Option<u32>,
+    /// Samples lost.
+    pub n: u64,
+}
+
+impl LostSamples {
+    fn of(ctx: &Ctx<'_>, body: &[u8], n: u64) -> LostSamples {
+        let layout = &ctx.attrs[ctx.attr_of_other(body)].layout;
+        // lost comes before the trailer.
+        let cpu = layout.trailer_cpu(body, 8);
+        let filled = cpu.is_some() && layout.trailer_time(body).is_some_and(|t| t != 0);
+        let id = layout
+            .is_pos()
+            .filter(|_| layout.sample_id_all && cpu.is_some())
+            .and_then(|p| body.len().checked_sub(p * 8))
+            .and_then(|p| u64_at(body, p));
+        LostSamples {
+            id,
+            cpu: cpu.filter(|_| filled),
+            n,
+        }
+    }
+}
+
+/// The (id, CPU) pairs of a PERF_RECORD_ID_INDEX body: nr, then nr entries
+/// of id, idx, cpu, tid (u64 each); a CPU of -1 (per-thread events) names
+/// none. A body shorter than its nr says keeps the entries it has.
+fn id_index(body: &[u8], out: &mut Vec<(u64, u32)>) {
+    let nr = u64_at(body, 0).unwrap_or(0);
+    for k in 0..nr.min((body.len().saturating_sub(8) / 32) as u64) as usize {
+        let at = 8 + 32 * k;
+        if let (Some(id), Some(cpu)) = (u64_at(body, at), u64_at(body, at + 16)) {
+            if let Ok(cpu) = u32::try_from(cpu) {
+                if cpu != u32::MAX {
+                    out.push((id, cpu));
+                }
+            }
+        }
+    }
 }
 
 /// Record types perf documents; the decoder ignores those it does not use.
@@ -568,6 +650,25 @@ mod tests {
     use super::*;
 
     const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn id_index_pairs_ids_with_cpus() {
+        let mut b = Vec::new();
+        b.extend_from_slice(&3u64.to_ne_bytes());
+        for (id, cpu) in [(8085u64, 0u64), (8086, 1), (9000, u64::MAX)] {
+            for v in [id, 0, cpu, u64::MAX] {
+                b.extend_from_slice(&v.to_ne_bytes());
+            }
+        }
+        let mut out = Vec::new();
+        id_index(&b, &mut out);
+        // CPU -1 (a per-thread event) names no CPU.
+        assert_eq!(out, vec![(8085, 0), (8086, 1)]);
+        // A cut body keeps the whole entries it has; nr beyond them is ignored.
+        out.clear();
+        id_index(&b[..8 + 32 + 20], &mut out);
+        assert_eq!(out, vec![(8085, 0)]);
+    }
 
     /// Times within a factor of two of their neighbours (give or take a
     /// minute) are plausible, whatever the gap a real idle CPU can leave;

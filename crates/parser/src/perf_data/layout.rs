@@ -6,6 +6,16 @@ use super::abi::{read_format, sample};
 use super::bytes::{u32_at, u64_at};
 use super::header::Attr;
 
+/// The fields of a sample_id_all trailer, in their order.
+const TRAILER: [u64; 6] = [
+    sample::TID,
+    sample::TIME,
+    sample::ID,
+    sample::STREAM_ID,
+    sample::CPU,
+    sample::IDENTIFIER,
+];
+
 /// Where a sample's fields are, per attr.
 #[derive(Clone, Debug)]
 pub(crate) struct Layout {
@@ -119,21 +129,36 @@ impl Layout {
 
     /// Time in a sample_id_all trailer at the end of `body`.
     pub(crate) fn trailer_time(&self, body: &[u8]) -> Option<u64> {
-        let t = self.sample_type;
-        if !self.sample_id_all || t & sample::TIME == 0 {
+        u64_at(body, self.trailer_pos(body, sample::TIME)?)
+    }
+
+    /// The CPU of a non-SAMPLE record's sample_id trailer, when
+    /// sample_id_all and CPU are set and `body` is longer than `fixed`
+    /// bytes of the record's own fields plus the trailer.
+    pub(crate) fn trailer_cpu(&self, body: &[u8], fixed: usize) -> Option<u32> {
+        let whole = TRAILER
+            .iter()
+            .filter(|&&b| self.sample_type & b != 0)
+            .count();
+        if body.len() < fixed + 8 * whole {
             return None;
         }
-        let after = [
-            sample::ID,
-            sample::STREAM_ID,
-            sample::CPU,
-            sample::IDENTIFIER,
-        ]
-        .iter()
-        .filter(|&&b| t & b != 0)
-        .count();
-        let pos = body.len().checked_sub(8 * (after + 1))?;
-        u64_at(body, pos)
+        u32_at(body, self.trailer_pos(body, sample::CPU)?)
+    }
+
+    /// Offset in `body` of field `bit` of its sample_id_all trailer (the
+    /// last u64s of the body, in [`TRAILER`] order as set).
+    fn trailer_pos(&self, body: &[u8], bit: u64) -> Option<usize> {
+        let t = self.sample_type;
+        if !self.sample_id_all || t & bit == 0 {
+            return None;
+        }
+        let after = TRAILER
+            .iter()
+            .skip_while(|&&b| b != bit)
+            .filter(|&&b| t & b != 0)
+            .count();
+        body.len().checked_sub(8 * after)
     }
 
     fn read_size(&self, body: &[u8], pos: usize) -> Option<usize> {
@@ -330,5 +355,28 @@ mod tests {
         b.extend_from_slice(&5u64.to_le_bytes()); // identifier
         assert_eq!(l.trailer_time(&b), Some(999));
         assert_eq!(l.trailer_time(&b[..8]), None);
+    }
+
+    #[test]
+    fn trailer_cpu_of_loss_records() {
+        use sample::*;
+        let l = layout(IDENTIFIER | IP | TID | TIME | CPU | PERIOD | RAW, 0);
+        // LOST body: id, lost, then trailer TID TIME CPU(u32 cpu, u32 res) IDENTIFIER
+        let mut b = Vec::new();
+        b.extend_from_slice(&5u64.to_le_bytes());
+        b.extend_from_slice(&100u64.to_le_bytes());
+        b.extend_from_slice(&[0u8; 8]); // tid
+        b.extend_from_slice(&999u64.to_le_bytes()); // time
+        b.extend_from_slice(&3u32.to_le_bytes()); // cpu
+        b.extend_from_slice(&0u32.to_le_bytes()); // res
+        b.extend_from_slice(&5u64.to_le_bytes()); // identifier
+        assert_eq!(l.trailer_cpu(&b, 16), Some(3));
+        // Too short to hold the trailer after the record's own fields.
+        assert_eq!(l.trailer_cpu(&b[..40], 16), None);
+        // Without CPU in sample_type, or without sample_id_all: unknown.
+        assert_eq!(layout(IDENTIFIER | TID | TIME, 0).trailer_cpu(&b, 16), None);
+        let mut no_all = layout(IDENTIFIER | TID | TIME | CPU, 0);
+        no_all.sample_id_all = false;
+        assert_eq!(no_all.trailer_cpu(&b, 16), None);
     }
 }
