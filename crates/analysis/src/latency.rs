@@ -27,6 +27,10 @@
 //!   a switch with zero delay. A wakeup of a task that is not sleeping (still
 //!   running, or already waiting) is ignored, as is a wakeup that is earlier
 //!   than the task's last switch-out.
+//! * Each wait is labelled with what started it ([`WaitStart`]: a
+//!   wakeup, wakeup_new or waking event, a prev_state `R` switch-out, or
+//!   the task's first sight at a switch-in); `delay_max_start` names the
+//!   largest wait's, `waits_by_start` counts the switches per kind.
 //! * Migrations do not change latency (perf only looks at them with
 //!   `--cpu`).
 //! * **Run time** is `perf sched timehist`'s: at every switch-out the time
