@@ -10,13 +10,18 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum AnalysisError {
     /// The trace lacks events the analysis needs; zeros would be a lie.
-    #[error("{analysis}: the trace has no {} events; record them with `{record_command}` (or `{perf_command}`)", missing.join(", "))]
+    #[error("{analysis}: the trace has no {} events; record them with `{record_command}` (or `{perf_command}`){}", missing.join(", "), improves_text(analysis, improves))]
     MissingEvents {
         /// Which analysis.
         analysis: String,
-        /// `system:event` names that are missing.
+        /// `system:event` names that are missing and required: the analysis
+        /// runs once the trace has these (nothing else is required).
         missing: Vec<String>,
-        /// schedscope command that captures them.
+        /// `system:event` names, also absent, that are not required but
+        /// would improve the result (the record commands include them).
+        /// (A boxed slice keeps the error small.)
+        improves: Box<[String]>,
+        /// schedscope command that captures the missing and improving events.
         record_command: String,
         /// perf command that captures them.
         perf_command: String,
@@ -84,15 +89,84 @@ pub fn check_input(trace: &Trace, analysis: &str, per_cpu: bool) -> Result<(), A
     Ok(())
 }
 
+/// Why a section that runs on either wakeup event lists `sched:sched_wakeup`
+/// as required and `sched:sched_waking` as an improvement.
+pub(crate) const WAKEUP_NOTE: &str = "either sched:sched_wakeup or sched:sched_waking serves; sched_waking is traced in the waker's context when the wakeup begins, so a woken task's runnable time starts exactly there";
+
+/// The wakeup part of a section's event needs: `sched:sched_wakeup` is
+/// required when the trace has neither wakeup event (either serves), and
+/// `sched:sched_waking` improves the result when it is absent. Pushes onto
+/// `missing` and `improves`.
+pub(crate) fn wakeup_needs(
+    has_wakeup: bool,
+    has_waking: bool,
+    missing: &mut Vec<&'static str>,
+    improves: &mut Vec<&'static str>,
+) {
+    if !has_wakeup && !has_waking {
+        missing.push("sched:sched_wakeup");
+    }
+    if !has_waking {
+        improves.push("sched:sched_waking");
+    }
+}
+
+/// The end of a [`AnalysisError::MissingEvents`] message: what would improve
+/// the result, and why.
+fn improves_text(analysis: &str, improves: &[String]) -> String {
+    if improves.is_empty() {
+        return String::new();
+    }
+    let mut why = Vec::new();
+    if improves.iter().any(|e| e == "sched:sched_waking") {
+        why.push(if analysis == "lhp" {
+            LHP_NOTE
+        } else {
+            WAKEUP_NOTE
+        });
+    }
+    if improves.iter().any(|e| e == "sched:sched_wakeup") && analysis == "latency" {
+        why.push("without it only prev_state=R switch-outs start waits; waits after a sleep start at the wakeup");
+    }
+    if improves
+        .iter()
+        .any(|e| e != "sched:sched_waking" && e != "sched:sched_wakeup")
+    {
+        why.push("the other events fill the idle-balancing table");
+    }
+    let mut s = format!(
+        "; not required, {} would improve the result (the commands record {})",
+        improves.join(", "),
+        if improves.len() == 1 { "it" } else { "them" }
+    );
+    if !why.is_empty() {
+        s.push_str(": ");
+        s.push_str(&why.join("; "));
+    }
+    s
+}
+
+/// Why lhp's whole-section error lists the kvm events as required and
+/// sched_waking as an improvement.
+const LHP_NOTE: &str = "pause-loop exits need kvm:kvm_exit and kvm:kvm_entry with sched:sched_switch and either wakeup event; waker-preempted time needs sched:sched_switch and sched:sched_waking, traced in the waker's own context, and runs with those even without the kvm events";
+
 impl AnalysisError {
     /// A [`AnalysisError::MissingEvents`] with the record commands built from `missing`.
     pub fn missing(analysis: &str, missing: &[&str]) -> AnalysisError {
-        let list = missing.join(",");
+        AnalysisError::missing_improves(analysis, missing, &[])
+    }
+
+    /// A [`AnalysisError::MissingEvents`] for the required events `missing`
+    /// and the absent, optional `improves` (the record commands capture
+    /// both; the message says why they help).
+    pub fn missing_improves(analysis: &str, missing: &[&str], improves: &[&str]) -> AnalysisError {
+        let all: Vec<&str> = missing.iter().chain(improves).copied().collect();
         AnalysisError::MissingEvents {
             analysis: analysis.to_string(),
             missing: missing.iter().map(|s| s.to_string()).collect(),
-            record_command: format!("schedscope record -e +{} -- COMMAND", missing.join(" -e +")),
-            perf_command: format!("perf record -a -e {list} -- COMMAND"),
+            improves: improves.iter().map(|s| s.to_string()).collect(),
+            record_command: format!("schedscope record -e +{} -- COMMAND", all.join(" -e +")),
+            perf_command: format!("perf record -a -e {} -- COMMAND", all.join(",")),
         }
     }
 }

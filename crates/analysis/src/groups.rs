@@ -40,19 +40,26 @@ pub struct GangDef {
     pub vcpus: Vec<Option<u32>>,
 }
 
-/// The events every gang computation needs.
+/// The events every gang computation needs: sched_switch and a wakeup
+/// event (either; sched_waking improves the result, see
+/// [`crate::error::WAKEUP_NOTE`]).
 pub(crate) fn check_sched_events(trace: &Trace, analysis: &str) -> Result<(), AnalysisError> {
-    let mut missing = Vec::new();
+    let (mut missing, mut improves) = (Vec::new(), Vec::new());
     if trace.count("sched:sched_switch") == 0 {
         missing.push("sched:sched_switch");
     }
-    if trace.count("sched:sched_waking") == 0 && trace.count("sched:sched_wakeup") == 0 {
-        missing.push("sched:sched_waking");
-    }
+    crate::error::wakeup_needs(
+        trace.count("sched:sched_wakeup") > 0,
+        trace.count("sched:sched_waking") > 0,
+        &mut missing,
+        &mut improves,
+    );
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(AnalysisError::missing(analysis, &missing))
+        Err(AnalysisError::missing_improves(
+            analysis, &missing, &improves,
+        ))
     }
 }
 

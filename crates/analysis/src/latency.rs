@@ -27,6 +27,10 @@
 //!   a switch with zero delay. A wakeup of a task that is not sleeping (still
 //!   running, or already waiting) is ignored, as is a wakeup that is earlier
 //!   than the task's last switch-out.
+//! * Each wait is labelled with what started it ([`WaitStart`]: a
+//!   wakeup, wakeup_new or waking event, a prev_state `R` switch-out, or
+//!   the task's first sight at a switch-in); `delay_max_start` names the
+//!   largest wait's, `waits_by_start` counts the switches per kind.
 //! * Migrations do not change latency (perf only looks at them with
 //!   `--cpu`).
 //! * **Run time** is `perf sched timehist`'s: at every switch-out the time
@@ -59,6 +63,56 @@ pub struct LatencyReport {
     /// Which wakeup tracepoint started waits (`sched:sched_wakeup`, or
     /// `sched:sched_waking` when the trace has no sched_wakeup).
     pub wakeup_event: String,
+    /// How many of the `switches` ended a wait of each start kind.
+    pub waits_by_start: WaitStarts,
+}
+
+/// What started a wait for a CPU (see the module docs). Preempted (`R+`)
+/// switch-outs start none: their waits are the `preempt_*` fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitStart {
+    /// A `sched:sched_wakeup` of a sleeping task.
+    Wakeup,
+    /// A `sched:sched_wakeup_new` (a new task).
+    WakeupNew,
+    /// A `sched:sched_waking` (only when the trace has no sched_wakeup).
+    Waking,
+    /// A switch-out with prev_state exactly `R`: runnable and not marked
+    /// preempted (sched_yield, or schedule() called while still runnable;
+    /// on kernels that print no preemption mark, also a preemption).
+    RunnableSwitchOut,
+    /// The task's first event is its switch-in: one wait of zero delay, as
+    /// perf counts it.
+    FirstSeen,
+}
+
+/// Waits ended by a switch-in, per [`WaitStart`] kind (their sum is
+/// `total_switches`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct WaitStarts {
+    /// Started by `sched:sched_wakeup`.
+    pub wakeup: u64,
+    /// Started by `sched:sched_wakeup_new`.
+    pub wakeup_new: u64,
+    /// Started by `sched:sched_waking`.
+    pub waking: u64,
+    /// Started by a prev_state `R` switch-out.
+    pub runnable_switch_out: u64,
+    /// A task first seen at its switch-in (zero delay).
+    pub first_seen: u64,
+}
+
+impl WaitStarts {
+    fn add(&mut self, k: WaitStart) {
+        *match k {
+            WaitStart::Wakeup => &mut self.wakeup,
+            WaitStart::WakeupNew => &mut self.wakeup_new,
+            WaitStart::Waking => &mut self.waking,
+            WaitStart::RunnableSwitchOut => &mut self.runnable_switch_out,
+            WaitStart::FirstSeen => &mut self.first_seen,
+        } += 1;
+    }
 }
 
 /// Latency and run time of one task (one row of `perf sched latency -p`).
@@ -84,6 +138,9 @@ pub struct TaskLatency {
     pub delay_max_at_ns: u64,
     /// When the largest wait began (the wakeup or yield).
     pub delay_max_start_ns: u64,
+    /// What started the largest wait (the first of equal ones); `None`
+    /// when the task has no switch.
+    pub delay_max_start: Option<WaitStart>,
     /// Sum of all waits.
     pub delay_total_ns: u64,
     /// Preempted switch-outs (`R+`) followed by a switch-in. perf 6.1 does
@@ -101,8 +158,8 @@ pub struct TaskLatency {
 enum Phase {
     /// Not runnable (perf THREAD_SLEEPING).
     Sleeping,
-    /// Waiting for a CPU since this time (THREAD_WAIT_CPU).
-    WaitCpu(Ts),
+    /// Waiting for a CPU since this time (THREAD_WAIT_CPU), and why.
+    WaitCpu(Ts, WaitStart),
     /// On a CPU (THREAD_SCHED_IN) or inconsistent (THREAD_IGNORE).
     Done,
 }
@@ -121,6 +178,7 @@ struct Acc {
     max: u64,
     max_start: Ts,
     max_at: Ts,
+    max_kind: Option<WaitStart>,
     /// Preempted (`R+`) switch-out not yet followed by a switch-in.
     preempted_at: Option<Ts>,
     preemptions: u64,
@@ -137,6 +195,7 @@ struct Pass {
     cpu_last: Vec<Option<Ts>>,
     cpu_curr: Vec<Option<Tid>>,
     bugs: u64,
+    starts: WaitStarts,
     /// The trace has no CPU column ([`Trace::cpu_unknown`]): run time is
     /// measured per task from its switch-in, and no CPU is checked.
     cpu_unknown: bool,
@@ -160,6 +219,7 @@ impl Pass {
                 max: 0,
                 max_start: Ts(0),
                 max_at: Ts(0),
+                max_kind: None,
                 preempted_at: None,
                 preemptions: 0,
                 preempt_total: 0,
@@ -206,7 +266,7 @@ impl Pass {
             // perf 6.1: only a raw prev_state of 0 reads as 'R'.
             let yielded = prev_state.bits == 0 && !prev_state.preempted;
             let wait = if yielded {
-                Phase::WaitCpu(ts)
+                Phase::WaitCpu(ts, WaitStart::RunnableSwitchOut)
             } else {
                 Phase::Sleeping
             };
@@ -222,7 +282,12 @@ impl Pass {
         }
         if !next.is_idle() {
             let cpu_unknown = self.cpu_unknown;
-            let (i, _) = self.slot(next, next_comm, Phase::WaitCpu(ts), ts);
+            let (i, _) = self.slot(
+                next,
+                next_comm,
+                Phase::WaitCpu(ts, WaitStart::FirstSeen),
+                ts,
+            );
             let a = &mut self.acc[i];
             if cpu_unknown {
                 a.ran_since = Some(ts);
@@ -233,23 +298,27 @@ impl Pass {
                 a.preempt_total += d;
                 a.preempt_max = a.preempt_max.max(d);
             }
-            if let Phase::WaitCpu(w) = a.wait {
+            if let Phase::WaitCpu(w, kind) = a.wait {
                 a.wait = Phase::Done;
                 if ts >= w {
                     let d = ts.0 - w.0;
                     a.switches += 1;
                     a.total += d;
+                    if d > a.max || a.max_kind.is_none() {
+                        a.max_kind = Some(kind);
+                    }
                     if d > a.max {
                         a.max = d;
                         a.max_start = w;
                         a.max_at = ts;
                     }
+                    self.starts.add(kind);
                 }
             }
         }
     }
 
-    fn wakeup(&mut self, ts: Ts, tid: Tid, comm: StrId) {
+    fn wakeup(&mut self, ts: Ts, tid: Tid, comm: StrId, kind: WaitStart) {
         if tid.is_idle() {
             return;
         }
@@ -258,7 +327,7 @@ impl Pass {
         if a.wait != Phase::Sleeping || a.sched_out > ts {
             return;
         }
-        a.wait = Phase::WaitCpu(ts);
+        a.wait = Phase::WaitCpu(ts, kind);
         a.wakeups += 1;
     }
 }
@@ -271,9 +340,17 @@ pub fn analyze(ctx: &Context) -> Result<LatencyReport, AnalysisError> {
 /// Compute the latency section from the trace alone.
 pub fn compute(trace: &Trace) -> Result<LatencyReport, AnalysisError> {
     if trace.count("sched:sched_switch") == 0 {
-        return Err(AnalysisError::missing(
+        // sched_switch alone gives the waits after prev_state=R switch-outs;
+        // the wakeups start the rest.
+        let improves: &[&str] = if trace.count("sched:sched_wakeup") > 0 {
+            &[]
+        } else {
+            &["sched:sched_wakeup"]
+        };
+        return Err(AnalysisError::missing_improves(
             "latency",
-            &["sched:sched_switch", "sched:sched_wakeup"],
+            &["sched:sched_switch"],
+            improves,
         ));
     }
     let has_wakeup =
@@ -286,6 +363,7 @@ pub fn compute(trace: &Trace) -> Result<LatencyReport, AnalysisError> {
         cpu_last: vec![None; nr_cpus],
         cpu_curr: vec![None; nr_cpus],
         bugs: 0,
+        starts: WaitStarts::default(),
         cpu_unknown: trace.cpu_unknown,
     };
     for ev in &trace.events {
@@ -303,12 +381,13 @@ pub fn compute(trace: &Trace) -> Result<LatencyReport, AnalysisError> {
             EventData::Wakeup {
                 kind, tid, comm, ..
             } => {
-                let counts = match kind {
-                    WakeKind::Waking => use_waking,
-                    WakeKind::Wakeup | WakeKind::WakeupNew => true,
+                let start = match kind {
+                    WakeKind::Waking => use_waking.then_some(WaitStart::Waking),
+                    WakeKind::Wakeup => Some(WaitStart::Wakeup),
+                    WakeKind::WakeupNew => Some(WaitStart::WakeupNew),
                 };
-                if counts {
-                    p.wakeup(ev.ts, tid, comm);
+                if let Some(start) = start {
+                    p.wakeup(ev.ts, tid, comm, start);
                 }
             }
             _ => {}
@@ -335,6 +414,7 @@ pub fn compute(trace: &Trace) -> Result<LatencyReport, AnalysisError> {
                 delay_avg_ns: a.total.checked_div(a.switches).unwrap_or(0),
                 delay_max_at_ns: a.max_at.0,
                 delay_max_start_ns: a.max_start.0,
+                delay_max_start: a.max_kind,
                 delay_total_ns: a.total,
                 preemptions: a.preemptions,
                 preempt_delay_max_ns: a.preempt_max,
@@ -348,6 +428,7 @@ pub fn compute(trace: &Trace) -> Result<LatencyReport, AnalysisError> {
         total_runtime_ns: tasks.iter().map(|t| t.runtime_ns).sum(),
         total_wakeups: tasks.iter().map(|t| t.wakeups).sum(),
         context_switch_bugs: p.bugs,
+        waits_by_start: p.starts,
         wakeup_event: if use_waking {
             "sched:sched_waking"
         } else {
@@ -416,6 +497,70 @@ mod tests {
         assert_eq!(six.delay_max_ns, 30);
         assert_eq!(six.runtime_ns, 20);
         assert_eq!(row(&r, 5).runtime_ns, 10 + 30);
+        // What started each task's largest wait: 5's only switch is its
+        // first sight (its preemption started none); 6 was first seen at
+        // 20 (wait 0), then waited 30 from its R switch-out at 40.
+        assert_eq!(row(&r, 5).delay_max_start, Some(WaitStart::FirstSeen));
+        assert_eq!(six.delay_max_start, Some(WaitStart::RunnableSwitchOut));
+        assert_eq!(six.delay_max_start_ns, 40);
+        assert_eq!(
+            r.waits_by_start,
+            WaitStarts {
+                runnable_switch_out: 1,
+                first_seen: 2,
+                ..WaitStarts::default()
+            }
+        );
+    }
+
+    #[test]
+    fn the_largest_wait_names_its_start_and_ties_keep_the_first() {
+        // 5: woken at 100 (sched_wakeup), in at 130 (30); R switch-out at
+        // 150, in at 180 (30, a tie: the wakeup, first, stays the max);
+        // sleeps at 200, woken at 300, in at 350 (50, the max).
+        // 7: sched_wakeup_new at 10, in at 12. waking is ignored (the trace
+        // has sched_wakeup).
+        let r = run(T::new()
+            .wake(10, 1, 0, WakeupNew, 7, 1)
+            .switch(12, 1, 0, "R", 7)
+            .switch(50, 0, 0, "R", 6)
+            .switch(60, 0, 6, "S", 0)
+            .switch(90, 0, 0, "R", 5)
+            .switch(95, 0, 5, "S", 0)
+            .wake(100, 0, 0, Wakeup, 5, 0)
+            .switch(130, 0, 0, "R", 5)
+            .switch(150, 0, 5, "R", 0)
+            .switch(180, 0, 0, "R", 5)
+            .switch(200, 0, 5, "S", 0)
+            .wake(290, 0, 0, Waking, 5, 0)
+            .wake(300, 0, 0, Wakeup, 5, 0)
+            .switch(350, 0, 0, "R", 5));
+        let five = row(&r, 5);
+        assert_eq!((five.switches, five.delay_max_ns), (4, 50));
+        assert_eq!(five.delay_max_start, Some(WaitStart::Wakeup));
+        assert_eq!(five.delay_max_start_ns, 300);
+        assert_eq!(row(&r, 7).delay_max_start, Some(WaitStart::WakeupNew));
+        assert_eq!(
+            r.waits_by_start,
+            WaitStarts {
+                wakeup: 2,
+                wakeup_new: 1,
+                runnable_switch_out: 1,
+                first_seen: 2, // 6 at 50, 5 at 90
+                ..WaitStarts::default()
+            }
+        );
+        // the tie: 30 from the wakeup at 100 stays ahead of 30 from the R at 150
+        let r = run(T::new()
+            .switch(90, 0, 0, "R", 5)
+            .switch(95, 0, 5, "S", 0)
+            .wake(100, 0, 0, Wakeup, 5, 0)
+            .switch(130, 0, 0, "R", 5)
+            .switch(150, 0, 5, "R", 0)
+            .switch(180, 0, 0, "R", 5));
+        let five = row(&r, 5);
+        assert_eq!(five.delay_max_ns, 30);
+        assert_eq!(five.delay_max_start, Some(WaitStart::Wakeup));
     }
 
     #[test]
@@ -439,6 +584,8 @@ mod tests {
             .switch(45, 0, 0, "R", 5));
         assert_eq!(r.wakeup_event, "sched:sched_waking");
         assert_eq!(row(&r, 5).delay_max_ns, 15);
+        assert_eq!(row(&r, 5).delay_max_start, Some(WaitStart::Waking));
+        assert_eq!(r.waits_by_start.waking, 1);
     }
 
     #[test]

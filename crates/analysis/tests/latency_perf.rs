@@ -1,8 +1,10 @@
 //! Oracle test: our latency and run-time numbers against perf's own, on one
 //! recording made by the test.
 //!
-//! * max delay and switch count per task against `perf sched latency -p`
-//!   (Debian perf 6.1; see `latency.rs` for the semantics we match);
+//! * max delay, its start and switch count per task against `perf sched
+//!   latency -p` (Debian perf 6.1; see `latency.rs` for the semantics we
+//!   match), and what started the largest wait (`delay_max_start`) against
+//!   the event `perf script` shows for that task at that start;
 //! * run time per task against `perf sched timehist -s`, within 0.1% (or the
 //!   microsecond that perf's truncating print loses);
 //! * the same recording decoded from perf.data and from `perf script` text
@@ -48,7 +50,9 @@ fn perf_switch_bugs(text: &str) -> u64 {
         .unwrap_or(0)
 }
 
-type PerfRows = (HashMap<i32, (u64, f64)>, Vec<i32>, u64);
+/// tid -> (switches, max delay ms, max delay start in us), duplicated tids,
+/// context switch bugs.
+type PerfRows = (HashMap<i32, (u64, f64, u64)>, Vec<i32>, u64);
 
 fn perf_latency(data: &Path) -> PerfRows {
     let text = run(Command::new("perf")
@@ -78,7 +82,15 @@ fn perf_latency(data: &Path) -> PerfRows {
             .trim()
             .parse()
             .unwrap();
-        if rows.insert(tid, (switches, max)).is_some() {
+        // "max start:  6254.609527 s" (perf 6.1 prints it)
+        let start_us = f
+            .get(5)
+            .and_then(|c| c.trim().strip_prefix("max start:"))
+            .and_then(|c| c.trim().strip_suffix('s'))
+            .and_then(|c| c.trim().split_once('.'))
+            .and_then(|(a, b)| Some(a.parse::<u64>().ok()? * 1_000_000 + b.parse::<u64>().ok()?))
+            .unwrap_or_else(|| panic!("no `max start` in: {line}"));
+        if rows.insert(tid, (switches, max, start_us)).is_some() {
             dup.push(tid);
         }
     }
@@ -173,6 +185,82 @@ fn charged_to_sample_minus_one(trace: &Trace) -> HashMap<i32, u64> {
     out
 }
 
+/// Every task's `delay_max_start` names the event `perf script` shows at
+/// `delay_max_start_ns`: a sched_wakeup(_new) of the task, or its
+/// sched_switch out with prev_state exactly `R` (not `R+`).
+fn check_wait_starts(report: &LatencyReport, script: &str) {
+    use latency::WaitStart;
+    // (ts ns, kind, tid) of every event that can start a wait
+    let mut starts = std::collections::HashSet::new();
+    for l in script.lines() {
+        let toks: Vec<&str> = l.split_whitespace().collect();
+        let Some(i) = toks.iter().position(|t| {
+            t.strip_suffix(':')
+                .and_then(|x| x.split_once('.'))
+                .is_some_and(|(a, b)| {
+                    b.len() == 9 && a.parse::<u64>().is_ok() && b.parse::<u64>().is_ok()
+                })
+        }) else {
+            continue;
+        };
+        let (a, b) = toks[i].trim_end_matches(':').split_once('.').unwrap();
+        let ts = a.parse::<u64>().unwrap() * 1_000_000_000 + b.parse::<u64>().unwrap();
+        let field = |k: &str| {
+            toks.iter()
+                .find_map(|t| t.strip_prefix(k))
+                .and_then(|v| v.parse::<i32>().ok())
+        };
+        match toks.get(i + 1).copied() {
+            Some("sched:sched_wakeup:") => {
+                if let Some(pid) = field("pid=") {
+                    starts.insert((ts, "wakeup", pid));
+                }
+            }
+            Some("sched:sched_wakeup_new:") => {
+                if let Some(pid) = field("pid=") {
+                    starts.insert((ts, "wakeup_new", pid));
+                }
+            }
+            Some("sched:sched_switch:") if toks.contains(&"prev_state=R") => {
+                if let Some(pid) = field("prev_pid=") {
+                    starts.insert((ts, "runnable_switch_out", pid));
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut checked = 0;
+    let mut bad = Vec::new();
+    for t in report.tasks.iter().filter(|t| t.delay_max_ns > 0) {
+        let kind = match t.delay_max_start {
+            Some(WaitStart::Wakeup) => "wakeup",
+            Some(WaitStart::WakeupNew) => "wakeup_new",
+            Some(WaitStart::RunnableSwitchOut) => "runnable_switch_out",
+            other => {
+                bad.push(format!(
+                    "tid {}: {other:?} for a wait of {} ns",
+                    t.tid, t.delay_max_ns
+                ));
+                continue;
+            }
+        };
+        if starts.contains(&(t.delay_max_start_ns, kind, t.tid)) {
+            checked += 1;
+        } else {
+            bad.push(format!(
+                "tid {}: no {kind} at {} ns in perf script",
+                t.tid, t.delay_max_start_ns
+            ));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "largest waits whose start perf script does not show: {bad:#?}"
+    );
+    assert!(checked >= 100, "only {checked} wait starts checked");
+    eprintln!("latency: {checked} largest-wait starts found in perf script");
+}
+
 #[test]
 fn latency_and_runtime_agree_with_perf() {
     if let Some(why) = skip_reason() {
@@ -216,7 +304,8 @@ fn latency_and_runtime_agree_with_perf() {
     }
     let mut exact = 0;
     let mut diffs = Vec::new();
-    for (tid, &(switches, max_ms)) in &perf_lat {
+    let mut start_diffs = Vec::new();
+    for (tid, &(switches, max_ms, start_us)) in &perf_lat {
         let t = by_tid
             .get(tid)
             .unwrap_or_else(|| panic!("perf lists tid {tid}, we do not"));
@@ -227,11 +316,20 @@ fn latency_and_runtime_agree_with_perf() {
         let ours_ms = (t.delay_max_ns as f64 / 1e6 * 1000.0).round() / 1000.0;
         if (ours_ms - max_ms).abs() < 0.0005 && t.switches == switches {
             exact += 1;
+            // perf prints the start to the microsecond, truncated; with a
+            // zero max it prints the start of the first wait, we keep 0
+            if t.delay_max_ns > 0 && t.delay_max_start_ns / 1000 != start_us {
+                start_diffs.push((*tid, start_us, t.delay_max_start_ns));
+            }
         } else {
             diffs.push((*tid, switches, max_ms, t.switches, t.delay_max_ns));
         }
     }
     let n = perf_lat.len() - dup_lat.len();
+    assert!(
+        start_diffs.is_empty(),
+        "max delay start differs from perf's (tid, perf us, our ns): {start_diffs:?}"
+    );
     assert!(
         exact * 100 >= n * 99,
         "max delay/switches equal for only {exact}/{n} tasks; differing (tid, perf switches, perf max ms, our switches, our max ns): {diffs:?}"
@@ -276,6 +374,7 @@ fn latency_and_runtime_agree_with_perf() {
     let script = run(Command::new("perf")
         .args(["script", "--ns", "-i"])
         .arg(&data));
+    check_wait_starts(&report, &script);
     std::fs::write(&text, script).unwrap();
     let text_trace = load(&text);
     let from_text = latency::compute(&text_trace).unwrap();

@@ -1,6 +1,7 @@
 //! Damage sweep: hundreds of damaged variants of small recordings, in every
-//! input format schedscope reads (perf.data plain, zstd and pipe mode;
-//! tracefs, trace-cmd and perf script text), each run through the CLI as a
+//! input format schedscope reads (perf.data plain, zstd, pipe mode and
+//! unfinished; trace-cmd trace.dat v6 and v7 with zstd; tracefs, trace-cmd
+//! and perf script text, and systrace HTML), each run through the CLI as a
 //! user would (`report --all --format json`, `report --all` text, `info`)
 //! in a child process with an address-space limit and a time limit. Every
 //! variant must end with exit 0 (with warnings) or a clear error naming the
@@ -32,8 +33,50 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The inputs: small recordings of each format this repository holds.
-fn inputs() -> Vec<PathBuf> {
+/// The inputs: small recordings of each format this repository holds, and
+/// two made from them: an unfinished perf.data (the header's data size 0,
+/// as when perf is killed) and a systrace HTML page around tracefs text.
+/// (stem, extension, bytes).
+fn inputs() -> Vec<(String, String, Vec<u8>)> {
+    let mut v: Vec<(String, String, Vec<u8>)> = input_files()
+        .iter()
+        .map(|p| {
+            let data = std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("bin");
+            let stem = p.file_stem().unwrap().to_string_lossy().into_owned();
+            (stem, ext.to_string(), data)
+        })
+        .collect();
+    // perf killed while recording: the records, no feature sections, data
+    // size 0 (cpu-clock samples: without the tracing-data feature section
+    // tracepoint samples could not be decoded at all)
+    let mut unfinished = v
+        .iter()
+        .find(|i| i.0 == "callchain_cpuclock")
+        .map(|i| i.2.clone())
+        .expect("callchain_cpuclock.data");
+    assert_eq!(&unfinished[..8], b"PERFILE2");
+    let word = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let end = word(&unfinished, 0x28) + word(&unfinished, 0x30);
+    unfinished.truncate(end as usize);
+    unfinished[0x30..0x38].fill(0);
+    v.push(("unfinished".into(), "data".into(), unfinished));
+    let text = v
+        .iter()
+        .find(|i| i.0 == "tracefs-sched")
+        .map(|i| i.2.clone())
+        .expect("tracefs-sched.txt");
+    let mut html =
+        b"<!DOCTYPE html>\n<html><body>\n<script class=\"trace-data\" type=\"application/text\">\n"
+            .to_vec();
+    html.extend(text);
+    html.extend(b"\n</script>\n</body></html>\n");
+    v.push(("systrace".into(), "html".into(), html));
+    v
+}
+
+/// The files among the inputs.
+fn input_files() -> Vec<PathBuf> {
     let r = root();
     let files = [
         "fuzz/seeds/perf_data/sched_switch_wakeup.data",
@@ -45,6 +88,8 @@ fn inputs() -> Vec<PathBuf> {
         "fuzz/seeds/ftrace_text/tracefs-ipi-tgid.txt",
         "fuzz/seeds/ftrace_text/tracecmd-sched.txt",
         "fuzz/seeds/ftrace_text/perf-script.txt",
+        "fixtures/tracedat/gen_v6.dat",
+        "fixtures/tracedat/gen_v7_zstd.dat",
     ];
     files.iter().map(|f| r.join(f)).collect()
 }
@@ -179,10 +224,19 @@ fn damaged_inputs_end_quickly_with_a_result_or_a_clear_error() {
     let t0 = Instant::now();
     let mut jobs = Vec::new();
     let mut rng = Rng(0x5eed_da3a_9e00_0001);
-    for input in inputs() {
-        let data = std::fs::read(&input).unwrap_or_else(|e| panic!("{}: {e}", input.display()));
-        let ext = input.extension().and_then(|e| e.to_str()).unwrap_or("bin");
-        let stem = input.file_stem().unwrap().to_string_lossy().into_owned();
+    for (stem, ext, data) in inputs() {
+        // the undamaged input must be read: the variants then damage a
+        // file of this format, not a file the tool rejects anyway
+        let whole = dir.join(format!("{stem}.{ext}"));
+        std::fs::write(&whole, &data).unwrap();
+        let o = run_limited(&["info", &whole.to_string_lossy()]);
+        assert_eq!(
+            o.status.and_then(|s| s.code()),
+            Some(0),
+            "{stem}.{ext} undamaged: {}",
+            o.stderr
+        );
+        let _ = std::fs::remove_file(&whole);
         for i in 0..VARIANTS {
             let (d, how) = variant(&data, i, &mut rng);
             let path = dir.join(format!("{stem}-{i}.{ext}"));

@@ -15,12 +15,21 @@
 //! in the JSON is also checked to be non-negative and, for durations, no
 //! larger than span x CPUs.
 //!
+//! trace-cmd's binary trace.dat is checked with the same replay on the text
+//! `trace-cmd report -N -t` prints for the file (trace-cmd decodes, the
+//! replay counts; `-N` prints through the kernel's own print fmt, so
+//! preempted switch-outs keep their `R+`). perf.data (pipe-mode, and
+//! unfinished with a header fixed up in a temporary copy) is checked against
+//! `perf script` of the same file: events per name, first and last time,
+//! tasks, and, without scheduler events, every scheduler section's
+//! `missing_events` error and exit 1; the unfinished file must give exactly
+//! one warning, saying the recording was not finished and how many bytes
+//! were recovered (the header's data offset to the end of the file, where
+//! `perf report -D` on the fixed-up copy also ends).
+//!
 //! Every file of the directory must have a row in [`ROWS`] and every row a
 //! file: a missing file fails the test with its name, so the corpus cannot
-//! pass silently. Rows whose format another change is making readable
-//! (trace.dat, pipe-mode and unfinished perf.data) are [`Expect::Pending`]:
-//! they only check that the tool ends cleanly (exit 0, or 1 with a message,
-//! never a crash) until their owners replace the row with an oracle one.
+//! pass silently.
 
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -37,11 +46,14 @@ enum Expect {
         /// Whether lines carry a `[CPU]` column (perf 3.13 omitted it).
         cpu_column: bool,
     },
-    /// Not yet readable here (another change makes it so): the tool must
-    /// end cleanly, exit 0 or exit 1 with a message.
-    Pending {
-        /// Which point of issue 13 will make it readable.
-        reason: &'static str,
+    /// trace-cmd's binary trace.dat: the replay oracle on `trace-cmd
+    /// report -N -t`'s text of the same file.
+    TraceDat,
+    /// perf.data: compared with `perf script` of the same file.
+    PerfData {
+        /// The header's data size is 0 (the recording never finished): perf
+        /// reads it only from a copy whose header is fixed up.
+        unfinished: bool,
     },
 }
 
@@ -82,21 +94,15 @@ const ROWS: &[Row] = &[
     },
     Row {
         file: "lisa_sched_load.trace.dat",
-        expect: Expect::Pending {
-            reason: "issue 13 point 3 (trace.dat reader)",
-        },
+        expect: Expect::TraceDat,
     },
     Row {
         file: "quipper_piped_ctx_switch_namespaces-4.14.perf.data",
-        expect: Expect::Pending {
-            reason: "issue 13 point 4 (pipe-mode perf.data)",
-        },
+        expect: Expect::PerfData { unfinished: false },
     },
     Row {
         file: "spinner_unterminated.perf.data",
-        expect: Expect::Pending {
-            reason: "issue 13 point 5 (unfinished perf.data)",
-        },
+        expect: Expect::PerfData { unfinished: true },
     },
 ];
 
@@ -224,6 +230,9 @@ struct Oracle {
     end: u64,
     /// tid -> (switches, max delay).
     latency: BTreeMap<i64, (u64, u64)>,
+    /// tid -> what started its largest wait (the first of equal ones), as
+    /// the JSON's `delay_max_start` names it.
+    max_start: BTreeMap<i64, &'static str>,
     /// cpu -> idle ns.
     idle: BTreeMap<u32, u64>,
 }
@@ -231,7 +240,7 @@ struct Oracle {
 #[derive(Clone, Copy, PartialEq)]
 enum Phase {
     Sleeping,
-    WaitCpu(u64),
+    WaitCpu(u64, &'static str),
     Done,
 }
 
@@ -261,7 +270,7 @@ fn replay(text: &str, numeric_marker: Option<u64>) -> Oracle {
                 };
                 if prev != 0 {
                     let w = if yielded {
-                        Phase::WaitCpu(l.ts)
+                        Phase::WaitCpu(l.ts, "runnable_switch_out")
                     } else {
                         Phase::Sleeping
                     };
@@ -269,12 +278,17 @@ fn replay(text: &str, numeric_marker: Option<u64>) -> Oracle {
                     o.latency.entry(prev).or_insert((0, 0));
                 }
                 if next != 0 {
-                    let t = tasks.entry(next).or_insert((Phase::WaitCpu(l.ts), l.ts));
-                    if let Phase::WaitCpu(w) = t.0 {
+                    let t = tasks
+                        .entry(next)
+                        .or_insert((Phase::WaitCpu(l.ts, "first_seen"), l.ts));
+                    if let Phase::WaitCpu(w, kind) = t.0 {
                         t.0 = Phase::Done;
                         if l.ts >= w {
                             let e = o.latency.entry(next).or_insert((0, 0));
                             e.0 += 1;
+                            if e.0 == 1 || l.ts - w > e.1 {
+                                o.max_start.insert(next, kind);
+                            }
                             e.1 = e.1.max(l.ts - w);
                         }
                     }
@@ -292,7 +306,12 @@ fn replay(text: &str, numeric_marker: Option<u64>) -> Oracle {
                 let t = tasks.entry(tid).or_insert((Phase::Sleeping, l.ts));
                 o.latency.entry(tid).or_insert((0, 0));
                 if t.0 == Phase::Sleeping && t.1 <= l.ts {
-                    t.0 = Phase::WaitCpu(l.ts);
+                    let kind = match n {
+                        "sched_wakeup" => "wakeup",
+                        "sched_wakeup_new" => "wakeup_new",
+                        _ => "waking",
+                    };
+                    t.0 = Phase::WaitCpu(l.ts, kind);
                 }
             }
             _ => {}
@@ -353,12 +372,9 @@ fn check_numbers(v: &Value, key: &str, limit: u64, file: &str, bad: &mut Vec<Str
     }
 }
 
-fn check_text(path: &Path, file: &str, numeric_marker: Option<u64>, cpu_column: bool) {
-    let text = std::fs::read_to_string(path).unwrap();
-    let o = replay(&text, numeric_marker);
-    assert!(o.events > 0, "{file}: the oracle found no event line");
-
-    // info
+/// `info --format json` on `path`: the event count, events per name, first
+/// and last event time must be the oracle's. Returns the JSON.
+fn check_info(path: &Path, file: &str, o: &Oracle) -> Value {
     let (code, out, err) = schedscope(&["info", "--format", "json"], path);
     assert_eq!(code, 0, "{file}: info failed: {err}");
     let info: Value = serde_json::from_str(&out).unwrap();
@@ -376,6 +392,16 @@ fn check_text(path: &Path, file: &str, numeric_marker: Option<u64>, cpu_column: 
     assert_eq!(ours, o.by_name, "{file}: events per name");
     assert_eq!(info["start_ns"].as_u64(), Some(o.start), "{file}: start");
     assert_eq!(info["end_ns"].as_u64(), Some(o.end), "{file}: end");
+    info
+}
+
+/// Compare `info` and `report --all` on `path` with the replay of `text`
+/// (the file itself, or an independent tool's text of it).
+fn check_text(path: &Path, file: &str, text: &str, numeric_marker: Option<u64>, cpu_column: bool) {
+    let o = replay(text, numeric_marker);
+    assert!(o.events > 0, "{file}: the oracle found no event line");
+
+    check_info(path, file, &o);
 
     // report --all
     let (code, out, err) = schedscope(&["report", "--all", "--format", "json"], path);
@@ -394,6 +420,11 @@ fn check_text(path: &Path, file: &str, numeric_marker: Option<u64>, cpu_column: 
     let mut got: BTreeMap<i64, (u64, u64)> = BTreeMap::new();
     for t in tasks {
         let tid = t["tid"].as_i64().unwrap();
+        assert_eq!(
+            t["delay_max_start"].as_str(),
+            o.max_start.get(&tid).copied(),
+            "{file}: tid {tid}: what started the largest wait"
+        );
         let prev = got.insert(
             tid,
             (
@@ -425,6 +456,28 @@ fn check_text(path: &Path, file: &str, numeric_marker: Option<u64>, cpu_column: 
         Some(total),
         "{file}"
     );
+
+    // Without any wakeup event the sections that need one say so: either
+    // wakeup event serves, so sched_wakeup is required and sched_waking
+    // only improves the result.
+    let wakeups = ["sched_wakeup", "sched_wakeup_new", "sched_waking"];
+    if !wakeups.iter().any(|w| o.by_name.contains_key(*w)) {
+        for section in ["gang", "idle"] {
+            let e = &r[section]["error"];
+            assert_eq!(
+                e["kind"], "missing_events",
+                "{file}: {section}: {}",
+                r[section]
+            );
+            assert_eq!(
+                e["missing"],
+                serde_json::json!(["sched:sched_wakeup"]),
+                "{file}: {e}"
+            );
+            assert_eq!(e["improves"][0], "sched:sched_waking", "{file}: {e}");
+        }
+        return;
+    }
 
     // idle: per CPU (or, without a CPU column, the section's refusal)
     if cpu_column {
@@ -466,17 +519,209 @@ fn check_text(path: &Path, file: &str, numeric_marker: Option<u64>, cpu_column: 
     }
 }
 
-fn check_pending(path: &Path, file: &str, reason: &str) {
-    for args in [&["info"][..], &["report", "--all", "--format", "json"][..]] {
-        let (code, _, err) = schedscope(args, path);
-        // exit 0, or 1 with a message (a decoding error names the file;
-        // "every section failed" lists why each did)
-        assert!(
-            code == 0 || (code == 1 && err.starts_with("schedscope: ")),
-            "{file} ({reason}): {args:?} ended with {code}: {err}"
-        );
-        assert!(!err.contains("panicked"), "{file}: {err}");
+/// An oracle tool's stdout (the test fails, naming the tool, when it cannot run).
+fn tool(file: &str, prog: &str, args: &[&str], path: &Path) -> String {
+    let o = Command::new(prog)
+        .args(args)
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("{file}: the oracle `{prog}` cannot run ({e}): install it to check this file")
+        });
+    assert!(
+        o.status.success(),
+        "{file}: the oracle `{prog} {args:?}` failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn check_trace_dat(path: &Path, file: &str) {
+    let text = tool(file, "trace-cmd", &["report", "-N", "-t", "-i"], path);
+    check_text(path, file, &text, None, true);
+}
+
+/// The events `perf script` prints (samples: `comm tid time: event:`), the
+/// distinct tids of those and of the COMM/FORK/EXIT records.
+struct PerfOracle {
+    script: Oracle,
+    tids: std::collections::BTreeSet<i64>,
+}
+
+fn perf_oracle(file: &str, path: &Path) -> PerfOracle {
+    let text = tool(
+        file,
+        "perf",
+        &["script", "--ns", "-F", "comm,tid,time,event", "-i"],
+        path,
+    );
+    let script = replay(&text, None);
+    let tasks = tool(
+        file,
+        "perf",
+        &[
+            "script",
+            "--ns",
+            "--show-task-events",
+            "-F",
+            "comm,tid,time,event",
+            "-i",
+        ],
+        path,
+    );
+    let mut tids = std::collections::BTreeSet::new();
+    for l in tasks.lines() {
+        if let Some(rest) = l.split("PERF_RECORD_").nth(1) {
+            // `COMM: name:pid/tid`, `FORK(pid:tid):(ppid:ptid)`, `EXIT(pid:tid):(...)`
+            let tid = if rest.starts_with("COMM") {
+                rest.rsplit_once('/')
+                    .and_then(|(_, t)| t.trim().parse::<i64>().ok())
+            } else {
+                rest.split_once('(')
+                    .and_then(|(_, r)| r.split_once(')'))
+                    .and_then(|(pt, _)| pt.split_once(':'))
+                    .and_then(|(_, t)| t.parse::<i64>().ok())
+            };
+            if let Some(t) = tid.filter(|t| *t > 0) {
+                tids.insert(t);
+            }
+        } else if event_line(l).is_some() {
+            // `comm tid time: event:`: the tid is the token before the time
+            let toks: Vec<&str> = l.split_whitespace().collect();
+            let at = toks
+                .iter()
+                .position(|t| t.strip_suffix(':').is_some_and(|x| ts_ns(x).is_some()));
+            if let Some(t) = at
+                .and_then(|i| i.checked_sub(1))
+                .and_then(|i| toks[i].parse::<i64>().ok())
+                .filter(|t| *t > 0)
+            {
+                tids.insert(t);
+            }
+        }
     }
+    PerfOracle { script, tids }
+}
+
+/// A copy of an unfinished perf.data in `dir` with the header perf would
+/// have written: data size up to the end of the file, no feature sections.
+/// Returns the copy and the header's data offset.
+fn fixed_up(file: &str, path: &Path, dir: &Path) -> (PathBuf, u64) {
+    let mut b = std::fs::read(path).unwrap();
+    assert!(
+        b.len() >= 0x68 && &b[..8] == b"PERFILE2",
+        "{file}: not a perf.data file header"
+    );
+    let word = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let (offset, size) = (word(0x28), word(0x30));
+    assert_eq!(
+        size, 0,
+        "{file}: the header's data size is not 0: not an unfinished recording"
+    );
+    let len = b.len() as u64;
+    b[0x30..0x38].copy_from_slice(&(len - offset).to_le_bytes());
+    b[0x48..0x68].fill(0); // feature bits: perf never wrote the sections
+    let copy = dir.join(file);
+    std::fs::write(&copy, &b).unwrap();
+    (copy, offset)
+}
+
+fn check_perf_data(path: &Path, file: &str, unfinished: bool) {
+    let dir = schedscope_testkit::tmpdir("real-traces");
+    let (oracle_file, data_offset) = if unfinished {
+        fixed_up(file, path, &dir)
+    } else {
+        (path.to_path_buf(), 0)
+    };
+    let po = perf_oracle(file, &oracle_file);
+    let o = &po.script;
+
+    // info: events per name, first and last event, threads
+    let info = check_info(path, file, o);
+    assert_eq!(
+        info["tasks"].as_u64(),
+        Some(po.tids.len() as u64),
+        "{file}: threads (perf: {:?})",
+        po.tids
+    );
+
+    // warnings: the unfinished file gives one, saying so and how much was read
+    // (the text `info` prints them on stderr, the JSON carries them)
+    let (code, _, err) = schedscope(&["info"], path);
+    assert_eq!(code, 0, "{file}: info failed: {err}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning")).collect();
+    if unfinished {
+        let recovered = std::fs::metadata(path).unwrap().len() - data_offset;
+        assert_eq!(warnings.len(), 1, "{file}: expected one warning: {err}");
+        assert!(
+            warnings[0].contains("the recording was not finished")
+                && warnings[0].contains(&format!(
+                    "recovered {recovered} bytes of records from byte offset {data_offset}"
+                )),
+            "{file}: {}",
+            warnings[0]
+        );
+        // perf itself, on the fixed-up copy, reads records up to the end of the file
+        let dump = tool(file, "perf", &["report", "-D", "-i"], &oracle_file);
+        let last_end = dump
+            .lines()
+            .filter_map(|l| {
+                let (at, rest) = l.split_once('@')?;
+                let size = rest.split_once("[0x")?.1.split_once(']')?.0;
+                Some(
+                    u64::from_str_radix(at.strip_prefix("0x")?, 16).ok()?
+                        + u64::from_str_radix(size, 16).ok()?,
+                )
+            })
+            .max();
+        assert_eq!(
+            last_end,
+            Some(data_offset + recovered),
+            "{file}: perf's records do not end where the file does"
+        );
+        assert_eq!(
+            info["warnings"].as_array().map(Vec::len),
+            Some(1),
+            "{file}: {}",
+            info["warnings"]
+        );
+    } else {
+        assert!(warnings.is_empty(), "{file}: unexpected warnings: {err}");
+    }
+
+    // report --all: without scheduler events every scheduler section says
+    // which events are missing, and the command exits 1
+    let (code, out, err) = schedscope(&["report", "--all", "--format", "json"], path);
+    let r: Value = serde_json::from_str(&out).unwrap();
+    let mut bad = Vec::new();
+    let cpus = r["trace"]["cpus"].as_u64().unwrap_or(0);
+    check_numbers(&r, "", (o.end - o.start) * cpus.max(1), file, &mut bad);
+    assert!(bad.is_empty(), "{bad:#?}");
+    assert!(!err.contains("panicked"), "{file}: {err}");
+    assert!(
+        !o.by_name.keys().any(|n| n.starts_with("sched_")),
+        "{file}: perf script shows scheduler events: this row's checks do not cover them"
+    );
+    assert_eq!(code, 1, "{file}: report --all: {err}");
+    for section in ["latency", "gang", "lhp", "idle"] {
+        let e = &r[section]["error"];
+        assert_eq!(
+            e["kind"], "missing_events",
+            "{file}: {section}: {}",
+            r[section]
+        );
+        assert!(
+            e["missing"]
+                .as_array()
+                .is_some_and(|m| m.iter().any(|x| x == "sched:sched_switch")),
+            "{file}: {section}: {e}"
+        );
+        assert!(
+            err.contains(&format!("schedscope: {section}: the trace has no ")),
+            "{file}: {section}: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -514,8 +759,12 @@ fn every_real_trace_against_its_oracle() {
             Expect::Text {
                 numeric_marker,
                 cpu_column,
-            } => check_text(&path, row.file, numeric_marker, cpu_column),
-            Expect::Pending { reason } => check_pending(&path, row.file, reason),
+            } => {
+                let text = std::fs::read_to_string(&path).unwrap();
+                check_text(&path, row.file, &text, numeric_marker, cpu_column)
+            }
+            Expect::TraceDat => check_trace_dat(&path, row.file),
+            Expect::PerfData { unfinished } => check_perf_data(&path, row.file, unfinished),
         }
     }
 }

@@ -200,7 +200,7 @@ fn text_report_headline_table_and_top() {
     let s = stdout(&o);
     assert!(s.contains("== Scheduling latency =="), "{s}");
     assert!(
-        s.contains("Scheduling latency: max delay 2.331 ms (worker-p1:5102 at 1000.002331 s)"),
+        s.contains("Scheduling latency: max delay 2.331 ms (worker-p1:5102 at 1000.002331 s, waiting since its sched:sched_wakeup_new)"),
         "{s}"
     );
     let rows = s.lines().filter(|l| l.starts_with("  worker-")).count();

@@ -3,7 +3,7 @@
 
 use crate::table::{Align, Table};
 use crate::{fmt, top_or, RenderText, TextOptions};
-use schedscope_analysis::latency::LatencyReport;
+use schedscope_analysis::latency::{LatencyReport, WaitStart};
 use std::io::{self, Write};
 
 impl RenderText for LatencyReport {
@@ -15,11 +15,12 @@ impl RenderText for LatencyReport {
         match self.tasks.first().filter(|t| t.switches > 0) {
             Some(w) => writeln!(
                 out,
-                "Scheduling latency: max delay {} ms ({}:{} at {} s); {} tasks, {} switches, {} wakeups",
+                "Scheduling latency: max delay {} ms ({}:{} at {} s, {}); {} tasks, {} switches, {} wakeups",
                 fmt::ms(w.delay_max_ns),
                 w.comm,
                 w.tid,
                 fmt::secs(w.delay_max_at_ns),
+                since(w.delay_max_start, &self.wakeup_event),
                 with_switches,
                 self.total_switches,
                 self.total_wakeups,
@@ -69,10 +70,72 @@ impl RenderText for LatencyReport {
                 self.context_switch_bugs
             )?;
         }
+        wait_rules(self, out)
+    }
+}
+
+/// What started a wait, for the headline.
+fn since(kind: Option<WaitStart>, wakeup_event: &str) -> String {
+    match kind {
+        Some(WaitStart::Wakeup) | Some(WaitStart::Waking) => {
+            format!("waiting since its {wakeup_event}")
+        }
+        Some(WaitStart::WakeupNew) => "waiting since its sched:sched_wakeup_new".to_string(),
+        Some(WaitStart::RunnableSwitchOut) => {
+            "waiting since its prev_state=R switch-out".to_string()
+        }
+        Some(WaitStart::FirstSeen) | None => "first seen at its switch-in".to_string(),
+    }
+}
+
+/// Which events started the waits (with their counts), that preempted
+/// switch-outs start none, and the waits after them counted apart.
+fn wait_rules(r: &LatencyReport, out: &mut dyn Write) -> io::Result<()> {
+    let w = &r.waits_by_start;
+    let mut starts = Vec::new();
+    let wakeups = w.wakeup + w.waking;
+    if wakeups > 0 || r.total_wakeups > 0 {
+        starts.push(format!("{} of a sleeping task ({wakeups})", r.wakeup_event));
+    }
+    if w.wakeup_new > 0 {
+        starts.push(format!("sched:sched_wakeup_new ({})", w.wakeup_new));
+    }
+    starts.push(format!(
+        "a switch-out with prev_state=R, runnable and not marked preempted ({})",
+        w.runnable_switch_out
+    ));
+    writeln!(
+        out,
+        "  Waits start at {}, and end at the switch-in, as perf sched latency; a preempted switch-out (R+) starts none. Run time as perf sched timehist.",
+        starts.join(", or ")
+    )?;
+    if wakeups == 0 && r.total_wakeups == 0 && w.wakeup_new == 0 {
         writeln!(
             out,
-            "  Delays run from {} (or a yield) to the switch-in, as perf sched latency; run time as perf sched timehist.",
-            self.wakeup_event
-        )
+            "  note: the trace has no wakeup events, so waits after a sleep are not measured: only prev_state=R switch-outs start waits (record sched:sched_wakeup)"
+        )?;
     }
+    if w.first_seen > 0 {
+        writeln!(
+            out,
+            "  {} switches are tasks first seen at their switch-in (a wait of 0, as perf counts them).",
+            w.first_seen
+        )?;
+    }
+    let preemptions: u64 = r.tasks.iter().map(|t| t.preemptions).sum();
+    if let Some(p) = r.tasks.iter().filter(|t| t.preemptions > 0).max_by(|a, b| {
+        a.preempt_delay_max_ns
+            .cmp(&b.preempt_delay_max_ns)
+            .then(b.tid.cmp(&a.tid))
+    }) {
+        writeln!(
+            out,
+            "  Preemption waits (from a preempted R+ switch-out to the switch-in, not in the delays above): {} preemptions, max {} ms ({}:{}).",
+            preemptions,
+            fmt::ms(p.preempt_delay_max_ns),
+            p.comm,
+            p.tid
+        )?;
+    }
+    Ok(())
 }

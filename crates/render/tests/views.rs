@@ -3,7 +3,7 @@
 //! headline first, `--top` rows, the member comms and the host the report
 //! carries.
 
-use schedscope_analysis::latency::{LatencyReport, TaskLatency};
+use schedscope_analysis::latency::{LatencyReport, TaskLatency, WaitStart, WaitStarts};
 use schedscope_analysis::report::TraceSummary;
 use schedscope_analysis::{Options, Report, Sections};
 use schedscope_render::{RenderText, TextOptions};
@@ -37,6 +37,7 @@ fn task(tid: i32, comm: &str, runtime_ns: u64, max_ns: u64, at_ns: u64) -> TaskL
         delay_avg_ns: max_ns / 2,
         delay_max_at_ns: at_ns,
         delay_max_start_ns: at_ns - max_ns,
+        delay_max_start: Some(WaitStart::Wakeup),
         delay_total_ns: max_ns,
         preemptions: 0,
         preempt_delay_max_ns: 0,
@@ -56,12 +57,16 @@ fn latency_has_headline_table_top_rows_and_totals() {
         total_wakeups: 2,
         context_switch_bugs: 0,
         wakeup_event: "sched:sched_wakeup".into(),
+        waits_by_start: WaitStarts {
+            wakeup: 4,
+            ..WaitStarts::default()
+        },
     };
     let s = text(&r, 1);
     let lines: Vec<&str> = s.lines().collect();
     assert_eq!(
         lines[0],
-        "Scheduling latency: max delay 2.000 ms (worker:5 at 0.002000 s); 2 tasks, 4 switches, 2 wakeups"
+        "Scheduling latency: max delay 2.000 ms (worker:5 at 0.002000 s, waiting since its sched:sched_wakeup); 2 tasks, 4 switches, 2 wakeups"
     );
     assert!(
         lines[1].contains("Runtime ms") && lines[1].contains("Max delay ms"),

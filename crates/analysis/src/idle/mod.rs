@@ -91,7 +91,9 @@ pub use crate::stats::{percentile_nearest_rank, population_stddev};
 
 /// Events the analysis cannot do without.
 pub(crate) const REQUIRED: &[&str] = &["sched:sched_switch"];
-/// One of these is needed to know when tasks become runnable.
+/// One of these is needed to know when tasks become runnable (either
+/// serves; sched_waking improves the result, see
+/// [`crate::error::WAKEUP_NOTE`]).
 pub(crate) const WAKEUPS: &[&str] = &["sched:sched_waking", "sched:sched_wakeup"];
 /// Idle-balancing proxies; without them the balance table is incomplete.
 pub(crate) const PROXIES: &[&str] = &[
@@ -434,11 +436,16 @@ pub fn analyze_with_gaps(
         .copied()
         .filter(|n| !has_event(trace, n))
         .collect();
-    if !WAKEUPS.iter().any(|n| has_event(trace, n)) {
-        missing.push(WAKEUPS[0]);
-    }
+    let mut improves = Vec::new();
+    crate::error::wakeup_needs(
+        has_event(trace, "sched:sched_wakeup"),
+        has_event(trace, "sched:sched_waking"),
+        &mut missing,
+        &mut improves,
+    );
     if !missing.is_empty() {
-        return Err(AnalysisError::missing("idle", &missing));
+        improves.extend(PROXIES.iter().filter(|n| !has_event(trace, n)));
+        return Err(AnalysisError::missing_improves("idle", &missing, &improves));
     }
     let (mut report, gaps) = pass::run_with(trace, keep_gaps);
     report.missing_events = PROXIES

@@ -69,14 +69,20 @@ pub fn analyze(ctx: &Context) -> Result<LhpReport, AnalysisError> {
     };
     let has_kvm = ctx.trace.count("kvm:kvm_exit") > 0;
     if !has_kvm && waking.is_err() {
-        let mut m = vec!["kvm:kvm_exit", "kvm:kvm_entry"];
+        // Nothing of the section can run: pause-loop exits need the kvm
+        // events, sched_switch and a wakeup event (either); waker-preempted
+        // time needs sched_waking, which alone would also give that part.
+        let (mut m, mut improves) = (vec!["kvm:kvm_exit", "kvm:kvm_entry"], Vec::new());
         if ctx.trace.count("sched:sched_switch") == 0 {
             m.push("sched:sched_switch");
         }
-        if ctx.trace.count("sched:sched_waking") == 0 {
-            m.push("sched:sched_waking");
-        }
-        return Err(AnalysisError::missing("lhp", &m));
+        crate::error::wakeup_needs(
+            ctx.trace.count("sched:sched_wakeup") > 0,
+            ctx.trace.count("sched:sched_waking") > 0,
+            &mut m,
+            &mut improves,
+        );
+        return Err(AnalysisError::missing_improves("lhp", &m, &improves));
     }
     let ple = if !has_kvm {
         Err(AnalysisError::missing(
