@@ -3,26 +3,13 @@
 //! no lost-event repair may fire), and the per-CPU lost-event repairs on a
 //! trace with this VM's pattern (one CPU's switches out of idle missing).
 
-use schedscope_analysis::idle::{self, IdleReport};
-use schedscope_analysis::{Context, Options, Timeline};
+use schedscope_analysis::Timeline;
 use schedscope_render::RenderText;
 use schedscope_sim::model::{SimData, SimEvent};
 use schedscope_sim::{simulate, simulate_bandwidth, BandwidthSpec, Config, Simulation};
-use schedscope_trace::Trace;
 
 mod common;
-use common::{load_perf, load_text};
-
-fn idle_of(trace: &Trace) -> IdleReport {
-    let tl = Timeline::default();
-    let opts = Options::default();
-    idle::analyze(&Context {
-        trace,
-        timeline: &tl,
-        opts: &opts,
-    })
-    .expect("switches and wakeups present")
-}
+use common::{idle_of, load_perf, load_text};
 
 #[test]
 fn old_kernel_throttling_matches_the_truth_exactly_with_no_wait_dropped() {

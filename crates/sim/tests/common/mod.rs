@@ -15,3 +15,17 @@ pub fn load_perf(sim: &Simulation) -> Trace {
     let bytes = perf::to_perf_data(sim).expect("write perf.data");
     schedscope_parser::load_bytes("sim.data", &bytes).expect("decode simulated perf.data")
 }
+
+/// The idle section of `trace` (without a timeline: the idle pass reads
+/// none).
+#[allow(dead_code)] // (not every test file that shares this module uses it)
+pub fn idle_of(trace: &Trace) -> schedscope_analysis::idle::IdleReport {
+    let tl = schedscope_analysis::Timeline::default();
+    let opts = schedscope_analysis::Options::default();
+    schedscope_analysis::idle::analyze(&schedscope_analysis::Context {
+        trace,
+        timeline: &tl,
+        opts: &opts,
+    })
+    .expect("switches and wakeups present")
+}
