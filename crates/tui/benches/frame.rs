@@ -36,9 +36,27 @@ fn path() -> Option<String> {
     std::env::var(ENV).ok()
 }
 
+/// What `schedscope tui` decodes: the events the report's sections read
+/// (the CLI's `report::load_options(&Sections::all())`).
+fn load_options() -> schedscope_parser::LoadOptions {
+    let all = Sections::all();
+    schedscope_parser::LoadOptions {
+        keep: all
+            .needed_events()
+            .map(|names| names.iter().map(|n| n.to_string()).collect()),
+        spare: all.need_timeline(),
+        raw_fields: false,
+        tally: all.tallied_events().iter().map(|n| n.to_string()).collect(),
+    }
+}
+
+fn decode(p: &str) -> Result<Trace, schedscope_parser::ParseError> {
+    schedscope_parser::load_with(std::path::Path::new(p), &load_options())
+}
+
 fn load() -> Option<Trace> {
     let p = path()?;
-    match schedscope_parser::load(std::path::Path::new(&p)) {
+    match decode(&p) {
         Ok(t) => Some(t),
         Err(e) => {
             eprintln!("{e}");
@@ -52,7 +70,7 @@ fn load() -> Option<Trace> {
 fn first_frame(bencher: divan::Bencher) {
     let Some(p) = path() else { return };
     bencher.bench(|| {
-        let Ok(trace) = schedscope_parser::load(std::path::Path::new(&p)) else {
+        let Ok(trace) = decode(&p) else {
             return;
         };
         let data = Data::from_trace(trace, &|_| {});
