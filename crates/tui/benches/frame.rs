@@ -81,6 +81,34 @@ fn first_frame(bencher: divan::Bencher) {
     });
 }
 
+/// The first round's path, for comparison under the same load: a full
+/// decode, and the timeline built twice (once for the lanes, once inside
+/// the report), the lanes beside the analyses (no event overlays).
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn first_frame_round1(bencher: divan::Bencher) {
+    let Some(p) = path() else { return };
+    bencher.bench(|| {
+        let Ok(trace) = schedscope_parser::load(std::path::Path::new(&p)) else {
+            return;
+        };
+        let (tl, report) = std::thread::scope(|s| {
+            let h = s.spawn(|| {
+                let tl = Timeline::build(&trace);
+                let lanes = schedscope_tui::index::Lanes::build(&tl);
+                (tl, lanes)
+            });
+            let report = Report::compute(&trace, Sections::all(), &Options::default());
+            (h.join(), report)
+        });
+        let Ok((tl, lanes)) = tl else { return };
+        let data = Data::from_parts(tl, report, lanes);
+        let mut app = App::with_data(&p, data, false);
+        let mut buf = Buffer::empty(AREA);
+        schedscope_tui::draw::draw_buf(&mut buf, AREA, &mut app);
+        divan::black_box(&buf);
+    });
+}
+
 fn data_1x() -> Option<&'static (Data, Data)> {
     static D: OnceLock<Option<(Data, Data)>> = OnceLock::new();
     D.get_or_init(|| {

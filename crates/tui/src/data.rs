@@ -80,6 +80,11 @@ impl Data {
     /// they are).
     pub fn new(timeline: Timeline, report: Report) -> Data {
         let lanes = Lanes::build(&timeline);
+        Data::from_parts(timeline, report, lanes)
+    }
+
+    /// [`Data::new`] with the lane index already built from `timeline`.
+    pub fn from_parts(timeline: Timeline, report: Report, lanes: Lanes) -> Data {
         Data::assemble(timeline, report, lanes, EventMarks::default())
     }
 
@@ -104,7 +109,7 @@ impl Data {
                 )
             })
             .collect();
-        let tables = Tables::new(&report);
+        let tables = Tables::new(&report, &marks.bursts);
         Data {
             timeline,
             report,

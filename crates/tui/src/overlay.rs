@@ -160,6 +160,40 @@ impl Spans {
     }
 }
 
+/// Window of [`Bursts::densest`]: the jump targets of the lhp and tlb
+/// tabs show the 1 ms with the most events.
+pub const BURST_NS: u64 = 1_000_000;
+
+/// Per process, the sorted times of its PLE exits and of the TLB
+/// shootdowns its threads sent: the jump targets of the lhp and tlb rows.
+#[derive(Debug, Default)]
+pub struct Bursts {
+    /// PLE exits by the tgid of the vCPU thread that exited.
+    pub ple: HashMap<i32, Vec<u64>>,
+    /// Shootdown IPIs (or csds) sent, by the sender's tgid.
+    pub shootdowns: HashMap<i32, Vec<u64>>,
+}
+
+impl Bursts {
+    /// The [`BURST_NS`] window starting at an event of `times` (sorted)
+    /// with the most events: `(first, last, count)`, the earliest on ties.
+    pub fn densest(times: &[u64]) -> Option<(u64, u64, usize)> {
+        let mut best: Option<(u64, u64, usize)> = None;
+        let mut j = 0;
+        for (i, &t) in times.iter().enumerate() {
+            j = j.max(i);
+            while j + 1 < times.len() && times[j + 1] < t.saturating_add(BURST_NS) {
+                j += 1;
+            }
+            let n = j - i + 1;
+            if best.is_none_or(|b| n > b.2) {
+                best = Some((t, times[j], n));
+            }
+        }
+        best
+    }
+}
+
 /// Overlay indexes read from the decoded events and the report.
 #[derive(Debug, Default)]
 pub struct EventMarks {
@@ -174,6 +208,8 @@ pub struct EventMarks {
     /// Per CPU: time it ran a member of a gang during one of that gang's
     /// fragmented episodes (the longest ones the gang section keeps).
     pub gang: Vec<Spans>,
+    /// Per-process event times for the tabs' jumps.
+    pub bursts: Bursts,
 }
 
 /// The tlb section's class of the function an IPI or csd asks for.
@@ -194,6 +230,8 @@ impl EventMarks {
         let mut ple: Vec<Vec<(u64, u64)>> = vec![Vec::new(); ncpu];
         let mut ipis: Vec<Vec<(u64, u64)>> = vec![Vec::new(); ncpu];
         let mut names: HashMap<Sym, u64> = HashMap::new();
+        let mut bursts = Bursts::default();
+        let tgid = |ev: &schedscope_trace::Event| trace.tasks.tgid(ev.tid).unwrap_or(ev.tid).0;
         for ev in &trace.events {
             let c = ev.cpu.0 as usize;
             if c >= ncpu {
@@ -203,11 +241,18 @@ impl EventMarks {
             match ev.data {
                 EventData::KvmExit {
                     exit_reason, isa, ..
-                } if is_ple(isa, exit_reason) => ple[c].push((t, 1)),
+                } if is_ple(isa, exit_reason) => {
+                    ple[c].push((t, 1));
+                    bursts.ple.entry(tgid(ev)).or_default().push(t);
+                }
                 EventData::IpiSendCpu { callback: f, .. }
                 | EventData::IpiSendCpumask { callback: f, .. }
                 | EventData::CsdQueue { func: f, .. } => {
-                    ipis[c].push((t, ipi_value(trace, &mut names, f)));
+                    let v = ipi_value(trace, &mut names, f);
+                    ipis[c].push((t, v));
+                    if v == SHOOTDOWN {
+                        bursts.shootdowns.entry(tgid(ev)).or_default().push(t);
+                    }
                 }
                 EventData::IpiRaise { .. } => ipis[c].push((t, OTHER_IPI)),
                 // 1 = TLB_REMOTE_SHOOTDOWN (the receiving side)
@@ -219,6 +264,7 @@ impl EventMarks {
             ple: ple.into_iter().map(Marks::new).collect(),
             ipis: ipis.into_iter().map(Marks::new).collect(),
             gang: Vec::new(),
+            bursts,
         }
     }
 
@@ -291,6 +337,23 @@ mod tests {
             assert_eq!(m.count(a, b), inside.len());
             assert_eq!(m.max(a, b), inside.iter().copied().max());
         }
+    }
+
+    #[test]
+    fn densest_burst_is_the_fullest_window() {
+        let ms = BURST_NS;
+        // 2 events in [0, 1 ms), then 3 within 0.9 ms from 5 ms
+        let t = [
+            0,
+            ms / 2,
+            5 * ms,
+            5 * ms + ms / 3,
+            5 * ms + 9 * ms / 10,
+            7 * ms,
+        ];
+        assert_eq!(Bursts::densest(&t), Some((5 * ms, 5 * ms + 9 * ms / 10, 3)));
+        assert_eq!(Bursts::densest(&[42]), Some((42, 42, 1)));
+        assert_eq!(Bursts::densest(&[]), None);
     }
 
     #[test]

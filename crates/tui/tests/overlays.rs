@@ -205,3 +205,120 @@ fn gang_strip_covers_the_longest_fragmented_episodes() {
         }
     }
 }
+
+/// The timestamp (ns) of an ftrace text line.
+fn line_ns(l: &str) -> u64 {
+    let ts = l
+        .split(']')
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap();
+    let (s, us) = ts.trim_end_matches(':').split_once('.').unwrap();
+    s.parse::<u64>().unwrap() * 1_000_000_000 + us.parse::<u64>().unwrap() * 1000
+}
+
+/// The densest 1 ms window of `times` (sorted), by brute force:
+/// `(first, last)` of the earliest window with the most events.
+fn densest(times: &[u64]) -> (u64, u64) {
+    let mut best = (0, 0, 0);
+    for (i, &t) in times.iter().enumerate() {
+        let inside: Vec<u64> = times[i..]
+            .iter()
+            .copied()
+            .filter(|&u| u < t + 1_000_000)
+            .collect();
+        if inside.len() > best.2 {
+            best = (t, *inside.last().unwrap(), inside.len());
+        }
+    }
+    (best.0, best.1)
+}
+
+#[test]
+fn lhp_and_tlb_rows_jump_to_their_densest_burst() {
+    // LHP: the first PLE row is the first VM of the report
+    let mut app = fixture_app("sim/mixed-s1.data");
+    let vm = {
+        let l = app
+            .data()
+            .unwrap()
+            .report
+            .lhp
+            .as_ref()
+            .unwrap()
+            .0
+            .as_ref()
+            .unwrap();
+        l.ple.0.as_ref().unwrap().per_vm[0].tgid.unwrap().0
+    };
+    let text = std::fs::read_to_string(path("sim/mixed-s1.txt")).unwrap();
+    let tag = format!("({vm:>7})");
+    let mut times: Vec<u64> = text_events("sim/mixed-s1.txt", |e| {
+        e.starts_with("kvm_exit:")
+            && (e.contains(" reason PAUSE_INSTRUCTION ") || e.contains(" reason pause "))
+    })
+    .into_iter()
+    .map(|(_, t)| t)
+    .collect();
+    // keep the VM's own exits: same lines, filtered by the TGID column
+    let vm_lines: Vec<u64> = text
+        .lines()
+        .filter(|l| l.contains(&tag) && l.contains("kvm_exit:"))
+        .filter(|l| l.contains(" reason PAUSE_INSTRUCTION ") || l.contains(" reason pause "))
+        .map(line_ns)
+        .collect();
+    times.retain(|t| vm_lines.contains(t));
+    assert!(times.len() > 50, "{} exits of VM {vm}", times.len());
+    let (first, last) = densest(&times);
+    keys(&mut app, "4");
+    key(&mut app, ratatui::crossterm::event::KeyCode::Enter);
+    assert_eq!(app.tab, 0, "Enter on the PLE row jumps");
+    assert_eq!(app.view.cursor, first);
+    assert!(app.view.start <= first && last < app.view.end());
+    let s = screen(&mut app, W, 20);
+    assert!(
+        s.iter()
+            .any(|l| l.starts_with("jumped to the densest 1 ms of PLE exits of")),
+        "{}",
+        s.join("\n")
+    );
+
+    // TLB: the first sender row jumps to its densest shootdown burst
+    let rel = "tlb/tracefs-tlb.txt";
+    let mut app = fixture_app(rel);
+    let (pid, row) = {
+        let d = app.data().unwrap();
+        let t = d.report.tlb.as_ref().unwrap().0.as_ref().unwrap();
+        let pid = t.senders[0].pid;
+        let tab = &d.tables.tabs[4];
+        let row = tab
+            .rows
+            .iter()
+            .position(|r| r.cells[0] == "sender")
+            .expect("a sender row");
+        (pid, row)
+    };
+    let text = std::fs::read_to_string(path(rel)).unwrap();
+    let tag = format!("({pid:>7})");
+    let times: Vec<u64> = text
+        .lines()
+        .filter(|l| l.contains(&tag))
+        .filter(|l| {
+            (l.contains("csd_queue_cpu:") || l.contains("ipi_send_cpu"))
+                && (l.contains("func=flush_tlb_func") || l.contains("callback=flush_tlb_func"))
+        })
+        .map(line_ns)
+        .collect();
+    assert!(times.len() > 5, "{} shootdowns sent by {pid}", times.len());
+    let (first, last) = densest(&times);
+    keys(&mut app, "6");
+    for _ in 0..row {
+        keys(&mut app, "j");
+    }
+    key(&mut app, ratatui::crossterm::event::KeyCode::Enter);
+    assert_eq!(app.tab, 0, "Enter on the sender row jumps");
+    assert_eq!(app.view.cursor, first);
+    assert!(app.view.start <= first && last < app.view.end());
+}
