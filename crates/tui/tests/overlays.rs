@@ -322,3 +322,21 @@ fn lhp_and_tlb_rows_jump_to_their_densest_burst() {
     assert_eq!(app.view.cursor, first);
     assert!(app.view.start <= first && last < app.view.end());
 }
+
+#[test]
+fn every_overlay_on_at_tiny_sizes_never_panics() {
+    let mut app = fixture_app("sim/mixed-s1.data");
+    keys(&mut app, "weivou");
+    assert_eq!(app.overlays.len(), 6);
+    for (w, h) in [(1, 1), (2, 2), (20, 5), (9, 3), (80, 24), (1, 30), (200, 1)] {
+        let s = screen(&mut app, w, h);
+        assert_eq!(s.len(), usize::from(h));
+    }
+    // at 80x24 the first CPU's strips are labelled in strip order
+    let s = screen(&mut app, 80, 24);
+    let labels: Vec<&str> = s[3..10].iter().map(|l| &l[..4]).collect();
+    assert_eq!(
+        labels,
+        [" wai", " lat", " pre", " wst", " ple", " ipi", " gng"]
+    );
+}
