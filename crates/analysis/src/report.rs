@@ -261,6 +261,19 @@ impl Report {
         sections: Sections,
         opts: &Options,
     ) -> (Report, Timeline) {
+        let (report, timeline, ()) = Report::compute_beside_timeline(trace, sections, opts, |_| ());
+        (report, timeline)
+    }
+
+    /// [`Report::compute_with_timeline`], also running `beside` on the
+    /// timeline as soon as it is built, in parallel with the sections that
+    /// read it (gang, lhp, profile): the TUI builds its lane index there.
+    pub fn compute_beside_timeline<T: Send>(
+        trace: &Trace,
+        sections: Sections,
+        opts: &Options,
+        beside: impl FnOnce(&Timeline) -> T + Send,
+    ) -> (Report, Timeline, T) {
         // Two strands, balanced by rayon's work stealing: the timeline and
         // its readers, beside the sections that need no timeline.
         let no_timeline = Timeline::default();
@@ -269,81 +282,87 @@ impl Report {
             timeline: &no_timeline,
             opts,
         };
-        let ((timeline, (gang, lhp), profile), (latency, (idle, tlb_prepared))) = rayon::join(
-            || {
-                let timeline = if sections.need_timeline() {
-                    timed("timeline", || Timeline::build(trace))
-                } else {
-                    Timeline::default()
-                };
-                let ctx = Context {
-                    trace,
-                    timeline: &timeline,
-                    opts,
-                };
-                let (gang_lhp, profile) = rayon::join(
-                    || {
-                        rayon::join(
-                            || {
-                                timed("gang", || {
-                                    maybe(sections.gang, || {
-                                        check_input(trace, "gang", true)?;
-                                        gang::analyze(&ctx)
-                                    })
+        let ((timeline, ((gang, lhp), profile), extra), (latency, (idle, tlb_prepared))) =
+            rayon::join(
+                || {
+                    let timeline = if sections.need_timeline() {
+                        timed("timeline", || Timeline::build(trace))
+                    } else {
+                        Timeline::default()
+                    };
+                    let ctx = Context {
+                        trace,
+                        timeline: &timeline,
+                        opts,
+                    };
+                    let (readers, extra) = rayon::join(
+                        || {
+                            rayon::join(
+                                || {
+                                    rayon::join(
+                                        || {
+                                            timed("gang", || {
+                                                maybe(sections.gang, || {
+                                                    check_input(trace, "gang", true)?;
+                                                    gang::analyze(&ctx)
+                                                })
+                                            })
+                                        },
+                                        || {
+                                            timed("lhp", || {
+                                                maybe(sections.lhp, || {
+                                                    check_input(trace, "lhp", true)?;
+                                                    lhp::analyze(&ctx)
+                                                })
+                                            })
+                                        },
+                                    )
+                                },
+                                || {
+                                    sections
+                                        .tlb
+                                        .then(|| timed("profile", || tlb::analyze_profile(&ctx)))
+                                        .flatten()
+                                },
+                            )
+                        },
+                        || beside(&timeline),
+                    );
+                    (timeline, readers, extra)
+                },
+                || {
+                    rayon::join(
+                        || {
+                            timed("latency", || {
+                                maybe(sections.latency, || {
+                                    check_input(trace, "latency", false)?;
+                                    latency::compute(trace)
                                 })
-                            },
-                            || {
-                                timed("lhp", || {
-                                    maybe(sections.lhp, || {
-                                        check_input(trace, "lhp", true)?;
-                                        lhp::analyze(&ctx)
-                                    })
-                                })
-                            },
-                        )
-                    },
-                    || {
-                        sections
-                            .tlb
-                            .then(|| timed("profile", || tlb::analyze_profile(&ctx)))
-                            .flatten()
-                    },
-                );
-                (timeline, gang_lhp, profile)
-            },
-            || {
-                rayon::join(
-                    || {
-                        timed("latency", || {
-                            maybe(sections.latency, || {
-                                check_input(trace, "latency", false)?;
-                                latency::compute(trace)
                             })
-                        })
-                    },
-                    || {
-                        rayon::join(
-                            || {
-                                timed("idle", || {
-                                    maybe(sections.idle, || {
-                                        check_input(trace, "idle", true)?;
-                                        idle::analyze(&free)
+                        },
+                        || {
+                            rayon::join(
+                                || {
+                                    timed("idle", || {
+                                        maybe(sections.idle, || {
+                                            check_input(trace, "idle", true)?;
+                                            idle::analyze(&free)
+                                        })
                                     })
-                                })
-                            },
-                            || {
-                                sections.tlb.then(|| {
-                                    timed("tlb prepare", || {
-                                        check_input(trace, "tlb", true)?;
-                                        tlb::prepare(&free)
+                                },
+                                || {
+                                    sections.tlb.then(|| {
+                                        timed("tlb prepare", || {
+                                            check_input(trace, "tlb", true)?;
+                                            tlb::prepare(&free)
+                                        })
                                     })
-                                })
-                            },
-                        )
-                    },
-                )
-            },
-        );
+                                },
+                            )
+                        },
+                    )
+                },
+            );
         let tlb = tlb_prepared.map(|p| {
             let ctx = Context {
                 trace,
@@ -361,7 +380,7 @@ impl Report {
             tlb,
             profile,
         };
-        (report, timeline)
+        (report, timeline, extra)
     }
 
     /// Errors of the sections that failed, in report order.

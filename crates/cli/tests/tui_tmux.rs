@@ -146,6 +146,38 @@ fn tui_in_tmux_zoom_pan_markers_tabs_search_quit() {
 }
 
 #[test]
+fn tui_in_tmux_restores_the_terminal_after_a_panic_in_the_draw_loop() {
+    let bin = env!("CARGO_BIN_EXE_schedscope");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/sim/bare-metal-s1.data"
+    );
+    // the test-only variable makes the first frame with the trace panic
+    let script = format!(
+        "S0=$(stty -g); SCHEDSCOPE_TUI_TEST_PANIC=1 '{bin}' tui '{fixture}' 2>/tmp/$$.err; \
+         echo EXIT=$?; grep -c 'panic inside the draw loop' /tmp/$$.err | sed 's/^/PANICMSG=/'; \
+         rm -f /tmp/$$.err; [ \"$(stty -g)\" = \"$S0\" ] && echo TTY=restored; echo DONE; sleep 30"
+    );
+    let Some(s) = start("panic", 100, 30, &script) else {
+        return;
+    };
+    let screen = s.wait_for("the exit", |s| s.contains("\nDONE"));
+    // Rust's exit status for a panic in the main thread
+    assert!(screen.contains("EXIT=101"), "{screen}");
+    assert!(
+        screen.contains("PANICMSG=1"),
+        "the panic message is printed:\n{screen}"
+    );
+    assert!(
+        screen.contains("TTY=restored"),
+        "raw mode left on:\n{screen}"
+    );
+    assert_eq!(s.flag("alternate_on"), "0", "alternate screen left");
+    assert_eq!(s.flag("mouse_any_flag"), "0", "mouse capture left on");
+    assert_eq!(s.flag("cursor_flag"), "1", "cursor left hidden");
+}
+
+#[test]
 fn tui_in_tmux_shows_a_decoding_error_and_exits_1() {
     let bin = env!("CARGO_BIN_EXE_schedscope");
     let dir = std::env::temp_dir().join(format!("schedscope-tui-bad-{}", std::process::id()));

@@ -4,8 +4,26 @@
 use crate::fmt::{ms, pct_opt, pct_sign, us_opt};
 use crate::table::Table;
 use crate::{RenderText, TextOptions};
-use schedscope_analysis::idle::{Attribution, CgroupMapping, IdleReport};
+use schedscope_analysis::idle::{Attribution, CgroupMapping, Gap, IdleReport};
 use std::io::{self, Write};
+
+/// The "waiting (tid comm @cpu)" cell of a wasted-idle gap: the tasks
+/// that waited during it, `(throttled)` after a throttled one.
+pub fn gap_waiting(g: &Gap) -> String {
+    g.waiting
+        .iter()
+        .map(|w| {
+            format!(
+                "{} {}@{}{}",
+                w.tid,
+                w.comm,
+                w.cpu,
+                if w.throttled { " (throttled)" } else { "" }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 impl RenderText for IdleReport {
     /// Headline first, then aligned tables (`opts.top` rows where a table
@@ -185,20 +203,7 @@ fn render(r: &IdleReport, opts: &TextOptions, out: &mut dyn Write) -> io::Result
             "waiting (tid comm @cpu)",
         ]);
         for g in r.gaps.longest.iter().take(top) {
-            let waiting = g
-                .waiting
-                .iter()
-                .map(|w| {
-                    format!(
-                        "{} {}@{}{}",
-                        w.tid,
-                        w.comm,
-                        w.cpu,
-                        if w.throttled { " (throttled)" } else { "" }
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(", ");
+            let waiting = gap_waiting(g);
             t.row(vec![
                 g.cpu.to_string(),
                 format!("{:.6}", g.start_ns as f64 / 1e9),

@@ -36,9 +36,27 @@ fn path() -> Option<String> {
     std::env::var(ENV).ok()
 }
 
+/// What `schedscope tui` decodes: the events the report's sections read
+/// (the CLI's `report::load_options(&Sections::all())`).
+fn load_options() -> schedscope_parser::LoadOptions {
+    let all = Sections::all();
+    schedscope_parser::LoadOptions {
+        keep: all
+            .needed_events()
+            .map(|names| names.iter().map(|n| n.to_string()).collect()),
+        spare: all.need_timeline(),
+        raw_fields: false,
+        tally: all.tallied_events().iter().map(|n| n.to_string()).collect(),
+    }
+}
+
+fn decode(p: &str) -> Result<Trace, schedscope_parser::ParseError> {
+    schedscope_parser::load_with(std::path::Path::new(p), &load_options())
+}
+
 fn load() -> Option<Trace> {
     let p = path()?;
-    match schedscope_parser::load(std::path::Path::new(&p)) {
+    match decode(&p) {
         Ok(t) => Some(t),
         Err(e) => {
             eprintln!("{e}");
@@ -52,10 +70,38 @@ fn load() -> Option<Trace> {
 fn first_frame(bencher: divan::Bencher) {
     let Some(p) = path() else { return };
     bencher.bench(|| {
-        let Ok(trace) = schedscope_parser::load(std::path::Path::new(&p)) else {
+        let Ok(trace) = decode(&p) else {
             return;
         };
         let data = Data::from_trace(trace, &|_| {});
+        let mut app = App::with_data(&p, data, false);
+        let mut buf = Buffer::empty(AREA);
+        schedscope_tui::draw::draw_buf(&mut buf, AREA, &mut app);
+        divan::black_box(&buf);
+    });
+}
+
+/// The first round's path, for comparison under the same load: a full
+/// decode, and the timeline built twice (once for the lanes, once inside
+/// the report), the lanes beside the analyses (no event overlays).
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn first_frame_round1(bencher: divan::Bencher) {
+    let Some(p) = path() else { return };
+    bencher.bench(|| {
+        let Ok(trace) = schedscope_parser::load(std::path::Path::new(&p)) else {
+            return;
+        };
+        let (tl, report) = std::thread::scope(|s| {
+            let h = s.spawn(|| {
+                let tl = Timeline::build(&trace);
+                let lanes = schedscope_tui::index::Lanes::build(&tl);
+                (tl, lanes)
+            });
+            let report = Report::compute(&trace, Sections::all(), &Options::default());
+            (h.join(), report)
+        });
+        let Ok((tl, lanes)) = tl else { return };
+        let data = Data::from_parts(tl, report, lanes);
         let mut app = App::with_data(&p, data, false);
         let mut buf = Buffer::empty(AREA);
         schedscope_tui::draw::draw_buf(&mut buf, AREA, &mut app);

@@ -54,11 +54,25 @@ pub enum Overlay {
     Preemptions,
     /// Share of the cell that the CPU idled while some task waited.
     WastedIdle,
+    /// Pause-loop exits on the CPU in the cell.
+    PleExits,
+    /// IPIs sent from the CPU in the cell (`T` when one is a TLB shootdown).
+    Ipis,
+    /// Share of the cell that the CPU ran a gang member during one of its
+    /// gang's fragmented episodes.
+    GangFragments,
 }
 
 impl Overlay {
     /// All overlays, in strip order.
-    pub const ALL: [Overlay; 3] = [Overlay::Latency, Overlay::Preemptions, Overlay::WastedIdle];
+    pub const ALL: [Overlay; 6] = [
+        Overlay::Latency,
+        Overlay::Preemptions,
+        Overlay::WastedIdle,
+        Overlay::PleExits,
+        Overlay::Ipis,
+        Overlay::GangFragments,
+    ];
 }
 
 /// Search prompt state.

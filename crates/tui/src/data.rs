@@ -1,8 +1,10 @@
 //! What the UI shows once loading is done, and the background job that
-//! makes it: decode (the caller's loader), then the timeline with its lane
-//! index beside the analyses ([`Report::compute`], all sections).
+//! makes it: decode (the caller's loader), then the analyses
+//! ([`Report::compute_beside_timeline`], all sections), which build the
+//! timeline once; its lane index is built beside the sections that read it.
 
 use crate::index::{Lanes, Tid};
+use crate::overlay::EventMarks;
 use crate::tables::Tables;
 use schedscope_analysis::{Options, Report, Sections, Timeline};
 use schedscope_trace::Trace;
@@ -44,6 +46,8 @@ pub struct Data {
     pub report: Report,
     /// Per-CPU lane index.
     pub lanes: Lanes,
+    /// Per-CPU overlay indexes of events (PLE exits, IPIs) and gang episodes.
+    pub marks: EventMarks,
     /// Tasks by tid.
     pub tasks: HashMap<Tid, TaskInfo>,
     /// Rows of the analysis tabs.
@@ -76,10 +80,19 @@ impl Data {
     /// they are).
     pub fn new(timeline: Timeline, report: Report) -> Data {
         let lanes = Lanes::build(&timeline);
-        Data::assemble(timeline, report, lanes)
+        Data::from_parts(timeline, report, lanes)
     }
 
-    fn assemble(timeline: Timeline, report: Report, lanes: Lanes) -> Data {
+    /// [`Data::new`] with the lane index already built from `timeline`.
+    pub fn from_parts(timeline: Timeline, report: Report, lanes: Lanes) -> Data {
+        Data::assemble(timeline, report, lanes, EventMarks::default())
+    }
+
+    /// The rest of the data (tasks, tables, gang spans) once the timeline,
+    /// its lanes and the event marks are built.
+    fn assemble(timeline: Timeline, report: Report, lanes: Lanes, mut marks: EventMarks) -> Data {
+        let gangs = report.gang.as_ref().and_then(|s| s.0.as_ref().ok());
+        marks.gang = EventMarks::gang_spans(&timeline, gangs);
         let tasks = timeline
             .threads
             .iter()
@@ -96,11 +109,12 @@ impl Data {
                 )
             })
             .collect();
-        let tables = Tables::new(&report);
+        let tables = Tables::new(&report, &marks.bursts);
         Data {
             timeline,
             report,
             lanes,
+            marks,
             tasks,
             tables,
             load_secs: 0.0,
@@ -119,23 +133,19 @@ impl Data {
 
     fn analyse(trace: &Trace, phase: &dyn Fn(&'static str)) -> Data {
         phase("analysing");
-        let (tl_lanes, report) = std::thread::scope(|s| {
-            let h = s.spawn(|| {
-                let tl = timed("tui timeline", || Timeline::build(trace));
-                let lanes = timed("tui lanes", || Lanes::build(&tl));
-                (tl, lanes)
-            });
-            let report = timed("tui report", || {
-                Report::compute(trace, Sections::all(), &Options::default())
-            });
-            (h.join(), report)
+        // The report builds the timeline once; the lane index is built
+        // from it while gang, lhp and profile read it.
+        let (report, timeline, (lanes, marks)) = timed("tui report+lanes", || {
+            Report::compute_beside_timeline(trace, Sections::all(), &Options::default(), |tl| {
+                let lanes = timed("tui lanes", || Lanes::build(tl));
+                let marks = timed("tui marks", || EventMarks::from_trace(trace, tl.cpus.len()));
+                (lanes, marks)
+            })
         });
-        let (timeline, lanes) = match tl_lanes {
-            Ok(x) => x,
-            Err(p) => std::panic::resume_unwind(p),
-        };
         phase("indexing");
-        timed("tui assemble", || Data::assemble(timeline, report, lanes))
+        timed("tui assemble", || {
+            Data::assemble(timeline, report, lanes, marks)
+        })
     }
 
     /// `comm[tid]` of a task.

@@ -225,6 +225,19 @@ pub const BINDINGS: &[Binding] = &[
     ),
     b("", "", Action::Overlay(Overlay::Preemptions), &[Char('e')]),
     b("", "", Action::Overlay(Overlay::WastedIdle), &[Char('i')]),
+    b(
+        "v / o / u",
+        "overlays: PLE exits / IPIs, TLB shootdowns / gang fragments",
+        Action::Overlay(Overlay::PleExits),
+        &[Char('v')],
+    ),
+    b("", "", Action::Overlay(Overlay::Ipis), &[Char('o')]),
+    b(
+        "",
+        "",
+        Action::Overlay(Overlay::GangFragments),
+        &[Char('u')],
+    ),
 ];
 
 /// The action bound to `key`, if any.

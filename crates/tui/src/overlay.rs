@@ -1,6 +1,20 @@
 //! Overlay indexes: per-CPU point events with a value (wakeup-to-run
-//! latencies at their switch-in, preemptions) and interval sets (wasted
-//! idle), each answering a cell query in O(log n).
+//! latencies at their switch-in, preemptions, PLE exits, IPIs) and interval
+//! sets (wasted idle, fragmented gang episodes), each answering a cell
+//! query in O(log n). [`EventMarks`] holds the ones read from the events
+//! and the report rather than the timeline.
+
+use schedscope_analysis::gang::GangReport;
+use schedscope_analysis::lhp::is_ple;
+use schedscope_analysis::tlb::IpiClass;
+use schedscope_analysis::Timeline;
+use schedscope_trace::{EventData, Sym, Trace};
+use std::collections::HashMap;
+
+/// [`EventMarks::ipis`] value of an IPI that is a TLB shootdown.
+pub const SHOOTDOWN: u64 = 2;
+/// [`EventMarks::ipis`] value of any other IPI.
+pub const OTHER_IPI: u64 = 1;
 
 /// Sorted instants with a value; range max from a segment tree.
 #[derive(Debug, Default)]
@@ -146,6 +160,158 @@ impl Spans {
     }
 }
 
+/// Window of [`Bursts::densest`]: the jump targets of the lhp and tlb
+/// tabs show the 1 ms with the most events.
+pub const BURST_NS: u64 = 1_000_000;
+
+/// Per process, the sorted times of its PLE exits and of the TLB
+/// shootdowns its threads sent: the jump targets of the lhp and tlb rows.
+#[derive(Debug, Default)]
+pub struct Bursts {
+    /// PLE exits by the tgid of the vCPU thread that exited.
+    pub ple: HashMap<i32, Vec<u64>>,
+    /// Shootdown IPIs (or csds) sent, by the sender's tgid.
+    pub shootdowns: HashMap<i32, Vec<u64>>,
+}
+
+impl Bursts {
+    /// The [`BURST_NS`] window starting at an event of `times` (sorted)
+    /// with the most events: `(first, last, count)`, the earliest on ties.
+    pub fn densest(times: &[u64]) -> Option<(u64, u64, usize)> {
+        let mut best: Option<(u64, u64, usize)> = None;
+        let mut j = 0;
+        for (i, &t) in times.iter().enumerate() {
+            j = j.max(i);
+            while j + 1 < times.len() && times[j + 1] < t.saturating_add(BURST_NS) {
+                j += 1;
+            }
+            let n = j - i + 1;
+            if best.is_none_or(|b| n > b.2) {
+                best = Some((t, times[j], n));
+            }
+        }
+        best
+    }
+}
+
+/// Overlay indexes read from the decoded events and the report.
+#[derive(Debug, Default)]
+pub struct EventMarks {
+    /// Per CPU: pause-loop exits (`kvm_exit` with the PLE reason, as the
+    /// lhp section counts them), value 1, at the exit.
+    pub ple: Vec<Marks>,
+    /// Per CPU: IPIs sent from it (`ipi_send_cpu`, `ipi_send_cpumask`,
+    /// `ipi_raise`, `csd_queue_cpu`), value [`SHOOTDOWN`] when the target
+    /// runs `flush_tlb_func` (the tlb section's class), else [`OTHER_IPI`];
+    /// plus `tlb_flush` remote shootdowns received, when they were decoded.
+    pub ipis: Vec<Marks>,
+    /// Per CPU: time it ran a member of a gang during one of that gang's
+    /// fragmented episodes (the longest ones the gang section keeps).
+    pub gang: Vec<Spans>,
+    /// Per-process event times for the tabs' jumps.
+    pub bursts: Bursts,
+}
+
+/// The tlb section's class of the function an IPI or csd asks for.
+fn ipi_value(trace: &Trace, names: &mut HashMap<Sym, u64>, f: Sym) -> u64 {
+    *names.entry(f).or_insert_with(|| {
+        let name = trace.sym_name(f);
+        if IpiClass::of_function(Some(&name)) == IpiClass::TlbShootdown {
+            SHOOTDOWN
+        } else {
+            OTHER_IPI
+        }
+    })
+}
+
+impl EventMarks {
+    /// PLE exits and IPIs of `trace`, one index per CPU of `ncpu`.
+    pub fn from_trace(trace: &Trace, ncpu: usize) -> EventMarks {
+        let mut ple: Vec<Vec<(u64, u64)>> = vec![Vec::new(); ncpu];
+        let mut ipis: Vec<Vec<(u64, u64)>> = vec![Vec::new(); ncpu];
+        let mut names: HashMap<Sym, u64> = HashMap::new();
+        let mut bursts = Bursts::default();
+        let tgid = |ev: &schedscope_trace::Event| trace.tasks.tgid(ev.tid).unwrap_or(ev.tid).0;
+        for ev in &trace.events {
+            let c = ev.cpu.0 as usize;
+            if c >= ncpu {
+                continue;
+            }
+            let t = ev.ts.0;
+            match ev.data {
+                EventData::KvmExit {
+                    exit_reason, isa, ..
+                } if is_ple(isa, exit_reason) => {
+                    ple[c].push((t, 1));
+                    bursts.ple.entry(tgid(ev)).or_default().push(t);
+                }
+                EventData::IpiSendCpu { callback: f, .. }
+                | EventData::IpiSendCpumask { callback: f, .. }
+                | EventData::CsdQueue { func: f, .. } => {
+                    let v = ipi_value(trace, &mut names, f);
+                    ipis[c].push((t, v));
+                    if v == SHOOTDOWN {
+                        bursts.shootdowns.entry(tgid(ev)).or_default().push(t);
+                    }
+                }
+                EventData::IpiRaise { .. } => ipis[c].push((t, OTHER_IPI)),
+                // 1 = TLB_REMOTE_SHOOTDOWN (the receiving side)
+                EventData::TlbFlush { reason: 1, .. } => ipis[c].push((t, SHOOTDOWN)),
+                _ => {}
+            }
+        }
+        EventMarks {
+            ple: ple.into_iter().map(Marks::new).collect(),
+            ipis: ipis.into_iter().map(Marks::new).collect(),
+            gang: Vec::new(),
+            bursts,
+        }
+    }
+
+    /// Per CPU, the runs of gang members inside their gang's fragmented
+    /// episodes.
+    pub fn gang_spans(tl: &Timeline, gangs: Option<&GangReport>) -> Vec<Spans> {
+        let ncpu = tl.cpus.len();
+        let Some(g) = gangs else {
+            return (0..ncpu).map(|_| Spans::default()).collect();
+        };
+        let episodes: Vec<Spans> = g
+            .gangs
+            .iter()
+            .map(|gang| {
+                Spans::new(
+                    gang.episodes
+                        .iter()
+                        .map(|e| (e.start_ns, e.start_ns.saturating_add(e.duration_ns)))
+                        .collect(),
+                )
+            })
+            .collect();
+        let mut of_tid: HashMap<i32, Vec<usize>> = HashMap::new();
+        for (i, gang) in g.gangs.iter().enumerate() {
+            for m in &gang.members {
+                of_tid.entry(m.0).or_default().push(i);
+            }
+        }
+        tl.cpus
+            .iter()
+            .map(|runs| {
+                let mut v = Vec::new();
+                for r in runs {
+                    let Some(gs) = of_tid.get(&r.tid.0) else {
+                        continue;
+                    };
+                    let run = (r.ts.0, r.end.unwrap_or(tl.end).0);
+                    for &i in gs {
+                        v.extend(episodes[i].intersect(std::iter::once(run)));
+                    }
+                }
+                Spans::new(v)
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,6 +337,23 @@ mod tests {
             assert_eq!(m.count(a, b), inside.len());
             assert_eq!(m.max(a, b), inside.iter().copied().max());
         }
+    }
+
+    #[test]
+    fn densest_burst_is_the_fullest_window() {
+        let ms = BURST_NS;
+        // 2 events in [0, 1 ms), then 3 within 0.9 ms from 5 ms
+        let t = [
+            0,
+            ms / 2,
+            5 * ms,
+            5 * ms + ms / 3,
+            5 * ms + 9 * ms / 10,
+            7 * ms,
+        ];
+        assert_eq!(Bursts::densest(&t), Some((5 * ms, 5 * ms + 9 * ms / 10, 3)));
+        assert_eq!(Bursts::densest(&[42]), Some((42, 42, 1)));
+        assert_eq!(Bursts::densest(&[]), None);
     }
 
     #[test]

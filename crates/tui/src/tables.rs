@@ -3,9 +3,12 @@
 //! time span that Enter jumps the timeline to.
 
 use crate::index::Tid;
-use crate::view::fmt_dur;
+use crate::overlay::{Bursts, BURST_NS};
 use schedscope_analysis::report::Section;
 use schedscope_analysis::Report;
+use schedscope_render::fmt;
+use schedscope_render::{RenderText, TextOptions};
+use schedscope_trace::Ts;
 
 /// Where Enter on a row takes the timeline.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,12 +54,18 @@ pub struct Tables {
     pub tabs: Vec<TabTable>,
 }
 
-fn ms(ns: u64) -> String {
-    format!("{:.3}", ns as f64 / 1e6)
-}
-
-fn secs_rel(ns: u64, start: u64) -> String {
-    format!("{:.6}", ns.saturating_sub(start) as f64 / 1e9)
+/// The first line of a section's text view (`schedscope report`'s
+/// headline for it), trimmed.
+fn text_headline(section: &dyn RenderText) -> Option<String> {
+    let mut out = Vec::new();
+    section
+        .render_text(&TextOptions::default(), &mut out)
+        .ok()?;
+    String::from_utf8_lossy(&out)
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_string)
 }
 
 /// The section's value, or a headline with its error.
@@ -75,41 +84,39 @@ fn ok<'a, T>(s: &'a Option<Section<T>>, tab: &mut TabTable) -> Option<&'a T> {
 }
 
 impl Tables {
-    /// Rows of every tab from `report`.
-    pub fn new(report: &Report) -> Tables {
-        let t0 = report.trace.start_ns;
+    /// Rows of every tab from `report`; the lhp and tlb rows jump to the
+    /// densest [`BURST_NS`] of their process's events in `bursts`.
+    pub fn new(report: &Report, bursts: &Bursts) -> Tables {
         Tables {
             tabs: vec![
-                latency(report, t0),
-                gang(report, t0),
-                lhp(report),
-                idle(report, t0),
-                tlb(report),
+                latency(report),
+                gang(report),
+                lhp(report, bursts),
+                idle(report),
+                tlb(report, bursts),
             ],
         }
     }
 }
 
-fn latency(report: &Report, t0: u64) -> TabTable {
+fn latency(report: &Report) -> TabTable {
+    // columns and formats as `schedscope report --latency`
     let mut tab = TabTable {
         title: "Latency",
         header: vec![
-            "task",
-            "switches",
-            "runtime ms",
-            "avg delay ms",
-            "max delay ms",
-            "max at s",
+            "Task",
+            "Runtime ms",
+            "Switches",
+            "Avg delay ms",
+            "Max delay ms",
+            "Max delay at s",
         ],
         ..TabTable::default()
     };
     if let Some(l) = ok(&report.latency, &mut tab) {
-        let worst = l.tasks.iter().map(|t| t.delay_max_ns).max().unwrap_or(0);
         tab.headline = format!(
-            "{} tasks, {} switches, worst wakeup-to-run delay {} (Enter: show it)",
-            l.tasks.len(),
-            l.total_switches,
-            fmt_dur(worst)
+            "{} (Enter: show it)",
+            text_headline(l).unwrap_or_else(|| format!("{} tasks", l.tasks.len()))
         );
         let mut tasks: Vec<_> = l.tasks.iter().collect();
         tasks.sort_by(|a, b| b.delay_max_ns.cmp(&a.delay_max_ns).then(a.tid.cmp(&b.tid)));
@@ -117,13 +124,13 @@ fn latency(report: &Report, t0: u64) -> TabTable {
             .into_iter()
             .map(|t| Row {
                 cells: vec![
-                    format!("{}[{}]", t.comm, t.tid),
+                    format!("{}:{}", t.comm, t.tid),
+                    fmt::ms(t.runtime_ns),
                     t.switches.to_string(),
-                    ms(t.runtime_ns),
-                    ms(t.delay_avg_ns),
-                    ms(t.delay_max_ns),
+                    fmt::ms(t.delay_avg_ns),
+                    fmt::ms(t.delay_max_ns),
                     if t.delay_max_ns > 0 {
-                        secs_rel(t.delay_max_at_ns, t0)
+                        fmt::secs(t.delay_max_at_ns)
                     } else {
                         "-".into()
                     },
@@ -141,22 +148,25 @@ fn latency(report: &Report, t0: u64) -> TabTable {
     tab
 }
 
-fn gang(report: &Report, t0: u64) -> TabTable {
+fn gang(report: &Report) -> TabTable {
+    // figures as `schedscope report --gang` prints them (its verdict line
+    // and episode table)
     let mut tab = TabTable {
         title: "Gang",
         header: vec![
             "gang",
             "members",
-            "corun ratio",
+            "co-ran",
             "fragmented ms",
-            "fragmented %",
+            "fragmented",
             "longest episode at s",
+            "length ms",
         ],
         ..TabTable::default()
     };
     if let Some(g) = ok(&report.gang, &mut tab) {
         tab.headline = format!(
-            "{} gangs; corun ratio = time all run / time any runs (Enter: longest fragmented episode)",
+            "{} gangs; co-ran = time all members ran / time any ran (Enter: longest fragmented episode)",
             g.gangs.len()
         );
         if let Some(n) = &g.note {
@@ -171,12 +181,11 @@ fn gang(report: &Report, t0: u64) -> TabTable {
                     cells: vec![
                         gang.name.clone(),
                         gang.members.len().to_string(),
-                        format!("{:.3}", gang.corun_ratio),
-                        ms(gang.fragmented_ns),
-                        format!("{:.1}", gang.fragmented_ratio * 100.0),
-                        ep.map_or("-".into(), |e| {
-                            format!("{} ({})", secs_rel(e.start_ns, t0), fmt_dur(e.duration_ns))
-                        }),
+                        fmt::ratio_pct_whole(gang.corun_ratio),
+                        fmt::ms(gang.fragmented_ns),
+                        fmt::ratio_pct_whole(gang.fragmented_ratio),
+                        ep.map_or("-".into(), |e| Ts(e.start_ns).to_string()),
+                        ep.map_or("-".into(), |e| fmt::ms(e.duration_ns)),
                     ],
                     jump: ep.map(|e| Jump {
                         what: format!("the longest fragmented episode of {}", gang.name),
@@ -192,7 +201,22 @@ fn gang(report: &Report, t0: u64) -> TabTable {
     tab
 }
 
-fn lhp(report: &Report) -> TabTable {
+/// The jump to the densest burst of `times`, named `what`.
+fn burst_jump(times: Option<&Vec<u64>>, what: &str) -> Option<Jump> {
+    let (first, last, n) = Bursts::densest(times?)?;
+    Some(Jump {
+        what: format!(
+            "the densest {} ms of {what} ({n} in it)",
+            BURST_NS / 1_000_000
+        ),
+        start: first,
+        end: last + 1,
+        cpu: None,
+        tid: None,
+    })
+}
+
+fn lhp(report: &Report, bursts: &Bursts) -> TabTable {
     let mut tab = TabTable {
         title: "LHP",
         header: vec![
@@ -200,8 +224,8 @@ fn lhp(report: &Report) -> TabTable {
             "who",
             "count",
             "sibling preempted",
-            "rate/s",
-            "preempted ms",
+            "per s",
+            "waker preempted ms",
         ],
         ..TabTable::default()
     };
@@ -213,7 +237,8 @@ fn lhp(report: &Report) -> TabTable {
         Ok(p) => {
             head.push(format!(
                 "PLE exits {} ({} with a preempted sibling)",
-                p.total, p.sibling_preempted
+                p.total,
+                fmt::pct_sign(p.sibling_preempted, p.total)
             ));
             for vm in &p.per_vm {
                 tab.rows.push(Row {
@@ -221,11 +246,13 @@ fn lhp(report: &Report) -> TabTable {
                         "PLE VM".into(),
                         vm.name.clone(),
                         vm.total.to_string(),
-                        vm.sibling_preempted.to_string(),
+                        fmt::pct_sign(vm.sibling_preempted, vm.total),
                         format!("{:.1}", vm.per_second),
                         "-".into(),
                     ],
-                    jump: None,
+                    jump: vm.tgid.and_then(|t| {
+                        burst_jump(bursts.ple.get(&t.0), &format!("PLE exits of {}", vm.name))
+                    }),
                 });
             }
         }
@@ -234,8 +261,8 @@ fn lhp(report: &Report) -> TabTable {
     match &l.waker_preempted.0 {
         Ok(w) => {
             head.push(format!(
-                "waker preempted {} over {} wakeups",
-                fmt_dur(w.total_ns),
+                "waker-preempted time {} ms over {} wakeups",
+                fmt::ms(w.total_ns),
                 w.wakeups
             ));
             for p in &w.pairs {
@@ -243,13 +270,13 @@ fn lhp(report: &Report) -> TabTable {
                     cells: vec![
                         "waker>wakee".into(),
                         format!(
-                            "{}[{}] > {}[{}]",
-                            p.waker_comm, p.waker.0, p.wakee_comm, p.wakee.0
+                            "{}:{} > {}:{}",
+                            p.waker_comm, p.waker, p.wakee_comm, p.wakee
                         ),
                         p.wakeups.to_string(),
                         "-".into(),
                         "-".into(),
-                        ms(p.waker_preempted_ns),
+                        fmt::ms(p.waker_preempted_ns),
                     ],
                     jump: None,
                 });
@@ -261,64 +288,61 @@ fn lhp(report: &Report) -> TabTable {
     tab
 }
 
-fn idle(report: &Report, t0: u64) -> TabTable {
+fn idle(report: &Report) -> TabTable {
+    // the "Longest wasted-idle gaps" table of `schedscope report --idle`
+    // (plus the imbalance part of each gap)
     let mut tab = TabTable {
         title: "Idle",
         header: vec![
-            "cpu",
-            "gap at s",
-            "gap ms",
+            "CPU",
+            "start (s)",
+            "length ms",
             "throttled ms",
             "imbalance ms",
-            "ended by",
-            "waiting",
+            "ending",
+            "waiting (tid comm @cpu)",
         ],
         ..TabTable::default()
     };
     if let Some(i) = ok(&report.idle, &mut tab) {
         tab.headline = format!(
-            "idle {}, wasted idle {} (throttled {}, imbalance {}); longest wasted-idle gaps (Enter: show)",
-            fmt_dur(i.idle_ns),
-            fmt_dur(i.wasted_idle_ns),
-            fmt_dur(i.throttled_ns),
-            fmt_dur(i.imbalance_ns)
+            "idle {} ms, wasted idle {} ms (throttled {} ms, imbalance {} ms); longest wasted-idle gaps (Enter: show)",
+            fmt::ms(i.idle_ns),
+            fmt::ms(i.wasted_idle_ns),
+            fmt::ms(i.throttled_ns),
+            fmt::ms(i.imbalance_ns)
         );
         tab.rows = i
             .gaps
             .longest
             .iter()
-            .map(|g| Row {
-                cells: vec![
-                    g.cpu.to_string(),
-                    secs_rel(g.start_ns, t0),
-                    ms(g.dur_ns),
-                    ms(g.throttled_ns),
-                    ms(g.imbalance_ns),
-                    g.ending.clone(),
-                    g.waiting
-                        .iter()
-                        .map(|w| format!("{}[{}]", w.comm, w.tid))
-                        .collect::<Vec<_>>()
-                        .join(","),
-                ],
-                jump: Some(Jump {
-                    what: format!(
-                        "the wasted-idle gap of CPU{} at {}s",
-                        g.cpu,
-                        secs_rel(g.start_ns, t0)
-                    ),
-                    start: g.start_ns,
-                    end: g.start_ns + g.dur_ns,
-                    cpu: Some(g.cpu),
-                    tid: None,
-                }),
+            .map(|g| {
+                let start = format!("{:.6}", g.start_ns as f64 / 1e9);
+                Row {
+                    cells: vec![
+                        g.cpu.to_string(),
+                        start.clone(),
+                        fmt::ms(g.dur_ns),
+                        fmt::ms(g.throttled_ns),
+                        fmt::ms(g.imbalance_ns),
+                        g.ending.clone(),
+                        schedscope_render::idle::gap_waiting(g),
+                    ],
+                    jump: Some(Jump {
+                        what: format!("the wasted-idle gap of CPU{} at {start} s", g.cpu),
+                        start: g.start_ns,
+                        end: g.start_ns + g.dur_ns,
+                        cpu: Some(g.cpu),
+                        tid: None,
+                    }),
+                }
             })
             .collect();
     }
     tab
 }
 
-fn tlb(report: &Report) -> TabTable {
+fn tlb(report: &Report, bursts: &Bursts) -> TabTable {
     let mut tab = TabTable {
         title: "TLB",
         header: vec!["kind", "what", "class", "count", "share %"],
@@ -336,7 +360,7 @@ fn tlb(report: &Report) -> TabTable {
                     format!("{} -> {}", c.callsite, c.callback),
                     format!("{:?}", c.class),
                     c.count.to_string(),
-                    format!("{:.1}", c.share * 100.0),
+                    fmt::ratio_pct(c.share),
                 ],
                 jump: None,
             });
@@ -348,9 +372,12 @@ fn tlb(report: &Report) -> TabTable {
                     format!("{}[{}]", s.comm, s.pid),
                     "-".into(),
                     s.count.to_string(),
-                    format!("{:.1}", s.share * 100.0),
+                    fmt::ratio_pct(s.share),
                 ],
-                jump: None,
+                jump: burst_jump(
+                    bursts.shootdowns.get(&s.pid),
+                    &format!("TLB shootdowns sent by {}[{}]", s.comm, s.pid),
+                ),
             });
         }
     }
@@ -362,7 +389,7 @@ fn tlb(report: &Report) -> TabTable {
                     format!("{} {}", r.symbol, r.module),
                     if r.flush { "flush".into() } else { "-".into() },
                     r.samples.to_string(),
-                    format!("{:.1}", r.share * 100.0),
+                    fmt::ratio_pct(r.share),
                 ],
                 jump: None,
             });

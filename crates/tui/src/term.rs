@@ -16,6 +16,10 @@ use ratatui::Terminal;
 use std::io;
 use std::time::Duration;
 
+/// Environment variable that makes the draw loop panic once the trace is
+/// loaded (only for the test that the terminal is restored on panic).
+pub const TEST_PANIC: &str = "SCHEDSCOPE_TUI_TEST_PANIC";
+
 /// Put the terminal back as it was (idempotent, errors ignored: this also
 /// runs from the panic hook).
 fn restore() {
@@ -65,8 +69,17 @@ pub fn run(path: &str, loader: Loader) -> io::Result<Option<String>> {
     let rx = spawn(loader);
     let mut app = App::new(path, file_size, no_color);
     let mut loading = true;
+    // Test hook (crates/cli/tests/tui_tmux.rs): panic inside the draw loop
+    // once the trace is shown, to check that the panic hook restores the
+    // terminal.
+    let test_panic = std::env::var_os(TEST_PANIC).is_some();
     loop {
-        terminal.draw(|f| crate::draw::draw(f, &mut app))?;
+        terminal.draw(|f| {
+            crate::draw::draw(f, &mut app);
+            if test_panic && matches!(app.load, crate::app::Load::Ready(_)) {
+                panic!("{TEST_PANIC} is set: panic inside the draw loop");
+            }
+        })?;
         if app.quit {
             break;
         }

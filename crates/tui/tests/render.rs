@@ -186,7 +186,8 @@ fn gang_tab_lists_the_gangs_of_the_truth_file() {
             .iter()
             .find(|l| l.starts_with(&format!("process {tgid} ")))
             .unwrap_or_else(|| panic!("gang {tgid} listed:\n{}", s.join("\n")));
-        let ratio = format!("{:.3}", g["corun_ratio"].as_f64().unwrap());
+        // co-ran as the text report's verdict prints it (whole percent)
+        let ratio = format!("{:.0}%", g["corun_ratio"].as_f64().unwrap() * 100.0);
         let frag = format!("{:.3}", g["fragmented_ns"].as_u64().unwrap() as f64 / 1e6);
         let cells: Vec<&str> = line.split_whitespace().collect();
         assert!(cells.contains(&ratio.as_str()), "{line} has ratio {ratio}");
@@ -230,7 +231,7 @@ fn latency_tab_jumps_to_the_worst_delay() {
     let mut app = fixture_app("sim/mixed-s1.data");
     keys(&mut app, "2");
     let s = screen(&mut app, 140, 24);
-    assert!(s[2].starts_with("task"), "{}", s[2]);
+    assert!(s[2].starts_with("Task"), "{}", s[2]);
     let (worst, at_start, tid) = {
         let d = app.data().unwrap();
         let l = d.report.latency.as_ref().unwrap().0.as_ref().unwrap();
@@ -242,15 +243,99 @@ fn latency_tab_jumps_to_the_worst_delay() {
         (t.delay_max_ns, t.delay_max_start_ns, t.tid)
     };
     assert!(worst > 0);
-    assert!(
-        s[3].starts_with(&app.data().unwrap().label(tid)),
-        "{}",
-        s[3]
-    );
+    let comm = app.data().unwrap().tasks[&tid].comm.clone();
+    assert!(s[3].starts_with(&format!("{comm}:{tid}")), "{}", s[3]);
     assert!(s[3].contains(&format!("{:.3}", worst as f64 / 1e6)));
     key(&mut app, KeyCode::Enter);
     assert_eq!(app.view.cursor, at_start);
     assert_eq!(app.selected, vec![tid]);
+}
+
+/// The row of `text` (a text report table) whose first cell is `first`,
+/// split into cells on runs of 2+ spaces.
+fn text_row(text: &str, first: &str) -> Vec<String> {
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with(first))
+        .unwrap_or_else(|| panic!("row {first} in:\n{text}"));
+    line.trim()
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn tabs_show_the_figures_of_the_text_report() {
+    use schedscope_render::{RenderText, TextOptions};
+    let mut app = fixture_app("sim/mixed-s1.data");
+    let (latency_text, gang_text, worst, names) = {
+        let d = app.data().unwrap();
+        let mut lt = Vec::new();
+        let l = d.report.latency.as_ref().unwrap().0.as_ref().unwrap();
+        l.render_text(&TextOptions { top: 0 }, &mut lt).unwrap();
+        let mut gt = Vec::new();
+        let g = d.report.gang.as_ref().unwrap().0.as_ref().unwrap();
+        g.render_text(&TextOptions::default(), &mut gt).unwrap();
+        let w = l
+            .tasks
+            .iter()
+            .max_by_key(|t| (t.delay_max_ns, -t.tid))
+            .unwrap();
+        (
+            String::from_utf8(lt).unwrap(),
+            String::from_utf8(gt).unwrap(),
+            format!("{}:{}", w.comm, w.tid),
+            g.gangs.iter().map(|g| g.name.clone()).collect::<Vec<_>>(),
+        )
+    };
+    assert!(names.len() >= 2, "{names:?}");
+    // latency: the worst task's row, cell for cell, and the headline
+    keys(&mut app, "2");
+    let s = screen(&mut app, 160, 24);
+    assert_eq!(
+        s[1].trim_end(),
+        format!("{} (Enter: show it)", latency_text.lines().next().unwrap())
+    );
+    let want = text_row(&latency_text, &worst);
+    let got = text_row(&s.join("\n"), &worst);
+    assert_eq!(got, want);
+    assert_eq!(want.len(), 6, "{want:?}");
+    // gang: the verdict's co-ran and fragmented percentages, and the
+    // fragmented milliseconds of the detail line
+    keys(&mut app, "3");
+    let s = screen(&mut app, 160, 24);
+    for name in &names {
+        let Some(verdict) = gang_text
+            .lines()
+            .find(|l| l.trim().starts_with(&format!("{name}: ")))
+        else {
+            panic!("{name} in:\n{gang_text}");
+        };
+        let pcts: Vec<&str> = verdict
+            .split_whitespace()
+            .filter(|w| w.ends_with('%'))
+            .collect();
+        let detail = gang_text
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}  (members")))
+            .unwrap();
+        let frag_ms = detail
+            .split("fragmented ")
+            .nth(1)
+            .unwrap()
+            .trim_end_matches(" ms)");
+        let row = s
+            .iter()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} row:\n{}", s.join("\n")));
+        let cells: Vec<&str> = row[name.len()..].split_whitespace().collect();
+        assert_eq!(pcts.len(), 2, "{verdict}");
+        assert_eq!(cells[1], pcts[0], "co-ran of {name}: {verdict}");
+        assert_eq!(cells[2], frag_ms, "fragmented ms of {name}: {detail}");
+        assert_eq!(cells[3], pcts[1], "fragmented share of {name}: {verdict}");
+    }
 }
 
 #[test]

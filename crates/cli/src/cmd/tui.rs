@@ -26,8 +26,11 @@ pub fn run(a: TuiArgs) -> anyhow::Result<ExitCode> {
         .into());
     }
     let shown = path.display().to_string();
+    // Decode only what the report's sections read (as `report --all`):
+    // the lanes are drawn from the timeline, which reads a subset of them.
+    let opts = crate::cmd::report::load_options(&schedscope_analysis::Sections::all());
     let loader: schedscope_tui::Loader =
-        Box::new(move || schedscope_parser::load(&path).map_err(|e| e.to_string()));
+        Box::new(move || schedscope_parser::load_with(&path, &opts).map_err(|e| e.to_string()));
     match schedscope_tui::run(&shown, loader)? {
         None => Ok(ExitCode::SUCCESS),
         Some(e) => Err(ExitError {

@@ -263,6 +263,9 @@ fn lane_row(
         LaneRow::Overlay(_, Overlay::Latency) => " lat".to_string(),
         LaneRow::Overlay(_, Overlay::Preemptions) => " pre".to_string(),
         LaneRow::Overlay(_, Overlay::WastedIdle) => " wst".to_string(),
+        LaneRow::Overlay(_, Overlay::PleExits) => " ple".to_string(),
+        LaneRow::Overlay(_, Overlay::Ipis) => " ipi".to_string(),
+        LaneRow::Overlay(_, Overlay::GangFragments) => " gng".to_string(),
     };
     let mut lstyle = Style::default();
     if selected {
@@ -371,9 +374,32 @@ fn lane_row(
 
 /// An overlay strip cell: latency as one eighth step per doubling from
 /// 1 us (full at 128 us and above), preemptions as a digit (`+` above 9),
-/// wasted idle as the share of the cell.
+/// wasted idle and gang fragments as the share of the cell, PLE exits
+/// and IPIs as a count digit (`T` when an IPI of the cell is a TLB
+/// shootdown).
 fn overlay_cell(d: &Data, c: usize, o: Overlay, a: u64, b: u64) -> (char, Option<Color>) {
+    let digit = |n: usize, colour: Color| match n {
+        0 => (' ', None),
+        1..=9 => (char::from(b'0' + n as u8), Some(colour)),
+        _ => ('+', Some(colour)),
+    };
     match o {
+        Overlay::PleExits => digit(
+            d.marks.ple.get(c).map_or(0, |m| m.count(a, b)),
+            Color::LightRed,
+        ),
+        Overlay::Ipis => match d.marks.ipis.get(c).and_then(|m| m.max(a, b)) {
+            None => (' ', None),
+            Some(crate::overlay::SHOOTDOWN) => ('T', Some(Color::LightRed)),
+            Some(_) => digit(
+                d.marks.ipis.get(c).map_or(0, |m| m.count(a, b)),
+                Color::Yellow,
+            ),
+        },
+        Overlay::GangFragments => {
+            let w = d.marks.gang.get(c).map_or(0, |s| s.covered(a, b));
+            (eighth(w as f64 / (b - a) as f64), Some(Color::Blue))
+        }
         Overlay::Latency => match d.lanes.wakeups.get(c).and_then(|m| m.max(a, b)) {
             None => (' ', None),
             Some(ns) => {
@@ -381,11 +407,10 @@ fn overlay_cell(d: &Data, c: usize, o: Overlay, a: u64, b: u64) -> (char, Option
                 (eighth(steps / 8.0), Some(Color::Magenta))
             }
         },
-        Overlay::Preemptions => match d.lanes.preemptions.get(c).map_or(0, |m| m.count(a, b)) {
-            0 => (' ', None),
-            n @ 1..=9 => (char::from(b'0' + n as u8), Some(Color::Cyan)),
-            _ => ('+', Some(Color::Cyan)),
-        },
+        Overlay::Preemptions => digit(
+            d.lanes.preemptions.get(c).map_or(0, |m| m.count(a, b)),
+            Color::Cyan,
+        ),
         Overlay::WastedIdle => {
             let w = d.lanes.wasted.get(c).map_or(0, |s| s.covered(a, b));
             (eighth(w as f64 / (b - a) as f64), Some(Color::Red))
