@@ -77,24 +77,7 @@ fn duckdb_queries_reproduce_the_report() {
         "metric": "SELECT t.path, m.value FROM @summary_metric m JOIN @trace t ON m.run = t.trace_id
                    WHERE m.section = 'idle' AND m.metric = 'wasted_idle' AND m.stat = 'total'",
     });
-    let script = repo().join("crates/export/tests/py/duckdb_sql.py");
-    let mut child = std::process::Command::new("python3")
-        .arg(&script)
-        .arg(&pq)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(queries.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "duckdb_sql.py failed");
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = duckdb(&pq, &queries);
 
     assert_eq!(
         r["runs"],
