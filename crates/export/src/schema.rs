@@ -443,7 +443,7 @@ pub static TABLES: &[TableDef] = &[
             c("metric", Str, "", "metric name"),
             c("entity_kind", Str, "", "trace | task | task_group | gang | vm | cpu | class"),
             c("entity_key", Str, "", "match_key of the entity ('' for the trace)"),
-            c("stat", Str, "", "value | mean | max | min | stddev | total | share | rate"),
+            c("stat", Str, "", "value | mean | max | min | stddev | total | share | rate | p50 | p99"),
             c("value", F64, "", "the number"),
             c("unit", Str, "", "ns | pct | ratio | count | per_s | ns_per_s"),
             c("better", Str, "", "lower | higher"),
