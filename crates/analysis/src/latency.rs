@@ -41,6 +41,7 @@
 //! * `context_switch_bugs` counts switch-outs of a task that the previous
 //!   switch on that CPU did not switch in (perf's "context switch bugs").
 
+use crate::stats::percentile_nearest_rank;
 use crate::timeline::TidMap;
 use crate::{AnalysisError, Context};
 use schedscope_trace::{Cpu, EventData, PrevState, StrId, Tid, Trace, Ts, WakeKind};
@@ -151,6 +152,15 @@ pub struct TaskLatency {
     pub preempt_delay_max_ns: u64,
     /// Sum of those waits.
     pub preempt_delay_total_ns: u64,
+    /// Median wait for a CPU (nearest rank over the `switches` waits, the
+    /// ones behind `delay_avg_ns`; 0 without any).
+    pub delay_p50_ns: u64,
+    /// 99th percentile of those waits (nearest rank; 0 without any).
+    pub delay_p99_ns: u64,
+    /// Every one of those waits, ascending (not in the JSON: for
+    /// percentiles over groups of tasks, as `schedscope diff` computes).
+    #[serde(skip)]
+    pub delays_ns: Vec<u64>,
 }
 
 /// perf's per-task atom state.
@@ -192,6 +202,8 @@ struct Acc {
 struct Pass {
     index: TidMap,
     acc: Vec<Acc>,
+    /// Each task's waits (index as `acc`), for the percentiles.
+    delays: Vec<Vec<u64>>,
     cpu_last: Vec<Option<Ts>>,
     cpu_curr: Vec<Option<Tid>>,
     bugs: u64,
@@ -207,6 +219,7 @@ impl Pass {
         let i = *self.index.entry(tid).or_insert(n);
         let new = i == n;
         if new {
+            self.delays.push(Vec::new());
             self.acc.push(Acc {
                 tid,
                 comm,
@@ -307,6 +320,7 @@ impl Pass {
                     if d > a.max || a.max_kind.is_none() {
                         a.max_kind = Some(kind);
                     }
+                    self.delays[i].push(d);
                     if d > a.max {
                         a.max = d;
                         a.max_start = w;
@@ -360,6 +374,7 @@ pub fn compute(trace: &Trace) -> Result<LatencyReport, AnalysisError> {
     let mut p = Pass {
         index: TidMap::default(),
         acc: Vec::new(),
+        delays: Vec::new(),
         cpu_last: vec![None; nr_cpus],
         cpu_curr: vec![None; nr_cpus],
         bugs: 0,
@@ -393,11 +408,16 @@ pub fn compute(trace: &Trace) -> Result<LatencyReport, AnalysisError> {
             _ => {}
         }
     }
+    let delays = std::mem::take(&mut p.delays);
     let mut tasks: Vec<TaskLatency> = p
         .acc
         .iter()
-        .filter(|a| a.switches > 0 || a.runtime > 0)
-        .map(|a| {
+        .zip(delays)
+        .filter(|(a, _)| a.switches > 0 || a.runtime > 0)
+        .map(|(a, mut delays_ns)| {
+            delays_ns.sort_unstable();
+            let pct = |p: f64| percentile_nearest_rank(&delays_ns, p).unwrap_or(0);
+            let (delay_p50_ns, delay_p99_ns) = (pct(50.0), pct(99.0));
             let task = trace.tasks.by_tid(a.tid);
             let comm = match task {
                 Some(t) if !t.comm.is_empty() => t.comm.clone(),
@@ -419,6 +439,9 @@ pub fn compute(trace: &Trace) -> Result<LatencyReport, AnalysisError> {
                 preemptions: a.preemptions,
                 preempt_delay_max_ns: a.preempt_max,
                 preempt_delay_total_ns: a.preempt_total,
+                delay_p50_ns,
+                delay_p99_ns,
+                delays_ns,
             }
         })
         .collect();
@@ -452,6 +475,35 @@ mod tests {
     fn run(t: &mut T) -> LatencyReport {
         t.0.finish();
         compute(&t.0).unwrap()
+    }
+
+    #[test]
+    fn delay_percentiles_by_hand() {
+        // 5 is first seen at 100 (a wait of 0), then sleeps and waits
+        // 30, 10, 50, 20 after its wakeups: waits {0, 10, 20, 30, 50}.
+        // Nearest rank over n = 5: p50 = rank ceil(2.5) = 3rd = 20,
+        // p99 = rank ceil(4.95) = 5th = 50.
+        let mut t = T::new();
+        t.switch(100, 0, 0, "R", 5);
+        let mut at = 100;
+        for d in [30, 10, 50, 20] {
+            t.switch(at + 10, 0, 5, "S", 0)
+                .wake(at + 100, 1, 7, Wakeup, 5, 0)
+                .switch(at + 100 + d, 0, 0, "R", 5);
+            at += 1000;
+        }
+        let r = run(&mut t);
+        let row = row(&r, 5);
+        assert_eq!(row.switches, 5);
+        assert_eq!(row.delays_ns, vec![0, 10, 20, 30, 50]);
+        assert_eq!(row.delay_p50_ns, 20);
+        assert_eq!(row.delay_p99_ns, 50);
+        assert_eq!(row.delay_max_ns, 50);
+        // In the JSON, next to the other delay fields; the samples are not.
+        let j = serde_json::to_value(row).unwrap();
+        assert_eq!(j["delay_p50_ns"], 20);
+        assert_eq!(j["delay_p99_ns"], 50);
+        assert!(j.get("delays_ns").is_none());
     }
 
     #[test]

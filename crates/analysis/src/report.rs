@@ -215,7 +215,7 @@ fn maybe<T>(on: bool, f: impl FnOnce() -> Result<T, AnalysisError>) -> Option<Se
 /// Run `f`; with `SCHEDSCOPE_TIMING` set in the environment, print its wall
 /// time and the process's resident memory on stderr (`timing: NAME MS ms
 /// (rss R MiB, peak P MiB)`) for the benchmarks.
-fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
+pub fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
     let t = std::time::Instant::now();
     let r = f();
     if std::env::var_os("SCHEDSCOPE_TIMING").is_some() {

@@ -36,6 +36,21 @@ fn keyed(rows: &Value, key_cols: usize) -> HashMap<String, Vec<Value>> {
         .collect()
 }
 
+/// p50 and p99 (nearest rank) of the waits behind `delay_*` (kind other
+/// than `preempted`) per trace and `entity` (an expression of `l`).
+fn pct_sql(entity: &str) -> String {
+    format!(
+        "WITH k AS (SELECT t.path, {entity} AS e, l.latency_ns AS v,
+                           row_number() OVER (PARTITION BY t.path, {entity} ORDER BY l.latency_ns) AS rn,
+                           count(*) OVER (PARTITION BY t.path, {entity}) AS n
+                    FROM @sched_latency l JOIN @trace t ON l.run = t.trace_id
+                    WHERE l.kind <> 'preempted')
+         SELECT path, e, max(v) FILTER (WHERE rn = (n * 50 + 99) // 100),
+                max(v) FILTER (WHERE rn = (n * 99 + 99) // 100)
+         FROM k GROUP BY ALL"
+    )
+}
+
 fn u(v: &Value) -> u64 {
     v.as_u64()
         .unwrap_or_else(|| v.as_f64().map_or(0, |f| f as u64))
@@ -76,25 +91,15 @@ fn duckdb_queries_reproduce_the_report() {
                     WHERE s.state = 'running' GROUP BY ALL",
         "metric": "SELECT t.path, m.value FROM @summary_metric m JOIN @trace t ON m.run = t.trace_id
                    WHERE m.section = 'idle' AND m.metric = 'wasted_idle' AND m.stat = 'total'",
+        // Nearest-rank p50 / p99 of the waits (rank ceil(p/100 * n)), per
+        // task and over the whole trace.
+        "task_pct": pct_sql("l.tid"),
+        "trace_pct": pct_sql("0"),
+        "metric_pct": "SELECT t.path, m.stat, m.value FROM @summary_metric m JOIN @trace t ON m.run = t.trace_id
+                       WHERE m.section = 'latency' AND m.metric = 'delay' AND m.entity_kind = 'trace'
+                         AND m.stat IN ('p50', 'p99')",
     });
-    let script = repo().join("crates/export/tests/py/duckdb_sql.py");
-    let mut child = std::process::Command::new("python3")
-        .arg(&script)
-        .arg(&pq)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(queries.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "duckdb_sql.py failed");
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = duckdb(&pq, &queries);
 
     assert_eq!(
         r["runs"],
@@ -108,6 +113,9 @@ fn duckdb_queries_reproduce_the_report() {
     let corun = keyed(&r["corun"], 2);
     let running = keyed(&r["running"], 2);
     let metric = keyed(&r["metric"], 1);
+    let task_pct = keyed(&r["task_pct"], 2);
+    let trace_pct = keyed(&r["trace_pct"], 2);
+    let metric_pct = keyed(&r["metric_pct"], 2);
     let (mut wasted_seen, mut ple_seen, mut gangs_seen, mut waits_seen) = (0, 0, 0, 0);
     for path in &files {
         let rep = report_json(std::path::Path::new(path));
@@ -148,7 +156,19 @@ fn duckdb_queries_reproduce_the_report() {
                 u(&t["preempt_delay_max_ns"]),
                 "{key}: preempt max"
             );
+            if u(&t["switches"]) > 0 {
+                let p = &task_pct[&key];
+                assert_eq!(u(&p[0]), u(&t["delay_p50_ns"]), "{key}: delay_p50_ns");
+                assert_eq!(u(&p[1]), u(&t["delay_p99_ns"]), "{key}: delay_p99_ns");
+            }
             waits_seen += u(&t["switches"]);
+        }
+        // summary_metric: the trace's latency p50 / p99 over every wait.
+        if let Some(p) = trace_pct.get(&format!("{path}|0")) {
+            for (i, stat) in ["p50", "p99"].iter().enumerate() {
+                let m = &metric_pct[&format!("{path}|{stat}")];
+                assert_eq!(u(&m[0]), u(&p[i]), "{path}: latency delay {stat}");
+            }
         }
         // gang_episode / gang_summary / thread_state: per gang.
         for g in rep["gang"]["gangs"].as_array().into_iter().flatten() {

@@ -7,6 +7,7 @@
 
 use crate::keys::{By, ProcessKeys};
 use schedscope_analysis::report::Section;
+use schedscope_analysis::stats::percentile_nearest_rank;
 use schedscope_analysis::{gang, idle, latency, lhp, tlb, Report};
 use schedscope_trace::{Tid, Trace};
 use serde::{Deserialize, Serialize};
@@ -52,7 +53,8 @@ pub struct Metric {
     pub entity_kind: String,
     /// Cross-run key of the entity (`""` for the whole trace).
     pub entity_key: String,
-    /// `value`, `mean`, `max`, `min`, `stddev`, `total`, `share`, `rate`.
+    /// `value`, `mean`, `max`, `min`, `stddev`, `total`, `share`, `rate`,
+    /// `p50`, `p99`.
     pub stat: String,
     /// The number.
     pub value: f64,
@@ -277,8 +279,10 @@ fn latency_metrics(out: &mut Vec<Metric>, keys: &ProcessKeys, l: &latency::Laten
     if sw > 0 {
         a.put("delay", "mean", total as f64 / sw as f64, NS_LO, sw);
     }
-    // Per task group (process): max and mean delay, run time.
-    let mut groups: BTreeMap<String, (u64, u64, u64, u64)> = BTreeMap::new();
+    let mut all: Vec<u64> = l.tasks.iter().flat_map(|t| &t.delays_ns).copied().collect();
+    percentiles(&mut a, &mut all);
+    // Per task group (process): max, mean, p50 and p99 delay, run time.
+    let mut groups: BTreeMap<String, (u64, u64, u64, u64, Vec<u64>)> = BTreeMap::new();
     for t in &l.tasks {
         let g = groups
             .entry(keys.key(t.tgid.map(Tid), &t.comm))
@@ -287,14 +291,28 @@ fn latency_metrics(out: &mut Vec<Metric>, keys: &ProcessKeys, l: &latency::Laten
         g.1 += t.delay_total_ns;
         g.2 += t.switches;
         g.3 += t.runtime_ns;
+        g.4.extend_from_slice(&t.delays_ns);
     }
-    for (key, (max, total, n, run)) in &groups {
+    for (key, (max, total, n, run, delays)) in &mut groups {
         let mut a = at(out, "latency", "task_group", key);
         a.put("delay", "max", *max as f64, NS_LO, *n);
         if *n > 0 {
             a.put("delay", "mean", *total as f64 / *n as f64, NS_LO, *n);
         }
+        percentiles(&mut a, delays);
         a.put("runtime", "total", *run as f64, NS_HI, *n);
+    }
+}
+
+/// `delay` p50 and p99 (nearest rank, the analyses' one percentile routine)
+/// of the waits `v` (sorted here), when there are any.
+fn percentiles(a: &mut At, v: &mut [u64]) {
+    v.sort_unstable();
+    let n = v.len() as u64;
+    for (stat, p) in [("p50", 50.0), ("p99", 99.0)] {
+        if let Some(x) = percentile_nearest_rank(v, p) {
+            a.put("delay", stat, x as f64, NS_LO, n);
+        }
     }
 }
 

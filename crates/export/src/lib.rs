@@ -137,18 +137,26 @@ pub fn export(
     }
     let mut s = Sinks(sinks);
     write_all(trace, &id, opts, &mut s)?;
-    let mut rows = Vec::new();
-    for (t, sink) in schema::TABLES.iter().zip(s.0) {
-        if let Some(sink) = sink {
-            rows.push((t.name, sink.close()?));
+    let rows = timed("close", || -> Result<_, ExportError> {
+        let mut rows = Vec::new();
+        for (t, sink) in schema::TABLES.iter().zip(s.0) {
+            if let Some(sink) = sink {
+                rows.push((t.name, sink.close()?));
+            }
         }
-    }
+        Ok(rows)
+    })?;
     Ok(Exported {
         run: id.run,
         host: id.host,
         date: id.date,
         rows,
     })
+}
+
+/// [`schedscope_analysis::report::timed`], the phase named `export NAME`.
+fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
+    schedscope_analysis::report::timed(&format!("export {name}"), f)
 }
 
 fn write_all(
@@ -159,10 +167,10 @@ fn write_all(
 ) -> Result<(), ExportError> {
     let u = Utids::new(trace);
     trace_row(trace, id, s)?;
-    threads(trace, s)?;
-    let switch_ins = tables::events(trace, &u, s)?;
-    tables::stacks(trace, s)?;
-    tables::latency(trace, &u, s)?;
+    timed("threads", || threads(trace, s))?;
+    let switch_ins = timed("events", || tables::events(trace, &u, s))?;
+    timed("stacks", || tables::stacks(trace, s))?;
+    timed("sched_latency", || tables::latency(trace, &u, s))?;
     let need_timeline = [
         "thread_state",
         "sched_slice",
@@ -173,12 +181,16 @@ fn write_all(
     ]
     .iter()
     .any(|n| s.wants(n));
-    let timeline = if need_timeline {
-        Timeline::build(trace)
-    } else {
-        Timeline::default()
-    };
-    tables::timeline(trace, &timeline, &u, &switch_ins, s)?;
+    let timeline = timed("timeline build", || {
+        if need_timeline {
+            Timeline::build(trace)
+        } else {
+            Timeline::default()
+        }
+    });
+    timed("thread_state+sched_slice", || {
+        tables::timeline(trace, &timeline, &u, &switch_ins, s)
+    })?;
     drop(switch_ins);
     let ctx = Context {
         trace,
@@ -195,33 +207,36 @@ fn write_all(
         want(&[]),
     );
     let keep_gaps = s.wants("idle_gap");
-    let ((lat, gang_r), ((lhp_r, idle_r), tlb_r)) = rayon::join(
-        || {
-            rayon::join(
-                || w_lat.then(|| latency::compute(trace).ok()).flatten(),
-                || w_gang.then(|| gang::analyze(&ctx).ok()).flatten(),
-            )
-        },
-        || {
-            rayon::join(
-                || {
-                    rayon::join(
-                        || w_lhp.then(|| lhp::analyze(&ctx).ok()).flatten(),
-                        || {
-                            w_idle
-                                .then(|| idle::analyze_with_gaps(&ctx, keep_gaps).ok())
-                                .flatten()
-                        },
-                    )
-                },
-                || w_tlb.then(|| tlb::analyze(&ctx).ok()).flatten(),
-            )
-        },
-    );
+    let ((lat, gang_r), ((lhp_r, idle_r), tlb_r)) = timed("analyses", || {
+        rayon::join(
+            || {
+                rayon::join(
+                    || w_lat.then(|| latency::compute(trace).ok()).flatten(),
+                    || w_gang.then(|| gang::analyze(&ctx).ok()).flatten(),
+                )
+            },
+            || {
+                rayon::join(
+                    || {
+                        rayon::join(
+                            || w_lhp.then(|| lhp::analyze(&ctx).ok()).flatten(),
+                            || {
+                                w_idle
+                                    .then(|| idle::analyze_with_gaps(&ctx, keep_gaps).ok())
+                                    .flatten()
+                            },
+                        )
+                    },
+                    || w_tlb.then(|| tlb::analyze(&ctx).ok()).flatten(),
+                )
+            },
+        )
+    });
     if let Some(g) = &gang_r {
         tables::gangs(trace, &ctx, g, s)?;
     }
     tables::ple(&ctx, &u, s)?;
+    timed("ipi_request", || tables::ipi_requests(&ctx, &u, s))?;
     if let Some((_, gaps)) = &idle_r {
         tables::idle_gaps(gaps, s)?;
     }

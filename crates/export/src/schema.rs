@@ -340,7 +340,7 @@ pub static TABLES: &[TableDef] = &[
     },
     TableDef {
         name: "sched_latency",
-        doc: "one row per wait for a CPU, as report --latency (perf sched latency) counts them: from a wakeup of a sleeping task, or a yield (prev_state R), to its next switch-in; waits after preemption (R+) are rows of kind 'preempted' (report: preempt_delay_*)",
+        doc: "one row per wait for a CPU, as report --latency (perf sched latency) counts them: from a wakeup of a sleeping task, or a switch-out with prev_state=R (runnable, not preempted), to its next switch-in; waits after preemption (R+) are rows of kind 'preempted' (report: preempt_delay_*)",
         sort: &["ts_run"],
         cols: &[
             c("utid", I32, "", "the waiting thread"),
@@ -416,6 +416,25 @@ pub static TABLES: &[TableDef] = &[
         ],
     },
     TableDef {
+        name: "ipi_request",
+        doc: "one row per logical IPI / csd request as report --tlb counts them (a hardware IPI that only restates a csd request is not one): per class, count(*) = tlb.ipi_classes[].count and the unnested delivery_ns / handler_ns are the samples of its delivery / handler statistics",
+        sort: &["ts"],
+        cols: &[
+            TS,
+            c("cpu", I32, "", "sending CPU"),
+            UTID,
+            TID,
+            c("class", Str, "", "tlb_shootdown | remote_wakeup | idle_balance_kick | reschedule | other"),
+            c("callsite", Str, "", "where it was queued or sent from (symbolized)"),
+            c("callback", Str, "", "the function the targets run, (none) for a reschedule IPI"),
+            c("target_count", I32, "count", "target CPUs"),
+            c("targets", I64List, "", "the target CPUs"),
+            c("ipis", I32, "count", "hardware IPIs (ipi_send_*) attached"),
+            c("delivery_ns", I64List, "ns", "queue (csd_queue_cpu) to csd_function_entry on the target, per delivery seen"),
+            c("handler_ns", I64List, "ns", "csd_function_entry to csd_function_exit, per handler run seen"),
+        ],
+    },
+    TableDef {
         name: "summary_metric",
         doc: "every headline number of the text report, long form (what diff compares)",
         sort: &[],
@@ -424,7 +443,7 @@ pub static TABLES: &[TableDef] = &[
             c("metric", Str, "", "metric name"),
             c("entity_kind", Str, "", "trace | task | task_group | gang | vm | cpu | class"),
             c("entity_key", Str, "", "match_key of the entity ('' for the trace)"),
-            c("stat", Str, "", "value | mean | max | min | stddev | total | share | rate"),
+            c("stat", Str, "", "value | mean | max | min | stddev | total | share | rate | p50 | p99"),
             c("value", F64, "", "the number"),
             c("unit", Str, "", "ns | pct | ratio | count | per_s | ns_per_s"),
             c("better", Str, "", "lower | higher"),

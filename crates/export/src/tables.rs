@@ -5,6 +5,7 @@ use crate::schema::TABLES;
 use crate::sink::TableSink;
 use schedscope_analysis::gang::{self, GangKind};
 use schedscope_analysis::lhp::{PleClass, YieldOutcome};
+use schedscope_analysis::tlb::IpiClass;
 use schedscope_analysis::{idle, ThreadState, Timeline};
 use schedscope_trace::{Cpu, EventData, KvmIsa, PrevState, Sym, Tid, Trace, Ts, WakeKind};
 use std::collections::HashMap;
@@ -765,6 +766,45 @@ pub fn idle_gaps(gaps: &[idle::Gap], s: &mut Sinks) -> Result<(), ExportError> {
             .str(Some(&g.ending))
             .i32(g.waiting.len() as i32)
             .i64_list(g.waiting.iter().map(|w| w.tid as i64));
+        t.end()?;
+    }
+    Ok(())
+}
+
+/// `ipi_request`: every logical IPI/csd request of the tlb section, with
+/// its delivery and handler times.
+pub fn ipi_requests(
+    ctx: &schedscope_analysis::Context,
+    u: &Utids,
+    s: &mut Sinks,
+) -> Result<(), ExportError> {
+    let Some(t) = s.get("ipi_request") else {
+        return Ok(());
+    };
+    // A trace without IPI events has no requests (the table stays empty).
+    let Ok(rows) = schedscope_analysis::tlb::requests(ctx) else {
+        return Ok(());
+    };
+    for r in rows {
+        let class = match r.class {
+            IpiClass::TlbShootdown => "tlb_shootdown",
+            IpiClass::RemoteWakeup => "remote_wakeup",
+            IpiClass::IdleBalanceKick => "idle_balance_kick",
+            IpiClass::Reschedule => "reschedule",
+            IpiClass::Other => "other",
+        };
+        t.i64(r.ts.0 as i64)
+            .i32(cpu(r.cpu))
+            .i32(u.at(r.tid, r.ts))
+            .i32(r.tid.0)
+            .str(Some(class))
+            .str(Some(&r.callsite))
+            .str(Some(&r.function))
+            .i32(r.targets.len() as i32)
+            .i64_list(r.targets.iter().map(|&c| c as i64))
+            .i32(r.ipis as i32)
+            .i64_list(r.delivery_ns.iter().map(|&d| d as i64))
+            .i64_list(r.handler_ns.iter().map(|&d| d as i64));
         t.end()?;
     }
     Ok(())

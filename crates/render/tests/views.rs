@@ -42,6 +42,7 @@ fn task(tid: i32, comm: &str, runtime_ns: u64, max_ns: u64, at_ns: u64) -> TaskL
         preemptions: 0,
         preempt_delay_max_ns: 0,
         preempt_delay_total_ns: 0,
+        ..TaskLatency::default()
     }
 }
 

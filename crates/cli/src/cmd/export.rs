@@ -51,7 +51,11 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let opts = config(&args)?;
     let progress = Progress::new();
     let load = schedscope_parser::LoadOptions {
-        spare: true,
+        // No spare decoder memory for the timeline: keeping it holds about
+        // 95 MiB more resident from the load on (the rows are written
+        // before the timeline is built) and raised the peak by ~60 MiB,
+        // for no measurable time.
+        spare: false,
         // (the raw_arg table writes untyped events' fields)
         raw_fields: true,
         ..Default::default()

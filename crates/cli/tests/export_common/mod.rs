@@ -107,3 +107,27 @@ pub fn py(script: &str, args: &[&str]) -> Value {
         )
     })
 }
+
+/// Run the named SQL queries of `queries` (`{"name": "SQL"}`, `@table` for
+/// a table of the root) with DuckDB over the Parquet root `pq`
+/// (`crates/export/tests/py/duckdb_sql.py`); their rows by name.
+pub fn duckdb(pq: &Path, queries: &Value) -> Value {
+    use std::io::Write;
+    let script = repo().join("crates/export/tests/py/duckdb_sql.py");
+    let mut child = Command::new("python3")
+        .arg(&script)
+        .arg(pq)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(queries.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "duckdb_sql.py failed");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
