@@ -148,7 +148,7 @@ fn more_messaging_groups_show_the_expected_direction() {
         return;
     }
     let dir = common::tmpdir("diff-messaging");
-    for (file, groups) in [("g1.data", "1"), ("g4.data", "4")] {
+    for (file, groups) in [("g1.data", "1"), ("g8.data", "8")] {
         let out = common::record(
             &dir,
             file,
@@ -161,7 +161,7 @@ fn more_messaging_groups_show_the_expected_direction() {
                 "-g",
                 groups,
                 "-l",
-                "50",
+                "200",
             ],
         );
         assert!(
@@ -170,9 +170,9 @@ fn more_messaging_groups_show_the_expected_direction() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let (g1, g4) = (dir.join("g1.data"), dir.join("g4.data"));
-    let d = diff_json(&["--latency", g1.to_str().unwrap(), g4.to_str().unwrap()]);
-    // Four groups exchange four times the messages: more switches, more
+    let (g1, g8) = (dir.join("g1.data"), dir.join("g8.data"));
+    let d = diff_json(&["--latency", g1.to_str().unwrap(), g8.to_str().unwrap()]);
+    // Eight groups exchange eight times the messages: more switches, more
     // wakeups, more CPU time for the messaging tasks (higher is better for
     // these counts, so the % change is positive).
     for (metric, key) in [

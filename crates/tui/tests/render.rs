@@ -293,7 +293,7 @@ fn tabs_show_the_figures_of_the_text_report() {
     assert!(names.len() >= 2, "{names:?}");
     // latency: the worst task's row, cell for cell, and the headline
     keys(&mut app, "2");
-    let s = screen(&mut app, 160, 24);
+    let s = screen(&mut app, 220, 24);
     assert_eq!(
         s[1].trim_end(),
         format!("{} (Enter: show it)", latency_text.lines().next().unwrap())
@@ -305,7 +305,7 @@ fn tabs_show_the_figures_of_the_text_report() {
     // gang: the verdict's co-ran and fragmented percentages, and the
     // fragmented milliseconds of the detail line
     keys(&mut app, "3");
-    let s = screen(&mut app, 160, 24);
+    let s = screen(&mut app, 220, 24);
     for name in &names {
         let Some(verdict) = gang_text
             .lines()
