@@ -1,6 +1,7 @@
 //! The command line, as clap-derive structs that mirror the flags.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use schedscope_analysis::Sections;
 use std::path::PathBuf;
 
 /// Record what the Linux scheduler did and explain it.
@@ -27,7 +28,7 @@ pub enum Command {
     Tui(TuiArgs),
     /// Write a trace's tables as Parquet (hive-partitioned for fleets) and/or CSV.
     Export(ExportArgs),
-    /// Compare runs: `Parameter | Base | New | % change` tables (positive = better).
+    /// Compare runs: `Parameter | Base | New | % change` tables (positive = better; every section unless some are named).
     Diff(DiffArgs),
 }
 
@@ -74,11 +75,26 @@ pub struct RecordArgs {
 
 /// `schedscope report`.
 #[derive(Debug, Args)]
+#[command(after_help = "An invalid --gang-of SPEC exits with status 2 before the trace is read.")]
 pub struct ReportArgs {
     /// Trace file (perf.data, also pipe mode, trace-cmd trace.dat, or
     /// ftrace/trace-cmd/perf script text); `-` reads standard input.
     #[arg(default_value = "schedscope.data")]
     pub file: PathBuf,
+    /// The analyses to run (latency when none is named).
+    #[command(flatten)]
+    pub sections: SectionArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: OutputFormat,
+    /// Rows per table in text output.
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
+}
+
+/// The section flags `report` and `diff` share.
+#[derive(Debug, Args)]
+pub struct SectionArgs {
     /// Scheduling latency and run time per task.
     #[arg(long)]
     pub latency: bool,
@@ -90,7 +106,7 @@ pub struct ReportArgs {
     /// `comm=REGEX` (threads whose comm matches) or `cgroup=PATH` (threads
     /// at or below this cgroup that ran, from the task cgroups that
     /// `schedscope record` stores, e.g. `cgroup=/system.slice/db.service`).
-    /// Implies --gang; an invalid SPEC exits with status 2 before loading.
+    /// Implies --gang.
     #[arg(long = "gang-of", value_name = "SPEC")]
     pub gang_of: Vec<String>,
     /// Lock-holder preemption analysis.
@@ -105,12 +121,25 @@ pub struct ReportArgs {
     /// Every analysis.
     #[arg(long)]
     pub all: bool,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t)]
-    pub format: OutputFormat,
-    /// Rows per table in text output.
-    #[arg(long, default_value_t = 20)]
-    pub top: usize,
+}
+
+impl SectionArgs {
+    /// The sections the flags name (`--gang-of` implies `--gang`, `--all`
+    /// every one); `None` when no section flag is given, so that each
+    /// command applies its own default.
+    pub fn chosen(&self) -> Option<Sections> {
+        if self.all {
+            return Some(Sections::all());
+        }
+        let s = Sections {
+            latency: self.latency,
+            gang: self.gang || !self.gang_of.is_empty(),
+            lhp: self.lhp,
+            idle: self.idle,
+            tlb: self.tlb,
+        };
+        (!s.is_empty()).then_some(s)
+    }
 }
 
 /// `schedscope info`.
@@ -201,31 +230,13 @@ pub struct DiffArgs {
     /// New traces or export roots (after `--`).
     #[arg(last = true)]
     pub new: Vec<PathBuf>,
-    /// Scheduling latency.
-    #[arg(long)]
-    pub latency: bool,
-    /// Gang co-run.
-    #[arg(long)]
-    pub gang: bool,
-    /// Lock-holder preemption.
-    #[arg(long)]
-    pub lhp: bool,
-    /// Idle under bandwidth.
-    #[arg(long)]
-    pub idle: bool,
-    /// TLB shootdowns and IPIs.
-    #[arg(long)]
-    pub tlb: bool,
-    /// Every section (the default when none is given).
-    #[arg(long)]
-    pub all: bool,
+    /// The sections to compare (every one when none is named).
+    #[command(flatten)]
+    pub sections: SectionArgs,
     /// How tasks, gangs and VMs are paired across runs.
     #[arg(long, value_enum, default_value_t)]
     pub by: DiffBy,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: DiffFormat,
-    /// Explicit gang (pid=N, tids=A,B,C, comm=REGEX, cgroup=PATH); repeatable.
-    #[arg(long = "gang-of", value_name = "SPEC")]
-    pub gang_of: Vec<String>,
 }

@@ -31,16 +31,7 @@ fn config(a: DiffArgs) -> anyhow::Result<Config> {
     } else {
         (a.base, a.new)
     };
-    let mut sections = Sections {
-        latency: a.latency,
-        gang: a.gang || !a.gang_of.is_empty(),
-        lhp: a.lhp,
-        idle: a.idle,
-        tlb: a.tlb,
-    };
-    if a.all || sections.is_empty() {
-        sections = Sections::all();
-    }
+    let sections = a.sections.chosen().unwrap_or(Sections::all());
     let by = match a.by {
         DiffBy::Comm => By::Comm,
         DiffBy::Ordinal => By::Ordinal,
@@ -52,7 +43,7 @@ fn config(a: DiffArgs) -> anyhow::Result<Config> {
         sections,
         by,
         opts: Options {
-            gang_specs: a.gang_of,
+            gang_specs: a.sections.gang_of,
             top: 0,
         },
     })

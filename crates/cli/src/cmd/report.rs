@@ -33,30 +33,20 @@ impl Config {
     /// The configuration of `a`; an invalid `--gang-of` is a usage error
     /// (exit 2), reported before the trace is loaded.
     fn from_args(a: &ReportArgs) -> Result<Config, ExitError> {
-        for spec in &a.gang_of {
+        for spec in &a.sections.gang_of {
             GangSpec::parse(spec).map_err(|e| ExitError {
                 code: 2,
                 message: e.to_string(),
             })?;
         }
-        let mut sections = if a.all {
-            Sections::all()
-        } else {
-            Sections {
-                latency: a.latency,
-                gang: a.gang || !a.gang_of.is_empty(),
-                lhp: a.lhp,
-                idle: a.idle,
-                tlb: a.tlb,
-            }
-        };
-        if sections.is_empty() {
-            sections.latency = true;
-        }
+        let sections = a.sections.chosen().unwrap_or(Sections {
+            latency: true,
+            ..Sections::default()
+        });
         Ok(Config {
             sections,
             opts: Options {
-                gang_specs: a.gang_of.clone(),
+                gang_specs: a.sections.gang_of.clone(),
                 top: a.top,
             },
             text: TextOptions { top: a.top },
