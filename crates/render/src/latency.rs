@@ -3,8 +3,35 @@
 
 use crate::table::{Align, Table};
 use crate::{fmt, top_or, RenderText, TextOptions};
-use schedscope_analysis::latency::{LatencyReport, WaitStart};
+use schedscope_analysis::latency::{LatencyReport, TaskLatency, WaitStart};
 use std::io::{self, Write};
+
+/// The columns of the per-task latency table (the TUI's latency tab shows
+/// the same).
+pub const TASK_COLUMNS: [(&str, Align); 6] = [
+    ("Task", Align::Left),
+    ("Runtime ms", Align::Right),
+    ("Switches", Align::Right),
+    ("Avg delay ms", Align::Right),
+    ("Max delay ms", Align::Right),
+    ("Max delay at s", Align::Right),
+];
+
+/// One task's row of that table, formatted.
+pub fn task_cells(task: &TaskLatency) -> Vec<String> {
+    vec![
+        format!("{}:{}", task.comm, task.tid),
+        fmt::ms(task.runtime_ns),
+        task.switches.to_string(),
+        fmt::ms(task.delay_avg_ns),
+        fmt::ms(task.delay_max_ns),
+        if task.switches > 0 {
+            fmt::secs(task.delay_max_at_ns)
+        } else {
+            "-".to_string()
+        },
+    ]
+}
 
 impl RenderText for LatencyReport {
     /// Render the section as text: a headline (the worst delay first), then
@@ -27,28 +54,10 @@ impl RenderText for LatencyReport {
             )?,
             None => writeln!(out, "Scheduling latency: no task was switched in after a wait")?,
         }
-        let mut t = Table::new(&[
-            ("Task", Align::Left),
-            ("Runtime ms", Align::Right),
-            ("Switches", Align::Right),
-            ("Avg delay ms", Align::Right),
-            ("Max delay ms", Align::Right),
-            ("Max delay at s", Align::Right),
-        ]);
+        let mut t = Table::new(&TASK_COLUMNS);
         let top = top_or(opts, usize::MAX);
         for task in self.tasks.iter().take(top) {
-            t.row(vec![
-                format!("{}:{}", task.comm, task.tid),
-                fmt::ms(task.runtime_ns),
-                task.switches.to_string(),
-                fmt::ms(task.delay_avg_ns),
-                fmt::ms(task.delay_max_ns),
-                if task.switches > 0 {
-                    fmt::secs(task.delay_max_at_ns)
-                } else {
-                    "-".to_string()
-                },
-            ]);
+            t.row(task_cells(task));
         }
         t.footer(vec![
             format!("TOTAL ({} tasks)", self.tasks.len()),

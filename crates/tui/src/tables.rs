@@ -103,14 +103,10 @@ fn latency(report: &Report) -> TabTable {
     // columns and formats as `schedscope report --latency`
     let mut tab = TabTable {
         title: "Latency",
-        header: vec![
-            "Task",
-            "Runtime ms",
-            "Switches",
-            "Avg delay ms",
-            "Max delay ms",
-            "Max delay at s",
-        ],
+        header: schedscope_render::latency::TASK_COLUMNS
+            .iter()
+            .map(|&(name, _)| name)
+            .collect(),
         ..TabTable::default()
     };
     if let Some(l) = ok(&report.latency, &mut tab) {
@@ -118,23 +114,12 @@ fn latency(report: &Report) -> TabTable {
             "{} (Enter: show it)",
             text_headline(l).unwrap_or_else(|| format!("{} tasks", l.tasks.len()))
         );
-        let mut tasks: Vec<_> = l.tasks.iter().collect();
-        tasks.sort_by(|a, b| b.delay_max_ns.cmp(&a.delay_max_ns).then(a.tid.cmp(&b.tid)));
-        tab.rows = tasks
-            .into_iter()
+        // (the report lists tasks by max delay, then tid, as the text does)
+        tab.rows = l
+            .tasks
+            .iter()
             .map(|t| Row {
-                cells: vec![
-                    format!("{}:{}", t.comm, t.tid),
-                    fmt::ms(t.runtime_ns),
-                    t.switches.to_string(),
-                    fmt::ms(t.delay_avg_ns),
-                    fmt::ms(t.delay_max_ns),
-                    if t.delay_max_ns > 0 {
-                        fmt::secs(t.delay_max_at_ns)
-                    } else {
-                        "-".into()
-                    },
-                ],
+                cells: schedscope_render::latency::task_cells(t),
                 jump: (t.delay_max_ns > 0).then(|| Jump {
                     what: format!("the longest wakeup delay of {}[{}]", t.comm, t.tid),
                     start: t.delay_max_start_ns,
