@@ -523,7 +523,7 @@ pub fn timeline(
 /// `sched_latency`: each wait for a CPU, with exactly the semantics of
 /// `schedscope_analysis::latency` (perf 6.1's `perf sched latency`, see
 /// that module's docs), so that per-task aggregates of these rows equal
-/// `report --latency`: count(kind in wakeup|yield|first_seen) = switches,
+/// `report --latency`: count(kind in wakeup|runnable_switch_out|first_seen) = switches,
 /// max(latency_ns) = delay_max_ns, sum = delay_total_ns; rows of kind
 /// `preempted` give preemptions / preempt_delay_*.
 pub fn latency(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<(), ExportError> {
@@ -561,7 +561,7 @@ pub fn latency(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<(), ExportErro
                 if !prev_tid.is_idle() {
                     let yielded = prev_state.bits == 0 && !prev_state.preempted;
                     let wait = if yielded {
-                        Phase::Wait(ev.ts, "yield", None, None)
+                        Phase::Wait(ev.ts, "runnable_switch_out", None, None)
                     } else {
                         Phase::Sleeping
                     };
