@@ -292,7 +292,7 @@ fn table(buf: &mut Buffer, area: Rect, app: &App) {
         ..area
     };
     let ncol = tab.header.len();
-    let widths: Vec<Constraint> = (0..ncol)
+    let mut widths: Vec<usize> = (0..ncol)
         .map(|i| {
             let w = tab
                 .rows
@@ -301,18 +301,53 @@ fn table(buf: &mut Buffer, area: Rect, app: &App) {
                 .chain(std::iter::once(tab.header[i].len()))
                 .max()
                 .unwrap_or(1);
-            Constraint::Length(w.min(60) as u16)
+            w.min(60)
         })
+        .collect();
+    // The first column (a task, gang or CPU name) gives way when the table
+    // is wider than the pane; its cells lose their middle, not their end,
+    // so `comm:tid` keeps the tid that tells rows apart.
+    let others: usize = widths.iter().skip(1).map(|w| w + 2).sum();
+    let first = widths.first().copied().unwrap_or(0);
+    let room = (body.width as usize).saturating_sub(others);
+    let squeeze = first > room && room >= 5;
+    if squeeze {
+        widths[0] = room;
+    }
+    let cells = |r: &crate::tables::Row| -> Vec<String> {
+        let mut c = r.cells.clone();
+        if let (true, Some(c0)) = (squeeze, c.first_mut()) {
+            *c0 = elide_middle(c0, room);
+        }
+        c
+    };
+    let widths: Vec<Constraint> = widths
+        .into_iter()
+        .map(|w| Constraint::Length(w as u16))
         .collect();
     let header =
         Row::new(tab.header.clone()).style(Style::default().add_modifier(Modifier::UNDERLINED));
-    let rows = tab.rows.iter().map(|r| Row::new(r.cells.clone()));
+    let rows = tab.rows.iter().map(|r| Row::new(cells(r)));
     let t = Table::new(rows, widths)
         .header(header)
         .column_spacing(2)
         .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED));
     let mut state = TableState::default().with_selected(Some(app.rows[app.tab - 1]));
     StatefulWidget::render(t, body, buf, &mut state);
+}
+
+/// `s` in at most `w` characters: its start and its end around a `…`.
+fn elide_middle(s: &str, w: usize) -> String {
+    let n = s.chars().count();
+    if n <= w || w < 2 {
+        return s.chars().take(w).collect();
+    }
+    let tail = (w - 1) / 2;
+    let head = w - 1 - tail;
+    let mut out: String = s.chars().take(head).collect();
+    out.push('…');
+    out.extend(s.chars().skip(n - tail));
+    out
 }
 
 fn help(buf: &mut Buffer, area: Rect) {
@@ -338,4 +373,23 @@ fn help(buf: &mut Buffer, area: Rect) {
                 .title(" keys (any key closes) "),
         )
         .render(r, buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::elide_middle;
+
+    #[test]
+    fn elide_middle_keeps_both_ends() {
+        assert_eq!(elide_middle("sched-messaging:21195", 14), "sched-m…:21195");
+        assert_eq!(
+            elide_middle("sched-messaging:21195", 30),
+            "sched-messaging:21195"
+        );
+        assert_eq!(elide_middle("abcdef", 5), "ab…ef");
+        assert_eq!(elide_middle("abcdef", 1), "a");
+        for w in 2..12 {
+            assert_eq!(elide_middle("kworker/u8:2-events", w).chars().count(), w);
+        }
+    }
 }
