@@ -61,17 +61,22 @@ pub enum Overlay {
     /// Share of the cell that the CPU ran a gang member during one of its
     /// gang's fragmented episodes.
     GangFragments,
+    /// Share of the cell inside a throttled period of a cgroup whose
+    /// members ran or waited on the CPU during it (from the recorded
+    /// cgroup samples).
+    Throttled,
 }
 
 impl Overlay {
     /// All overlays, in strip order.
-    pub const ALL: [Overlay; 6] = [
+    pub const ALL: [Overlay; 7] = [
         Overlay::Latency,
         Overlay::Preemptions,
         Overlay::WastedIdle,
         Overlay::PleExits,
         Overlay::Ipis,
         Overlay::GangFragments,
+        Overlay::Throttled,
     ];
 }
 
@@ -421,9 +426,46 @@ impl App {
                     self.overlays.remove(i);
                 } else {
                     self.overlays.push(o);
+                    if o == Overlay::Throttled {
+                        self.message = self.throttle_summary();
+                    }
                 }
             }
         }
+    }
+
+    /// What the throttled-periods overlay has to show, for the status line.
+    fn throttle_summary(&self) -> String {
+        let Some(d) = self.data() else {
+            return String::new();
+        };
+        let t = &d.marks.throttled.info;
+        if t.cgroups.is_empty() {
+            return "throttled periods: the trace has no cgroup samples (schedscope record samples every cgroup with a CPU quota)".into();
+        }
+        let throttled = t
+            .cgroups
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| t.periods.iter().any(|p| p.cgroup == *i))
+            .count();
+        let unplaced = t
+            .cgroups
+            .iter()
+            .enumerate()
+            .filter(|(i, c)| c.members.is_empty() && t.periods.iter().any(|p| p.cgroup == *i))
+            .count();
+        let mut s = format!(
+            "throttled periods: {} in {throttled} of {} sampled cgroups",
+            t.periods.len(),
+            t.cgroups.len()
+        );
+        if unplaced > 0 {
+            s.push_str(&format!(
+                "; {unplaced} cgroup(s) with no known member task not shown"
+            ));
+        }
+        s
     }
 
     /// Filter the lanes to the processes of the selected tasks (or clear

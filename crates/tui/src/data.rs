@@ -4,8 +4,9 @@
 //! timeline once; its lane index is built beside the sections that read it.
 
 use crate::index::{Lanes, Tid};
-use crate::overlay::EventMarks;
+use crate::overlay::{EventMarks, Throttled};
 use crate::tables::Tables;
+use schedscope_analysis::throttle::Throttling;
 use schedscope_analysis::{Options, Report, Sections, Timeline};
 use schedscope_trace::Trace;
 use std::collections::HashMap;
@@ -138,7 +139,8 @@ impl Data {
         let (report, timeline, (lanes, marks)) = timed("tui report+lanes", || {
             Report::compute_beside_timeline(trace, Sections::all(), &Options::default(), |tl| {
                 let lanes = timed("tui lanes", || Lanes::build(tl));
-                let marks = timed("tui marks", || EventMarks::from_trace(trace, tl.cpus.len()));
+                let mut marks = timed("tui marks", || EventMarks::from_trace(trace, tl.cpus.len()));
+                marks.throttled = Throttled::new(Throttling::compute(trace), tl);
                 (lanes, marks)
             })
         });

@@ -1,13 +1,15 @@
 //! Overlay indexes: per-CPU point events with a value (wakeup-to-run
 //! latencies at their switch-in, preemptions, PLE exits, IPIs) and interval
-//! sets (wasted idle, fragmented gang episodes), each answering a cell
-//! query in O(log n). [`EventMarks`] holds the ones read from the events
-//! and the report rather than the timeline.
+//! sets (wasted idle, fragmented gang episodes, throttled periods), each
+//! answering a cell query in O(log n). [`EventMarks`] holds the ones read
+//! from the events, the cgroup samples and the report rather than the
+//! timeline.
 
 use schedscope_analysis::gang::GangReport;
 use schedscope_analysis::lhp::is_ple;
+use schedscope_analysis::throttle::{ThrottlePeriod, Throttling};
 use schedscope_analysis::tlb::IpiClass;
-use schedscope_analysis::Timeline;
+use schedscope_analysis::{ThreadState, Timeline};
 use schedscope_trace::{EventData, Sym, Trace};
 use std::collections::HashMap;
 
@@ -210,6 +212,130 @@ pub struct EventMarks {
     pub gang: Vec<Spans>,
     /// Per-process event times for the tabs' jumps.
     pub bursts: Bursts,
+    /// Throttled periods of the recorded cgroups, per CPU and per task.
+    pub throttled: Throttled,
+}
+
+/// The throttled periods ([`Throttling`]) placed on the lanes: a period of
+/// a cgroup shows on every CPU where one of its member tasks ran or waited
+/// (runnable, queued there) during it, and on the task lanes of its
+/// members.
+#[derive(Debug, Default)]
+pub struct Throttled {
+    /// The periods and their cgroups.
+    pub info: Throttling,
+    /// Per CPU: the periods shown on it (indexes into `info.periods`,
+    /// sorted by start).
+    pub by_cpu: Vec<Vec<usize>>,
+    /// Per CPU: the time those periods cover.
+    pub cpu_spans: Vec<Spans>,
+    /// Per member task: the time its cgroups' periods cover.
+    pub task_spans: HashMap<i32, Spans>,
+}
+
+impl Throttled {
+    /// Place `info`'s periods on the CPUs where their cgroups' members ran
+    /// or waited during them (from the members' timeline intervals).
+    pub fn new(info: Throttling, tl: &Timeline) -> Throttled {
+        let ncpu = tl.cpus.len();
+        let mut t = Throttled {
+            by_cpu: vec![Vec::new(); ncpu],
+            ..Throttled::default()
+        };
+        if !info.periods.is_empty() {
+            // per cgroup, its periods (sorted by start, and disjoint: they
+            // are consecutive sample intervals)
+            let mut of_cg: Vec<Vec<usize>> = vec![Vec::new(); info.cgroups.len()];
+            for (i, p) in info.periods.iter().enumerate() {
+                if let Some(v) = of_cg.get_mut(p.cgroup) {
+                    v.push(i);
+                }
+            }
+            let mut cgs_of: HashMap<i32, Vec<usize>> = HashMap::new();
+            for (g, cg) in info.cgroups.iter().enumerate() {
+                for m in &cg.members {
+                    cgs_of.entry(m.0).or_default().push(g);
+                }
+            }
+            // a member's running and waiting intervals name its CPUs
+            for th in &tl.threads {
+                let Some(gs) = cgs_of.get(&th.tid.0) else {
+                    continue;
+                };
+                for iv in th.intervals.iter() {
+                    let on_cpu = matches!(iv.state, ThreadState::Running | ThreadState::Runnable);
+                    let Some(c) = iv.cpu.map(|c| c.0 as usize).filter(|&c| on_cpu && c < ncpu)
+                    else {
+                        continue;
+                    };
+                    let (a, b) = (iv.ts.0, iv.end_or(tl.end).0);
+                    for &g in gs {
+                        let ps = &of_cg[g];
+                        let k = ps.partition_point(|&i| info.periods[i].end_ns <= a);
+                        for &i in ps[k..]
+                            .iter()
+                            .take_while(|&&i| info.periods[i].start_ns < b)
+                        {
+                            t.by_cpu[c].push(i);
+                        }
+                    }
+                }
+            }
+            for shown in &mut t.by_cpu {
+                shown.sort_unstable_by_key(|&i| (info.periods[i].start_ns, i));
+                shown.dedup();
+            }
+            t.cpu_spans = t
+                .by_cpu
+                .iter()
+                .map(|v| Spans::new(v.iter().map(|&i| span(&info.periods[i])).collect()))
+                .collect();
+            t.task_spans = cgs_of
+                .iter()
+                .map(|(&tid, gs)| {
+                    let v = gs
+                        .iter()
+                        .flat_map(|&g| of_cg[g].iter().map(|&i| span(&info.periods[i])))
+                        .collect();
+                    (tid, Spans::new(v))
+                })
+                .collect();
+        }
+        t.info = info;
+        t
+    }
+
+    /// The periods shown on CPU `c` that contain `ts`.
+    pub fn at_cpu(&self, c: usize, ts: u64) -> Vec<&ThrottlePeriod> {
+        let Some(v) = self.by_cpu.get(c) else {
+            return Vec::new();
+        };
+        let k = v.partition_point(|&i| self.info.periods[i].start_ns <= ts);
+        v[..k]
+            .iter()
+            .map(|&i| &self.info.periods[i])
+            .filter(|p| p.end_ns > ts)
+            .collect()
+    }
+
+    /// The periods of task `tid`'s cgroups that contain `ts`.
+    pub fn at_task(&self, tid: i32, ts: u64) -> Vec<&ThrottlePeriod> {
+        self.info
+            .periods
+            .iter()
+            .filter(|p| p.start_ns <= ts && p.end_ns > ts)
+            .filter(|p| {
+                self.info
+                    .cgroups
+                    .get(p.cgroup)
+                    .is_some_and(|c| c.members.iter().any(|m| m.0 == tid))
+            })
+            .collect()
+    }
+}
+
+fn span(p: &ThrottlePeriod) -> (u64, u64) {
+    (p.start_ns, p.end_ns)
 }
 
 /// The tlb section's class of the function an IPI or csd asks for.
@@ -265,6 +391,7 @@ impl EventMarks {
             ipis: ipis.into_iter().map(Marks::new).collect(),
             gang: Vec::new(),
             bursts,
+            throttled: Throttled::default(),
         }
     }
 
