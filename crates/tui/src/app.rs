@@ -533,9 +533,19 @@ impl App {
         let Some(row) = tab.rows.get(self.rows[self.tab - 1]) else {
             return;
         };
-        let Some(j) = row.jump.clone() else {
-            self.message = "this row has no time to jump to".into();
-            return;
+        let j = match (&row.jump, &row.find) {
+            (Some(j), _) => j.clone(),
+            (None, Some(f)) => match f.resolve(data) {
+                Ok(j) => j,
+                Err(why) => {
+                    self.message = format!("cannot jump: {why}");
+                    return;
+                }
+            },
+            (None, None) => {
+                self.message = "this row has no time to jump to".into();
+                return;
+            }
         };
         let label = j.what.clone();
         self.view.show(j.start, j.end.max(j.start + 1));

@@ -4,6 +4,7 @@
 //! timeline once; its lane index is built beside the sections that read it.
 
 use crate::index::{Lanes, Tid};
+use crate::jumps::Lazy;
 use crate::overlay::{EventMarks, Throttled};
 use crate::tables::Tables;
 use schedscope_analysis::throttle::Throttling;
@@ -58,6 +59,8 @@ pub struct Data {
     /// The decoded events, for the detail pane (None when the data was
     /// built from a timeline alone).
     pub trace: Option<Trace>,
+    /// Event times some table jumps search, gathered on first use.
+    pub lazy: Lazy,
 }
 
 /// The two-character code of the `i`-th task: `A0`..`Z9`, then `a0`..`z9`,
@@ -120,6 +123,7 @@ impl Data {
             tables,
             load_secs: 0.0,
             trace: None,
+            lazy: Lazy::default(),
         }
     }
 

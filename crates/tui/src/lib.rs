@@ -22,6 +22,7 @@ pub mod data;
 pub mod draw;
 pub mod events;
 pub mod index;
+pub mod jumps;
 pub mod keymap;
 pub mod overlay;
 pub mod stats;

@@ -180,11 +180,16 @@ impl Bursts {
     /// The [`BURST_NS`] window starting at an event of `times` (sorted)
     /// with the most events: `(first, last, count)`, the earliest on ties.
     pub fn densest(times: &[u64]) -> Option<(u64, u64, usize)> {
+        Bursts::densest_in(times, BURST_NS)
+    }
+
+    /// [`Bursts::densest`] with a window of `window` ns.
+    pub fn densest_in(times: &[u64], window: u64) -> Option<(u64, u64, usize)> {
         let mut best: Option<(u64, u64, usize)> = None;
         let mut j = 0;
         for (i, &t) in times.iter().enumerate() {
             j = j.max(i);
-            while j + 1 < times.len() && times[j + 1] < t.saturating_add(BURST_NS) {
+            while j + 1 < times.len() && times[j + 1] < t.saturating_add(window) {
                 j += 1;
             }
             let n = j - i + 1;
