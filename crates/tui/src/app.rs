@@ -15,10 +15,8 @@ use std::time::Instant;
 /// Tab titles; 0 is the timeline, the rest follow [`crate::tables::Tables`].
 pub const TABS: [&str; 6] = ["Timeline", "Latency", "Gang", "LHP", "Idle", "TLB"];
 
-/// CPUs above which lanes are grouped.
+/// CPUs above which lanes are grouped (see [`crate::groups`]).
 pub const GROUP_ABOVE: usize = 32;
-/// CPUs per group.
-pub const GROUP_SIZE: usize = 8;
 
 /// Loading state.
 pub enum Load {
@@ -37,8 +35,8 @@ pub enum LaneRow {
     Cpu(usize),
     /// The Runnable-pressure strip of a CPU.
     Pressure(usize),
-    /// CPUs `first..=last`, collapsed.
-    Group(usize, usize),
+    /// A CPU group (index into [`crate::groups::CpuGroups::groups`]).
+    Group(usize),
     /// A task lane (index into the selected tasks).
     Task(Tid),
     /// An overlay strip of a CPU.
@@ -128,7 +126,7 @@ pub struct App {
     /// Process filter: only these processes' cells are drawn in colour
     /// (and with their codes); others are dimmed.
     pub filter: Vec<Tid>,
-    /// Expanded CPU groups (first CPU of each).
+    /// Expanded CPU groups (indexes into the data's CPU groups).
     pub expanded: Vec<usize>,
     /// Search prompt.
     pub search: Search,
@@ -243,11 +241,10 @@ impl App {
         if let Some(c) = self.cpu_filter.filter(|&c| c < n) {
             push_cpu(&mut rows, c);
         } else if n > GROUP_ABOVE {
-            for g in (0..n).step_by(GROUP_SIZE) {
-                let last = (g + GROUP_SIZE - 1).min(n - 1);
-                rows.push(LaneRow::Group(g, last));
+            for (g, cpus) in d.cpu_groups.groups.iter().enumerate() {
+                rows.push(LaneRow::Group(g));
                 if self.expanded.contains(&g) {
-                    for c in g..=last {
+                    for &c in cpus.iter().filter(|&&c| c < n) {
                         push_cpu(&mut rows, c);
                     }
                 }
@@ -267,10 +264,13 @@ impl App {
     /// for a group, its first CPU).
     pub fn selected_cpu(&self) -> Option<usize> {
         match self.lane_rows().get(self.lane)? {
-            LaneRow::Cpu(c)
-            | LaneRow::Pressure(c)
-            | LaneRow::Group(c, _)
-            | LaneRow::Overlay(c, _) => Some(*c),
+            LaneRow::Cpu(c) | LaneRow::Pressure(c) | LaneRow::Overlay(c, _) => Some(*c),
+            LaneRow::Group(g) => self
+                .data()?
+                .cpu_groups
+                .groups
+                .get(*g)
+                .and_then(|v| v.first().copied()),
             LaneRow::Task(_) => None,
         }
     }
@@ -516,7 +516,7 @@ impl App {
 
     fn enter(&mut self) {
         if self.tab == 0 {
-            if let Some(LaneRow::Group(g, _)) = self.lane_rows().get(self.lane) {
+            if let Some(LaneRow::Group(g)) = self.lane_rows().get(self.lane) {
                 let g = *g;
                 if let Some(i) = self.expanded.iter().position(|&x| x == g) {
                     self.expanded.remove(i);
@@ -560,10 +560,14 @@ impl App {
                 .position(|r| *r == LaneRow::Cpu(c as usize))
             {
                 self.lane = i;
-            } else if let Some(i) = self.lane_rows().iter().position(
-                |r| matches!(r, LaneRow::Group(f, l) if (*f..=*l).contains(&(c as usize))),
-            ) {
-                self.lane = i;
+            } else if let Some(g) = self.data().and_then(|d| d.cpu_groups.of_cpu(c as usize)) {
+                if let Some(i) = self
+                    .lane_rows()
+                    .iter()
+                    .position(|r| *r == LaneRow::Group(g))
+                {
+                    self.lane = i;
+                }
             }
         }
         self.message = format!("jumped to {label}");

@@ -3,6 +3,7 @@
 //! ([`Report::compute_beside_timeline`], all sections), which build the
 //! timeline once; its lane index is built beside the sections that read it.
 
+use crate::groups::CpuGroups;
 use crate::index::{Lanes, Tid};
 use crate::jumps::Lazy;
 use crate::overlay::{EventMarks, Throttled};
@@ -61,6 +62,8 @@ pub struct Data {
     pub trace: Option<Trace>,
     /// Event times some table jumps search, gathered on first use.
     pub lazy: Lazy,
+    /// How the CPU lanes group above [`crate::app::GROUP_ABOVE`] CPUs.
+    pub cpu_groups: CpuGroups,
 }
 
 /// The two-character code of the `i`-th task: `A0`..`Z9`, then `a0`..`z9`,
@@ -114,6 +117,7 @@ impl Data {
             })
             .collect();
         let tables = Tables::new(&report, &marks.bursts);
+        let ncpu = lanes.cpus.len();
         Data {
             timeline,
             report,
@@ -124,6 +128,7 @@ impl Data {
             load_secs: 0.0,
             trace: None,
             lazy: Lazy::default(),
+            cpu_groups: CpuGroups::new(ncpu, None),
         }
     }
 
@@ -132,6 +137,7 @@ impl Data {
     /// trace is kept for the event detail pane.
     pub fn from_trace(trace: Trace, phase: &dyn Fn(&'static str)) -> Data {
         let mut data = Data::analyse(&trace, phase);
+        data.cpu_groups = CpuGroups::new(data.lanes.cpus.len(), trace.topology.as_ref());
         data.trace = Some(trace);
         data
     }

@@ -21,6 +21,7 @@ pub mod app;
 pub mod data;
 pub mod draw;
 pub mod events;
+pub mod groups;
 pub mod index;
 pub mod jumps;
 pub mod keymap;

@@ -256,9 +256,10 @@ fn lane_row(
     let label = match row {
         LaneRow::Cpu(c) => format!("CPU{c}"),
         LaneRow::Pressure(_) => " wait".to_string(),
-        LaneRow::Group(f, l) => {
-            let sign = if app.expanded.contains(&f) { '-' } else { '+' };
-            format!("{sign}{f}-{l}")
+        LaneRow::Group(g) => {
+            let sign = if app.expanded.contains(&g) { '-' } else { '+' };
+            let name = d.cpu_groups.labels.get(g).map_or("?", String::as_str);
+            format!("{sign}{name}")
         }
         LaneRow::Task(t) => d.tasks.get(&t).map_or(t.to_string(), |i| i.comm.clone()),
         LaneRow::Overlay(_, Overlay::Latency) => " lat".to_string(),
@@ -327,10 +328,11 @@ fn lane_row(
                 let m = d.lanes.cpus[c].pressure.mean(a, b);
                 (pressure_glyph(m), Some(Color::Yellow))
             }
-            LaneRow::Group(f, l) => {
+            LaneRow::Group(g) => {
+                let cpus = d.cpu_groups.groups.get(g).map_or(&[][..], Vec::as_slice);
                 let mut busy = 0.0;
                 let mut tally: Vec<(Tid, u32)> = Vec::new();
-                for c in f..=l {
+                for &c in cpus.iter().filter(|&&c| c < d.lanes.cpus.len()) {
                     let cell = d.lanes.cpus[c].cell(a, b);
                     busy += cell.busy;
                     if let Some(t) = cell.task {
@@ -340,7 +342,7 @@ fn lane_row(
                         }
                     }
                 }
-                let n = (l - f + 1) as f64;
+                let n = cpus.len().max(1) as f64;
                 let top = tally.iter().max_by_key(|x| (x.1, -x.0)).map(|x| x.0);
                 (eighth(busy / n), top.map(|t| colour(d.colour_key(t))))
             }
@@ -554,7 +556,27 @@ pub fn detail(app: &App) -> Option<String> {
                 format!("CPU{c} @{}: {}", rel(v.cursor), throttle_text(d, &ps, &rel))
             })
         }
-        LaneRow::Cpu(c) | LaneRow::Pressure(c) | LaneRow::Group(c, _) | LaneRow::Overlay(c, _) => {
+        LaneRow::Group(g) => {
+            let cpus = d.cpu_groups.groups.get(*g)?;
+            let busy = cpus
+                .iter()
+                .filter(|&&c| {
+                    d.lanes
+                        .cpus
+                        .get(c)
+                        .and_then(|l| l.run_at(v.cursor))
+                        .is_some_and(|r| r.2 != 0)
+                })
+                .count();
+            Some(format!(
+                "{} @{}: {} CPUs ({}), {busy} running a task (Enter: expand)",
+                d.cpu_groups.labels.get(*g).map_or("?", String::as_str),
+                rel(v.cursor),
+                cpus.len(),
+                cpu_list(cpus),
+            ))
+        }
+        LaneRow::Cpu(c) | LaneRow::Pressure(c) | LaneRow::Overlay(c, _) => {
             let lane = d.lanes.cpus.get(*c)?;
             let waiting = lane.pressure.count_at(v.cursor);
             Some(match lane.run_at(v.cursor) {
@@ -659,4 +681,23 @@ fn throttle_text(
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// `0-15,32-47` for ascending CPUs.
+fn cpu_list(cpus: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
 }
