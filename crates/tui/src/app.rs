@@ -59,9 +59,9 @@ pub enum Overlay {
     /// Share of the cell that the CPU ran a gang member during one of its
     /// gang's fragmented episodes.
     GangFragments,
-    /// Share of the cell inside a throttled period of a cgroup whose
-    /// members ran or waited on the CPU during it (from the recorded
-    /// cgroup samples).
+    /// Throttled time per ns of the cell, from the throttled periods of
+    /// the cgroups whose members ran or waited on the CPU during them
+    /// (recorded cgroup samples; see [`crate::overlay::Throttled`]).
     Throttled,
 }
 
@@ -441,7 +441,7 @@ impl App {
         };
         let t = &d.marks.throttled.info;
         if t.cgroups.is_empty() {
-            return "throttled periods: the trace has no cgroup samples (schedscope record samples every cgroup with a CPU quota)".into();
+            return "throttled: no cgroup samples in this trace".into();
         }
         let throttled = t
             .cgroups

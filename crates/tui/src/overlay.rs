@@ -232,8 +232,9 @@ pub struct Throttled {
     /// Per CPU: the periods shown on it (indexes into `info.periods`,
     /// sorted by start).
     pub by_cpu: Vec<Vec<usize>>,
-    /// Per CPU: the time those periods cover.
-    pub cpu_spans: Vec<Spans>,
+    /// Length of the longest period (bounds the search for the periods
+    /// that overlap a cell).
+    longest: u64,
     /// Per member task: the time its cgroups' periods cover.
     pub task_spans: HashMap<i32, Spans>,
 }
@@ -290,11 +291,12 @@ impl Throttled {
                 shown.sort_unstable_by_key(|&i| (info.periods[i].start_ns, i));
                 shown.dedup();
             }
-            t.cpu_spans = t
-                .by_cpu
+            t.longest = info
+                .periods
                 .iter()
-                .map(|v| Spans::new(v.iter().map(|&i| span(&info.periods[i])).collect()))
-                .collect();
+                .map(|p| p.end_ns - p.start_ns)
+                .max()
+                .unwrap_or(0);
             t.task_spans = cgs_of
                 .iter()
                 .map(|(&tid, gs)| {
@@ -308,6 +310,30 @@ impl Throttled {
         }
         t.info = info;
         t
+    }
+
+    /// How throttled the cell `[a, b)` of CPU `c` was: over the periods
+    /// shown on the CPU, each one's throttled time per ns of its interval
+    /// (the kernel says how long, not when within the interval) times its
+    /// overlap with the cell, divided by the cell's length; capped at 1
+    /// (a cgroup's throttled time adds up over the CPUs it was throttled
+    /// on).
+    pub fn density(&self, c: usize, a: u64, b: u64) -> f64 {
+        let Some(v) = self.by_cpu.get(c) else {
+            return 0.0;
+        };
+        let periods = &self.info.periods;
+        let from = a.saturating_sub(self.longest);
+        let i0 = v.partition_point(|&i| periods[i].start_ns < from);
+        let i1 = v.partition_point(|&i| periods[i].start_ns < b);
+        let mut sum = 0.0;
+        for &i in &v[i0..i1.max(i0)] {
+            let p = &periods[i];
+            let overlap = p.end_ns.min(b).saturating_sub(p.start_ns.max(a));
+            let len = (p.end_ns - p.start_ns).max(1);
+            sum += overlap as f64 * p.throttled_ns as f64 / len as f64;
+        }
+        (sum / (b - a).max(1) as f64).min(1.0)
     }
 
     /// The periods shown on CPU `c` that contain `ts`.

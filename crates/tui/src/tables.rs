@@ -252,10 +252,8 @@ fn lhp(report: &Report, bursts: &Bursts) -> TabTable {
                 tab.rows.push(Row {
                     cells: vec![
                         "waker>wakee".into(),
-                        format!(
-                            "{}:{} > {}:{}",
-                            p.waker_comm, p.waker, p.wakee_comm, p.wakee
-                        ),
+                        // tids first: a narrow screen cuts the end
+                        format!("{}>{} {}>{}", p.waker, p.wakee, p.waker_comm, p.wakee_comm),
                         p.wakeups.to_string(),
                         "-".into(),
                         "-".into(),

@@ -389,13 +389,13 @@ fn throttled_periods_band_the_cpus_their_members_used() {
     );
     let s = screen(&mut app, W, 20);
     let cpu0 = strip(&s, 0, " thr");
+    // 150 ns throttled over [200, 400): 0.75 per ns, 6/8 of a block;
+    // 40 ns over [600, 800): 0.2, rounded up to 2/8
     let want: String = (0..100)
-        .map(|i| {
-            if (20..40).contains(&i) || (60..80).contains(&i) {
-                '█'
-            } else {
-                ' '
-            }
+        .map(|i| match i {
+            20..40 => '▆',
+            60..80 => '▂',
+            _ => ' ',
         })
         .collect();
     assert_eq!(cpu0, want, "CPU0 thr strip:\n{}", s.join("\n"));
@@ -462,8 +462,7 @@ fn throttled_overlay_says_when_the_trace_has_no_cgroup_samples() {
     let mut app = tiny_app(false);
     keys(&mut app, "r");
     assert!(
-        app.message
-            .starts_with("throttled periods: the trace has no cgroup samples"),
+        app.message == "throttled: no cgroup samples in this trace",
         "{}",
         app.message
     );

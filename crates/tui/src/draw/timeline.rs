@@ -394,7 +394,8 @@ fn lane_row(
 
 /// An overlay strip cell: latency as one eighth step per doubling from
 /// 1 us (full at 128 us and above), preemptions as a digit (`+` above 9),
-/// wasted idle and gang fragments as the share of the cell, PLE exits
+/// wasted idle and gang fragments as the share of the cell, throttled
+/// periods as their throttled time per ns of the cell, PLE exits
 /// and IPIs as a count digit (`T` when an IPI of the cell is a TLB
 /// shootdown).
 fn overlay_cell(d: &Data, c: usize, o: Overlay, a: u64, b: u64) -> (char, Option<Color>) {
@@ -435,15 +436,10 @@ fn overlay_cell(d: &Data, c: usize, o: Overlay, a: u64, b: u64) -> (char, Option
             let w = d.lanes.wasted.get(c).map_or(0, |s| s.covered(a, b));
             (eighth(w as f64 / (b - a) as f64), Some(Color::Red))
         }
-        Overlay::Throttled => {
-            let w = d
-                .marks
-                .throttled
-                .cpu_spans
-                .get(c)
-                .map_or(0, |s| s.covered(a, b));
-            (eighth(w as f64 / (b - a) as f64), Some(Color::LightMagenta))
-        }
+        Overlay::Throttled => (
+            eighth(d.marks.throttled.density(c, a, b)),
+            Some(Color::LightMagenta),
+        ),
     }
 }
 
