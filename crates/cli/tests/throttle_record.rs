@@ -106,12 +106,13 @@ fn throttled_periods_match_the_kernels_cpu_stat() {
                 "{p:?} outside the events {t0}..{t1}"
             );
         }
-        // ... and, when the kernel throttled it many times, most of it:
-        // only the edges before the first and after the last sample
-        // (about 100 ms each out of 1.5 s) are missed.
+        // ... and, when the kernel throttled it many times, a good part of
+        // it: the kernel's window also holds the recorder's start-up and
+        // finish (0.1-1 s on a loaded machine, burners still burning)
+        // around the 1.5 s of samples.
         if k_n >= 8 {
-            assert!(n * 2 >= k_n, "{path}: {n} of the kernel's {k_n} throttles");
-            assert!(ns * 2 >= k_ns, "{path}: {ns} of the kernel's {k_ns} ns");
+            assert!(n * 4 >= k_n, "{path}: {n} of the kernel's {k_n} throttles");
+            assert!(ns * 4 >= k_ns, "{path}: {ns} of the kernel's {k_ns} ns");
         } else {
             eprintln!("{path}: only {k_n} throttles (machine too loaded to reach the quota?)");
         }
