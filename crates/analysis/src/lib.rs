@@ -16,7 +16,8 @@
 //! rules, its own pass over the events), [`gang`] (gang co-run), [`lhp`]
 //! (lock-holder preemption), [`idle`] (idle under bandwidth control, its own
 //! pass), [`tlb`] (TLB-shootdown and IPI hotspots, and the cpu-clock
-//! profile). [`symbolize`] turns kernel and user addresses into names for
+//! profile), [`throttle`] (throttled periods from the recorded cgroup
+//! samples, for the TUI's overlay). [`symbolize`] turns kernel and user addresses into names for
 //! tlb and idle; it is the only module that reads the host for an answer
 //! (/proc/kallsyms, live processes, ELF files; behind its `host` and `elf`
 //! modules). Shared pieces: [`groups`] (which threads form a gang or VM,
@@ -33,6 +34,7 @@ pub mod report;
 pub mod section;
 pub mod stats;
 pub mod symbolize;
+pub mod throttle;
 pub mod timeline;
 pub mod tlb;
 

@@ -11,7 +11,8 @@
 //! ([`procfs`]); the drain loop polls the rings and copies their bytes
 //! unchanged into [`schedscope_perf_data::PerfDataWriter`] (`drain`),
 //! counting samples and losses on the way; finish stops the events and
-//! stores the tracefs format files, kallsyms, host metadata and
+//! stores the tracefs format files, kallsyms, host metadata, the CPU
+//! topology (`topology`, from sysfs, as perf writes it) and
 //! schedscope's cgroup sections ([`cgroup`]: CFS bandwidth counters sampled
 //! throughout, every thread's cgroup at start and end) as feature sections.
 //!
@@ -28,6 +29,7 @@ mod open;
 pub mod procfs;
 pub mod record;
 mod sys;
+mod topology;
 
 pub use config::{default_buffer_bytes, parse_buffer_size, RecordConfig, DEFAULT_BUFFER_BYTES};
 pub use error::RecordError;

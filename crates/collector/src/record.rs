@@ -720,6 +720,7 @@ fn features(
         version: Some(format!("schedscope {}", env!("CARGO_PKG_VERSION"))),
         arch: Some(std::env::consts::ARCH.to_string()),
         nr_cpus: Some((nr_avail, nr_online)),
+        cpu_topology: crate::topology::read(Path::new("/sys/devices/system/cpu"), nr_avail),
         cmdline: cfg.cmdline.clone(),
         extra: vec![
             (

@@ -13,6 +13,7 @@
 //!   ([`Features`], [`TracingData`]), then patches the header.
 //! - [`sections`]: schedscope's own feature sections (cgroup samples, task
 //!   cgroups), one type per record with its encoder and decoder.
+//! - [`topology`]: perf's HEADER_CPU_TOPOLOGY section, encoder and decoder.
 //!
 //! Data flow: the collector builds an [`AttrSpec`] per event, streams ring
 //! bytes through [`PerfDataWriter::write_records`] and ends with
@@ -22,6 +23,7 @@
 pub mod abi;
 pub mod attr;
 pub mod sections;
+pub mod topology;
 pub mod writer;
 
 pub use attr::{attr_flag, EventAttr};

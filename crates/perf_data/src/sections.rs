@@ -71,7 +71,7 @@ pub struct TaskCgroup {
 /// A damaged or unsupported section: which one, where, and what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SectionError {
-    /// Section name (`cgroup`, `task-cgroup`).
+    /// Section name (`cgroup`, `task-cgroup`, perf's `HEADER_CPU_TOPOLOGY`).
     pub section: &'static str,
     /// File offset of the section.
     pub base: u64,
@@ -83,9 +83,15 @@ pub struct SectionError {
 
 impl fmt::Display for SectionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // perf's own sections are named HEADER_*
+        let owner = if self.section.starts_with("HEADER_") {
+            "perf"
+        } else {
+            "schedscope"
+        };
         write!(
             f,
-            "schedscope {} section (byte offset {}): {} at byte offset {}",
+            "{owner} {} section (byte offset {}): {} at byte offset {}",
             self.section, self.base, self.what, self.offset
         )
     }

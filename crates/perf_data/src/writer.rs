@@ -148,7 +148,7 @@ fn put_u32(out: &mut Vec<u8>, v: usize, what: &str) -> io::Result<()> {
 
 /// perf's `do_write_string`: u32 padded length, then the NUL-terminated
 /// string padded to [`NAME_ALIGN`].
-fn put_string(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn put_string(out: &mut Vec<u8>, s: &str) {
     let olen = s.len() + 1;
     let len = olen.div_ceil(NAME_ALIGN) * NAME_ALIGN;
     out.extend_from_slice(&(len as u32).to_ne_bytes());
@@ -177,6 +177,8 @@ pub struct Features {
     pub nr_cpus: Option<(u32, u32)>,
     /// HEADER_CMDLINE: argv (`argv[0]` first).
     pub cmdline: Vec<String>,
+    /// HEADER_CPU_TOPOLOGY (see [`crate::topology`]).
+    pub cpu_topology: Option<crate::topology::CpuTopology>,
     /// HEADER_EVENT_DESC is always written from the attrs.
     /// Extra sections at schedscope's own bits (>= `abi::feature::SCHEDSCOPE_FIRST`),
     /// as (bit, bytes).
@@ -649,6 +651,9 @@ impl<W: Read + Write + Seek> PerfDataWriter<W> {
             put32(&mut b, avail);
             put32(&mut b, online);
             v.push((ft::NRCPUS, b));
+        }
+        if let Some(t) = &f.cpu_topology {
+            v.push((ft::CPU_TOPOLOGY, crate::topology::encode_cpu_topology(t)));
         }
         if !f.cmdline.is_empty() {
             let mut b = Vec::new();

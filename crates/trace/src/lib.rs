@@ -16,6 +16,7 @@
 //!   kept when the loader is asked to.
 //! * [`strings`]: a string interner ([`Strings`], [`StrId`]).
 //! * [`task`]: the task table (tid -> tgid, comm).
+//! * [`topology`]: which CPUs share a package, die and core.
 //! * [`trace`]: the [`Trace`] container, its metadata and warnings.
 
 pub mod event;
@@ -26,6 +27,7 @@ pub mod mem;
 pub mod raw;
 pub mod strings;
 pub mod task;
+pub mod topology;
 pub mod trace;
 
 pub use event::{
@@ -36,6 +38,7 @@ pub use ids::{Cpu, Dur, Tid, Ts, Utid};
 pub use raw::RawArgs;
 pub use strings::{StrId, Strings};
 pub use task::{Task, TaskTable};
+pub use topology::CpuTopology;
 pub use trace::{
     CgroupSample, CpuLoss, KernelSymbols, Mapping, Severity, Tally, Trace, TraceFormat, TraceMeta,
     Warning,

@@ -179,6 +179,9 @@ pub struct Trace {
     pub mappings: Vec<Mapping>,
     /// Recording metadata.
     pub meta: TraceMeta,
+    /// The recording machine's CPU topology, when the file has it
+    /// (perf.data HEADER_CPU_TOPOLOGY).
+    pub topology: Option<crate::CpuTopology>,
     /// Set when the decoder was asked to keep only some events (see
     /// `schedscope_parser::LoadOptions`): the number of events decoded from
     /// the file and the times of the first and last of them, so that counts
@@ -308,6 +311,7 @@ impl Trace {
             cgroup_samples: Vec::new(),
             mappings: Vec::new(),
             meta: TraceMeta::default(),
+            topology: None,
             dropped: None,
             spare: crate::mem::Spare::default(),
             tallies: Vec::new(),

@@ -15,10 +15,8 @@ use std::time::Instant;
 /// Tab titles; 0 is the timeline, the rest follow [`crate::tables::Tables`].
 pub const TABS: [&str; 6] = ["Timeline", "Latency", "Gang", "LHP", "Idle", "TLB"];
 
-/// CPUs above which lanes are grouped.
+/// CPUs above which lanes are grouped (see [`crate::groups`]).
 pub const GROUP_ABOVE: usize = 32;
-/// CPUs per group.
-pub const GROUP_SIZE: usize = 8;
 
 /// Loading state.
 pub enum Load {
@@ -37,8 +35,8 @@ pub enum LaneRow {
     Cpu(usize),
     /// The Runnable-pressure strip of a CPU.
     Pressure(usize),
-    /// CPUs `first..=last`, collapsed.
-    Group(usize, usize),
+    /// A CPU group (index into [`crate::groups::CpuGroups::groups`]).
+    Group(usize),
     /// A task lane (index into the selected tasks).
     Task(Tid),
     /// An overlay strip of a CPU.
@@ -61,17 +59,22 @@ pub enum Overlay {
     /// Share of the cell that the CPU ran a gang member during one of its
     /// gang's fragmented episodes.
     GangFragments,
+    /// Throttled time per ns of the cell, from the throttled periods of
+    /// the cgroups whose members ran or waited on the CPU during them
+    /// (recorded cgroup samples; see [`crate::overlay::Throttled`]).
+    Throttled,
 }
 
 impl Overlay {
     /// All overlays, in strip order.
-    pub const ALL: [Overlay; 6] = [
+    pub const ALL: [Overlay; 7] = [
         Overlay::Latency,
         Overlay::Preemptions,
         Overlay::WastedIdle,
         Overlay::PleExits,
         Overlay::Ipis,
         Overlay::GangFragments,
+        Overlay::Throttled,
     ];
 }
 
@@ -123,7 +126,7 @@ pub struct App {
     /// Process filter: only these processes' cells are drawn in colour
     /// (and with their codes); others are dimmed.
     pub filter: Vec<Tid>,
-    /// Expanded CPU groups (first CPU of each).
+    /// Expanded CPU groups (indexes into the data's CPU groups).
     pub expanded: Vec<usize>,
     /// Search prompt.
     pub search: Search,
@@ -238,11 +241,10 @@ impl App {
         if let Some(c) = self.cpu_filter.filter(|&c| c < n) {
             push_cpu(&mut rows, c);
         } else if n > GROUP_ABOVE {
-            for g in (0..n).step_by(GROUP_SIZE) {
-                let last = (g + GROUP_SIZE - 1).min(n - 1);
-                rows.push(LaneRow::Group(g, last));
+            for (g, cpus) in d.cpu_groups.groups.iter().enumerate() {
+                rows.push(LaneRow::Group(g));
                 if self.expanded.contains(&g) {
-                    for c in g..=last {
+                    for &c in cpus.iter().filter(|&&c| c < n) {
                         push_cpu(&mut rows, c);
                     }
                 }
@@ -262,10 +264,13 @@ impl App {
     /// for a group, its first CPU).
     pub fn selected_cpu(&self) -> Option<usize> {
         match self.lane_rows().get(self.lane)? {
-            LaneRow::Cpu(c)
-            | LaneRow::Pressure(c)
-            | LaneRow::Group(c, _)
-            | LaneRow::Overlay(c, _) => Some(*c),
+            LaneRow::Cpu(c) | LaneRow::Pressure(c) | LaneRow::Overlay(c, _) => Some(*c),
+            LaneRow::Group(g) => self
+                .data()?
+                .cpu_groups
+                .groups
+                .get(*g)
+                .and_then(|v| v.first().copied()),
             LaneRow::Task(_) => None,
         }
     }
@@ -421,9 +426,46 @@ impl App {
                     self.overlays.remove(i);
                 } else {
                     self.overlays.push(o);
+                    if o == Overlay::Throttled {
+                        self.message = self.throttle_summary();
+                    }
                 }
             }
         }
+    }
+
+    /// What the throttled-periods overlay has to show, for the status line.
+    fn throttle_summary(&self) -> String {
+        let Some(d) = self.data() else {
+            return String::new();
+        };
+        let t = &d.marks.throttled.info;
+        if t.cgroups.is_empty() {
+            return "throttled: no cgroup samples in this trace".into();
+        }
+        let throttled = t
+            .cgroups
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| t.periods.iter().any(|p| p.cgroup == *i))
+            .count();
+        let unplaced = t
+            .cgroups
+            .iter()
+            .enumerate()
+            .filter(|(i, c)| c.members.is_empty() && t.periods.iter().any(|p| p.cgroup == *i))
+            .count();
+        let mut s = format!(
+            "throttled periods: {} in {throttled} of {} sampled cgroups",
+            t.periods.len(),
+            t.cgroups.len()
+        );
+        if unplaced > 0 {
+            s.push_str(&format!(
+                "; {unplaced} cgroup(s) with no known member task not shown"
+            ));
+        }
+        s
     }
 
     /// Filter the lanes to the processes of the selected tasks (or clear
@@ -474,7 +516,7 @@ impl App {
 
     fn enter(&mut self) {
         if self.tab == 0 {
-            if let Some(LaneRow::Group(g, _)) = self.lane_rows().get(self.lane) {
+            if let Some(LaneRow::Group(g)) = self.lane_rows().get(self.lane) {
                 let g = *g;
                 if let Some(i) = self.expanded.iter().position(|&x| x == g) {
                     self.expanded.remove(i);
@@ -491,9 +533,19 @@ impl App {
         let Some(row) = tab.rows.get(self.rows[self.tab - 1]) else {
             return;
         };
-        let Some(j) = row.jump.clone() else {
-            self.message = "this row has no time to jump to".into();
-            return;
+        let j = match (&row.jump, &row.find) {
+            (Some(j), _) => j.clone(),
+            (None, Some(f)) => match f.resolve(data) {
+                Ok(j) => j,
+                Err(why) => {
+                    self.message = format!("cannot jump: {why}");
+                    return;
+                }
+            },
+            (None, None) => {
+                self.message = "this row has no time to jump to".into();
+                return;
+            }
         };
         let label = j.what.clone();
         self.view.show(j.start, j.end.max(j.start + 1));
@@ -508,10 +560,14 @@ impl App {
                 .position(|r| *r == LaneRow::Cpu(c as usize))
             {
                 self.lane = i;
-            } else if let Some(i) = self.lane_rows().iter().position(
-                |r| matches!(r, LaneRow::Group(f, l) if (*f..=*l).contains(&(c as usize))),
-            ) {
-                self.lane = i;
+            } else if let Some(g) = self.data().and_then(|d| d.cpu_groups.of_cpu(c as usize)) {
+                if let Some(i) = self
+                    .lane_rows()
+                    .iter()
+                    .position(|r| *r == LaneRow::Group(g))
+                {
+                    self.lane = i;
+                }
             }
         }
         self.message = format!("jumped to {label}");

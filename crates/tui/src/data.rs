@@ -3,9 +3,12 @@
 //! ([`Report::compute_beside_timeline`], all sections), which build the
 //! timeline once; its lane index is built beside the sections that read it.
 
+use crate::groups::CpuGroups;
 use crate::index::{Lanes, Tid};
-use crate::overlay::EventMarks;
+use crate::jumps::Lazy;
+use crate::overlay::{EventMarks, Throttled};
 use crate::tables::Tables;
+use schedscope_analysis::throttle::Throttling;
 use schedscope_analysis::{Options, Report, Sections, Timeline};
 use schedscope_trace::Trace;
 use std::collections::HashMap;
@@ -57,6 +60,10 @@ pub struct Data {
     /// The decoded events, for the detail pane (None when the data was
     /// built from a timeline alone).
     pub trace: Option<Trace>,
+    /// Event times some table jumps search, gathered on first use.
+    pub lazy: Lazy,
+    /// How the CPU lanes group above [`crate::app::GROUP_ABOVE`] CPUs.
+    pub cpu_groups: CpuGroups,
 }
 
 /// The two-character code of the `i`-th task: `A0`..`Z9`, then `a0`..`z9`,
@@ -110,6 +117,7 @@ impl Data {
             })
             .collect();
         let tables = Tables::new(&report, &marks.bursts);
+        let ncpu = lanes.cpus.len();
         Data {
             timeline,
             report,
@@ -119,6 +127,8 @@ impl Data {
             tables,
             load_secs: 0.0,
             trace: None,
+            lazy: Lazy::default(),
+            cpu_groups: CpuGroups::new(ncpu, None),
         }
     }
 
@@ -127,6 +137,7 @@ impl Data {
     /// trace is kept for the event detail pane.
     pub fn from_trace(trace: Trace, phase: &dyn Fn(&'static str)) -> Data {
         let mut data = Data::analyse(&trace, phase);
+        data.cpu_groups = CpuGroups::new(data.lanes.cpus.len(), trace.topology.as_ref());
         data.trace = Some(trace);
         data
     }
@@ -138,7 +149,8 @@ impl Data {
         let (report, timeline, (lanes, marks)) = timed("tui report+lanes", || {
             Report::compute_beside_timeline(trace, Sections::all(), &Options::default(), |tl| {
                 let lanes = timed("tui lanes", || Lanes::build(tl));
-                let marks = timed("tui marks", || EventMarks::from_trace(trace, tl.cpus.len()));
+                let mut marks = timed("tui marks", || EventMarks::from_trace(trace, tl.cpus.len()));
+                marks.throttled = Throttled::new(Throttling::compute(trace), tl);
                 (lanes, marks)
             })
         });

@@ -218,13 +218,14 @@ pub const BINDINGS: &[Binding] = &[
     ),
     b("", "", Action::Events, &[Char('d')]),
     b(
-        "w / e / i",
-        "overlays: latency / preemptions / wasted idle",
+        "w / e / i / r",
+        "overlays: latency / preemptions / wasted idle / throttled",
         Action::Overlay(Overlay::Latency),
         &[Char('w')],
     ),
     b("", "", Action::Overlay(Overlay::Preemptions), &[Char('e')]),
     b("", "", Action::Overlay(Overlay::WastedIdle), &[Char('i')]),
+    b("", "", Action::Overlay(Overlay::Throttled), &[Char('r')]),
     b(
         "v / o / u",
         "overlays: PLE exits / IPIs, TLB shootdowns / gang fragments",

@@ -1,13 +1,15 @@
 //! Overlay indexes: per-CPU point events with a value (wakeup-to-run
 //! latencies at their switch-in, preemptions, PLE exits, IPIs) and interval
-//! sets (wasted idle, fragmented gang episodes), each answering a cell
-//! query in O(log n). [`EventMarks`] holds the ones read from the events
-//! and the report rather than the timeline.
+//! sets (wasted idle, fragmented gang episodes, throttled periods), each
+//! answering a cell query in O(log n). [`EventMarks`] holds the ones read
+//! from the events, the cgroup samples and the report rather than the
+//! timeline.
 
 use schedscope_analysis::gang::GangReport;
 use schedscope_analysis::lhp::is_ple;
+use schedscope_analysis::throttle::{ThrottlePeriod, Throttling};
 use schedscope_analysis::tlb::IpiClass;
-use schedscope_analysis::Timeline;
+use schedscope_analysis::{ThreadState, Timeline};
 use schedscope_trace::{EventData, Sym, Trace};
 use std::collections::HashMap;
 
@@ -178,11 +180,16 @@ impl Bursts {
     /// The [`BURST_NS`] window starting at an event of `times` (sorted)
     /// with the most events: `(first, last, count)`, the earliest on ties.
     pub fn densest(times: &[u64]) -> Option<(u64, u64, usize)> {
+        Bursts::densest_in(times, BURST_NS)
+    }
+
+    /// [`Bursts::densest`] with a window of `window` ns.
+    pub fn densest_in(times: &[u64], window: u64) -> Option<(u64, u64, usize)> {
         let mut best: Option<(u64, u64, usize)> = None;
         let mut j = 0;
         for (i, &t) in times.iter().enumerate() {
             j = j.max(i);
-            while j + 1 < times.len() && times[j + 1] < t.saturating_add(BURST_NS) {
+            while j + 1 < times.len() && times[j + 1] < t.saturating_add(window) {
                 j += 1;
             }
             let n = j - i + 1;
@@ -210,6 +217,156 @@ pub struct EventMarks {
     pub gang: Vec<Spans>,
     /// Per-process event times for the tabs' jumps.
     pub bursts: Bursts,
+    /// Throttled periods of the recorded cgroups, per CPU and per task.
+    pub throttled: Throttled,
+}
+
+/// The throttled periods ([`Throttling`]) placed on the lanes: a period of
+/// a cgroup shows on every CPU where one of its member tasks ran or waited
+/// (runnable, queued there) during it, and on the task lanes of its
+/// members.
+#[derive(Debug, Default)]
+pub struct Throttled {
+    /// The periods and their cgroups.
+    pub info: Throttling,
+    /// Per CPU: the periods shown on it (indexes into `info.periods`,
+    /// sorted by start).
+    pub by_cpu: Vec<Vec<usize>>,
+    /// Length of the longest period (bounds the search for the periods
+    /// that overlap a cell).
+    longest: u64,
+    /// Per member task: the time its cgroups' periods cover.
+    pub task_spans: HashMap<i32, Spans>,
+}
+
+impl Throttled {
+    /// Place `info`'s periods on the CPUs where their cgroups' members ran
+    /// or waited during them (from the members' timeline intervals).
+    pub fn new(info: Throttling, tl: &Timeline) -> Throttled {
+        let ncpu = tl.cpus.len();
+        let mut t = Throttled {
+            by_cpu: vec![Vec::new(); ncpu],
+            ..Throttled::default()
+        };
+        if !info.periods.is_empty() {
+            // per cgroup, its periods (sorted by start, and disjoint: they
+            // are consecutive sample intervals)
+            let mut of_cg: Vec<Vec<usize>> = vec![Vec::new(); info.cgroups.len()];
+            for (i, p) in info.periods.iter().enumerate() {
+                if let Some(v) = of_cg.get_mut(p.cgroup) {
+                    v.push(i);
+                }
+            }
+            let mut cgs_of: HashMap<i32, Vec<usize>> = HashMap::new();
+            for (g, cg) in info.cgroups.iter().enumerate() {
+                for m in &cg.members {
+                    cgs_of.entry(m.0).or_default().push(g);
+                }
+            }
+            // a member's running and waiting intervals name its CPUs
+            for th in &tl.threads {
+                let Some(gs) = cgs_of.get(&th.tid.0) else {
+                    continue;
+                };
+                for iv in th.intervals.iter() {
+                    let on_cpu = matches!(iv.state, ThreadState::Running | ThreadState::Runnable);
+                    let Some(c) = iv.cpu.map(|c| c.0 as usize).filter(|&c| on_cpu && c < ncpu)
+                    else {
+                        continue;
+                    };
+                    let (a, b) = (iv.ts.0, iv.end_or(tl.end).0);
+                    for &g in gs {
+                        let ps = &of_cg[g];
+                        let k = ps.partition_point(|&i| info.periods[i].end_ns <= a);
+                        for &i in ps[k..]
+                            .iter()
+                            .take_while(|&&i| info.periods[i].start_ns < b)
+                        {
+                            t.by_cpu[c].push(i);
+                        }
+                    }
+                }
+            }
+            for shown in &mut t.by_cpu {
+                shown.sort_unstable_by_key(|&i| (info.periods[i].start_ns, i));
+                shown.dedup();
+            }
+            t.longest = info
+                .periods
+                .iter()
+                .map(|p| p.end_ns - p.start_ns)
+                .max()
+                .unwrap_or(0);
+            t.task_spans = cgs_of
+                .iter()
+                .map(|(&tid, gs)| {
+                    let v = gs
+                        .iter()
+                        .flat_map(|&g| of_cg[g].iter().map(|&i| span(&info.periods[i])))
+                        .collect();
+                    (tid, Spans::new(v))
+                })
+                .collect();
+        }
+        t.info = info;
+        t
+    }
+
+    /// How throttled the cell `[a, b)` of CPU `c` was: over the periods
+    /// shown on the CPU, each one's throttled time per ns of its interval
+    /// (the kernel says how long, not when within the interval) times its
+    /// overlap with the cell, divided by the cell's length; capped at 1
+    /// (a cgroup's throttled time adds up over the CPUs it was throttled
+    /// on).
+    pub fn density(&self, c: usize, a: u64, b: u64) -> f64 {
+        let Some(v) = self.by_cpu.get(c) else {
+            return 0.0;
+        };
+        let periods = &self.info.periods;
+        let from = a.saturating_sub(self.longest);
+        let i0 = v.partition_point(|&i| periods[i].start_ns < from);
+        let i1 = v.partition_point(|&i| periods[i].start_ns < b);
+        let mut sum = 0.0;
+        for &i in &v[i0..i1.max(i0)] {
+            let p = &periods[i];
+            let overlap = p.end_ns.min(b).saturating_sub(p.start_ns.max(a));
+            let len = (p.end_ns - p.start_ns).max(1);
+            sum += overlap as f64 * p.throttled_ns as f64 / len as f64;
+        }
+        (sum / (b - a).max(1) as f64).min(1.0)
+    }
+
+    /// The periods shown on CPU `c` that contain `ts`.
+    pub fn at_cpu(&self, c: usize, ts: u64) -> Vec<&ThrottlePeriod> {
+        let Some(v) = self.by_cpu.get(c) else {
+            return Vec::new();
+        };
+        let k = v.partition_point(|&i| self.info.periods[i].start_ns <= ts);
+        v[..k]
+            .iter()
+            .map(|&i| &self.info.periods[i])
+            .filter(|p| p.end_ns > ts)
+            .collect()
+    }
+
+    /// The periods of task `tid`'s cgroups that contain `ts`.
+    pub fn at_task(&self, tid: i32, ts: u64) -> Vec<&ThrottlePeriod> {
+        self.info
+            .periods
+            .iter()
+            .filter(|p| p.start_ns <= ts && p.end_ns > ts)
+            .filter(|p| {
+                self.info
+                    .cgroups
+                    .get(p.cgroup)
+                    .is_some_and(|c| c.members.iter().any(|m| m.0 == tid))
+            })
+            .collect()
+    }
+}
+
+fn span(p: &ThrottlePeriod) -> (u64, u64) {
+    (p.start_ns, p.end_ns)
 }
 
 /// The tlb section's class of the function an IPI or csd asks for.
@@ -265,6 +422,7 @@ impl EventMarks {
             ipis: ipis.into_iter().map(Marks::new).collect(),
             gang: Vec::new(),
             bursts,
+            throttled: Throttled::default(),
         }
     }
 

@@ -1,8 +1,11 @@
 //! The analysis tabs as rows of text, read from the report structs' fields
 //! (the same structs as `schedscope report` prints), each row with the
-//! time span that Enter jumps the timeline to.
+//! time span that Enter jumps the timeline to, or what to search for on
+//! Enter ([`crate::jumps::Find`]: waker pairs, IPI callsites, profile
+//! symbols).
 
 use crate::index::Tid;
+use crate::jumps::Find;
 use crate::overlay::{Bursts, BURST_NS};
 use schedscope_analysis::report::Section;
 use schedscope_analysis::Report;
@@ -32,6 +35,8 @@ pub struct Row {
     pub cells: Vec<String>,
     /// Jump target, when the row has a time.
     pub jump: Option<Jump>,
+    /// Jump target to search for on Enter, when `jump` is None.
+    pub find: Option<Find>,
 }
 
 /// One analysis tab.
@@ -120,6 +125,7 @@ fn latency(report: &Report) -> TabTable {
             .iter()
             .map(|t| Row {
                 cells: schedscope_render::latency::task_cells(t),
+                find: None,
                 jump: (t.delay_max_ns > 0).then(|| Jump {
                     what: format!("the longest wakeup delay of {}[{}]", t.comm, t.tid),
                     start: t.delay_max_start_ns,
@@ -172,6 +178,7 @@ fn gang(report: &Report) -> TabTable {
                         ep.map_or("-".into(), |e| Ts(e.start_ns).to_string()),
                         ep.map_or("-".into(), |e| fmt::ms(e.duration_ns)),
                     ],
+                    find: None,
                     jump: ep.map(|e| Jump {
                         what: format!("the longest fragmented episode of {}", gang.name),
                         start: e.start_ns,
@@ -188,17 +195,7 @@ fn gang(report: &Report) -> TabTable {
 
 /// The jump to the densest burst of `times`, named `what`.
 fn burst_jump(times: Option<&Vec<u64>>, what: &str) -> Option<Jump> {
-    let (first, last, n) = Bursts::densest(times?)?;
-    Some(Jump {
-        what: format!(
-            "the densest {} ms of {what} ({n} in it)",
-            BURST_NS / 1_000_000
-        ),
-        start: first,
-        end: last + 1,
-        cpu: None,
-        tid: None,
-    })
+    crate::jumps::densest_jump(times?, BURST_NS, what).ok()
 }
 
 fn lhp(report: &Report, bursts: &Bursts) -> TabTable {
@@ -235,6 +232,7 @@ fn lhp(report: &Report, bursts: &Bursts) -> TabTable {
                         format!("{:.1}", vm.per_second),
                         "-".into(),
                     ],
+                    find: None,
                     jump: vm.tgid.and_then(|t| {
                         burst_jump(bursts.ple.get(&t.0), &format!("PLE exits of {}", vm.name))
                     }),
@@ -254,15 +252,17 @@ fn lhp(report: &Report, bursts: &Bursts) -> TabTable {
                 tab.rows.push(Row {
                     cells: vec![
                         "waker>wakee".into(),
-                        format!(
-                            "{}:{} > {}:{}",
-                            p.waker_comm, p.waker, p.wakee_comm, p.wakee
-                        ),
+                        // tids first: a narrow screen cuts the end
+                        format!("{}>{} {}>{}", p.waker, p.wakee, p.waker_comm, p.wakee_comm),
                         p.wakeups.to_string(),
                         "-".into(),
                         "-".into(),
                         fmt::ms(p.waker_preempted_ns),
                     ],
+                    find: Some(Find::WakerPair {
+                        waker: p.waker.0,
+                        wakee: p.wakee.0,
+                    }),
                     jump: None,
                 });
             }
@@ -313,6 +313,7 @@ fn idle(report: &Report) -> TabTable {
                         g.ending.clone(),
                         schedscope_render::idle::gap_waiting(g),
                     ],
+                    find: None,
                     jump: Some(Jump {
                         what: format!("the wasted-idle gap of CPU{} at {start} s", g.cpu),
                         start: g.start_ns,
@@ -347,6 +348,10 @@ fn tlb(report: &Report, bursts: &Bursts) -> TabTable {
                     c.count.to_string(),
                     fmt::ratio_pct(c.share),
                 ],
+                find: Some(Find::Callsite {
+                    callsite: c.callsite.clone(),
+                    callback: c.callback.clone(),
+                }),
                 jump: None,
             });
         }
@@ -359,6 +364,7 @@ fn tlb(report: &Report, bursts: &Bursts) -> TabTable {
                     s.count.to_string(),
                     fmt::ratio_pct(s.share),
                 ],
+                find: None,
                 jump: burst_jump(
                     bursts.shootdowns.get(&s.pid),
                     &format!("TLB shootdowns sent by {}[{}]", s.comm, s.pid),
@@ -376,6 +382,10 @@ fn tlb(report: &Report, bursts: &Bursts) -> TabTable {
                     r.samples.to_string(),
                     fmt::ratio_pct(r.share),
                 ],
+                find: Some(Find::Symbol {
+                    symbol: r.symbol.clone(),
+                    module: r.module.clone(),
+                }),
                 jump: None,
             });
         }

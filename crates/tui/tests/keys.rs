@@ -147,14 +147,19 @@ fn many_cpus_group_in_eights_and_expand_on_enter() {
     let mut app = App::with_data("many", Data::new(tl, empty_report()), false);
     let rows = app.lane_rows();
     assert_eq!(rows.len(), 5);
-    assert_eq!(rows[0], LaneRow::Group(0, 7));
-    assert_eq!(rows[4], LaneRow::Group(32, 39));
+    assert_eq!(rows[0], LaneRow::Group(0));
+    assert_eq!(rows[4], LaneRow::Group(4));
     keys(&mut app, "j");
     key(&mut app, KeyCode::Enter);
     let rows = app.lane_rows();
     assert_eq!(rows.len(), 5 + 16, "8 CPUs with their strips");
     assert_eq!(rows[2], LaneRow::Cpu(8));
-    let s = screen(&mut app, 80, 30);
+    let s = screen(&mut app, 160, 30);
+    assert!(
+        s[29].contains("| CPUs in groups of 8 (no topology in the trace)"),
+        "{}",
+        s[29]
+    );
     assert!(s[2].starts_with("+0-7"), "{}", s[2]);
     assert!(s[3].starts_with("-8-15"), "{}", s[3]);
     assert!(s[4].starts_with("CPU8"), "{}", s[4]);
@@ -240,4 +245,109 @@ fn cpu_filter_shows_one_cpu() {
     assert!(s[2].starts_with("CPU1"), "{}", s[2]);
     keys(&mut app, "c");
     assert_eq!(app.lane_rows().len(), 4);
+}
+
+/// A generated 64-CPU trace of two packages (CPUs 0-15,32-47 and
+/// 16-31,48-63, as sysfs lists SMT siblings n and n + 32) where task 500
+/// runs on CPU 40 and task 600 on CPU 20 for the whole trace.
+fn two_package_trace(with_topology: bool) -> schedscope_trace::Trace {
+    use schedscope_trace::{CpuTopology, Event, EventData, PrevState, Trace, TraceFormat};
+    let mut t = Trace::new("gen64", TraceFormat::PerfData);
+    let name = t.intern_name("sched:sched_switch");
+    for (ts, cpu, prev, next) in [
+        (0, 40, 0, 500),
+        (0, 20, 0, 600),
+        (1_000_000, 40, 500, 0),
+        (1_000_000, 20, 600, 0),
+    ] {
+        let (pc, nc) = (t.strings.intern("p"), t.strings.intern("n"));
+        t.tasks.set_comm(Tid(500), "five");
+        t.tasks.set_comm(Tid(600), "six");
+        t.events.push(Event {
+            ts: Ts(ts),
+            cpu: schedscope_trace::Cpu(cpu),
+            tid: Tid(prev),
+            name,
+            stack: schedscope_trace::StackId::NONE,
+            data: EventData::Switch {
+                prev_tid: Tid(prev),
+                prev_prio: 120,
+                prev_state: PrevState::parse_text("S").unwrap(),
+                prev_comm: pc,
+                next_tid: Tid(next),
+                next_prio: 120,
+                next_comm: nc,
+            },
+        });
+    }
+    *t.events_by_name
+        .entry("sched:sched_switch".into())
+        .or_default() += 4;
+    t.nr_cpus = 64;
+    if with_topology {
+        t.topology = Some(CpuTopology {
+            package_cpus: vec!["0-15,32-47".into(), "16-31,48-63".into()],
+            die_cpus: vec!["0-15,32-47".into(), "16-31,48-63".into()],
+            core_cpus: (0..32).map(|c| format!("{c},{}", c + 32)).collect(),
+            cpus: (0..64u32)
+                .map(|c| (c % 32, Some((c % 32) / 16), (c % 32) / 16))
+                .collect(),
+        });
+    }
+    t.finish();
+    t
+}
+
+#[test]
+fn sixty_four_cpus_group_by_package_from_the_topology() {
+    let data = Data::from_trace(two_package_trace(true), &|_| {});
+    assert_eq!(data.lanes.cpus.len(), 64);
+    let mut app = App::with_data("gen64", data, false);
+    let rows = app.lane_rows();
+    assert_eq!(rows, vec![LaneRow::Group(0), LaneRow::Group(1)]);
+    let s = screen(&mut app, 160, 20);
+    assert!(s[2].starts_with("+pkg0 "), "{}", s[2]);
+    assert!(s[3].starts_with("+pkg1 "), "{}", s[3]);
+    assert!(s[19].contains("| CPUs grouped by package"), "{}", s[19]);
+    // the detail line names the group's CPUs
+    assert!(
+        s[18].starts_with("pkg0 @") && s[18].contains("32 CPUs (0-15,32-47), 1 running a task"),
+        "{}",
+        s[18]
+    );
+    // expand package 1: its CPUs in order 16..31, 48..63
+    keys(&mut app, "j");
+    key(&mut app, KeyCode::Enter);
+    let cpus: Vec<usize> = app
+        .lane_rows()
+        .iter()
+        .filter_map(|r| match r {
+            LaneRow::Cpu(c) => Some(*c),
+            _ => None,
+        })
+        .collect();
+    let want: Vec<usize> = (16..32).chain(48..64).collect();
+    assert_eq!(cpus, want);
+    // the group lane shows the busy CPU's task across the trace: 1 of 32
+    // CPUs busy is an eighth block in the task's colour
+    let s = screen(&mut app, 160, 20);
+    assert!(s[3].starts_with("-pkg1   ▁"), "{}", s[3]);
+    // jumps to a CPU of a collapsed group select the group: CPU 40 is in pkg0
+    key(&mut app, KeyCode::Enter); // collapse package 1 again
+    assert_eq!(app.data().unwrap().cpu_groups.of_cpu(40), Some(0));
+    assert_eq!(app.data().unwrap().cpu_groups.of_cpu(20), Some(1));
+}
+
+#[test]
+fn sixty_four_cpus_without_topology_keep_groups_of_eight() {
+    let data = Data::from_trace(two_package_trace(false), &|_| {});
+    let mut app = App::with_data("gen64", data, false);
+    assert_eq!(app.lane_rows().len(), 8);
+    let s = screen(&mut app, 160, 20);
+    assert!(s[2].starts_with("+0-7 "), "{}", s[2]);
+    assert!(
+        s[19].contains("| CPUs in groups of 8 (no topology in the trace)"),
+        "{}",
+        s[19]
+    );
 }

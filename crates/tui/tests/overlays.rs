@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use schedscope_tui::app::Overlay;
 use schedscope_tui::App;
 
 /// Lane columns at width `W` (8 for the lane labels).
@@ -338,5 +339,142 @@ fn every_overlay_on_at_tiny_sizes_never_panics() {
     assert_eq!(
         labels,
         [" wai", " lat", " pre", " wst", " ple", " ipi", " gng"]
+    );
+}
+
+/// The tiny timeline with cgroup `/g/a` (alpha, tid 100, is its member by
+/// recorded membership) sampled every 200 ns: `nr_throttled` grows in
+/// [200, 400) (2 throttles, 150 ns) and [600, 800) (1, 40 ns). Alpha runs
+/// on CPU0 during the first and waits there during the second; no member
+/// is ever on CPU1.
+fn throttled_app() -> App {
+    use schedscope_analysis::throttle::Throttling;
+    use schedscope_trace::{CgroupSample, Tid, Trace, TraceFormat, Ts};
+    let mut trace = Trace::new("thr", TraceFormat::PerfData);
+    for (ts, n, ns) in [
+        (0, 0, 0),
+        (200, 0, 0),
+        (400, 2, 150),
+        (600, 2, 150),
+        (800, 3, 190),
+        (1000, 3, 190),
+    ] {
+        trace.cgroup_samples.push(CgroupSample {
+            ts: Ts(ts),
+            path: "/g/a".into(),
+            quota_us: 50_000,
+            period_us: 100_000,
+            nr_periods: ts / 100,
+            nr_throttled: n,
+            throttled_ns: ns,
+            usage_ns: None,
+        });
+    }
+    trace.tasks.get_or_insert(Tid(100)).cgroup = Some("/g/a".into());
+    let mut data = schedscope_tui::Data::new(tiny_timeline(), empty_report());
+    data.marks.throttled =
+        schedscope_tui::overlay::Throttled::new(Throttling::compute(&trace), &data.timeline);
+    App::with_data("thr.data", data, false)
+}
+
+#[test]
+fn throttled_periods_band_the_cpus_their_members_used() {
+    // 100 lane columns over 1000 ns: column i is [10 i, 10 i + 10)
+    const W: u16 = 108;
+    let mut app = throttled_app();
+    keys(&mut app, "r");
+    assert_eq!(
+        app.message,
+        "throttled periods: 2 in 1 of 1 sampled cgroups"
+    );
+    let s = screen(&mut app, W, 20);
+    let cpu0 = strip(&s, 0, " thr");
+    // 150 ns throttled over [200, 400): 0.75 per ns, 6/8 of a block;
+    // 40 ns over [600, 800): 0.2, rounded up to 2/8
+    let want: String = (0..100)
+        .map(|i| match i {
+            20..40 => '▆',
+            60..80 => '▂',
+            _ => ' ',
+        })
+        .collect();
+    assert_eq!(cpu0, want, "CPU0 thr strip:\n{}", s.join("\n"));
+    assert_eq!(
+        strip(&s, 1, " thr").trim(),
+        "",
+        "no member on CPU1:\n{}",
+        s.join("\n")
+    );
+
+    // the detail line on the strip, cursor inside the first period
+    let row = app
+        .lane_rows()
+        .iter()
+        .position(|r| *r == schedscope_tui::app::LaneRow::Overlay(0, Overlay::Throttled))
+        .expect("thr row of CPU0");
+    app.lane = row;
+    app.view.cursor = 300;
+    let s = screen(&mut app, 200, 20);
+    let detail = &s[18];
+    assert!(
+        detail.contains("CPU0 @")
+            && detail.contains("/g/a throttled 2x for 150 ns, members alpha[100]; samples ")
+            && detail.contains(", quota 50.000 ms/100.000 ms"),
+        "detail: {detail}"
+    );
+    app.view.cursor = 500;
+    let s = screen(&mut app, W, 20);
+    assert!(
+        s[18].contains("no throttled period here (2 in the trace)"),
+        "{}",
+        s[18]
+    );
+
+    // alpha's task lane is underlined inside its cgroup's periods
+    app.selected = vec![100];
+    keys(&mut app, "t");
+    let buf = buffer(&mut app, W, 20);
+    let y = (0..20u16)
+        .find(|&y| {
+            (0..8)
+                .map(|x| buf[(x, y)].symbol())
+                .collect::<String>()
+                .starts_with("alpha")
+        })
+        .expect("alpha's task lane");
+    for (col, under) in [(25u16, true), (50, false), (65, true), (90, false)] {
+        let m = buf[(8 + col, y)].modifier;
+        assert_eq!(
+            m.contains(ratatui::style::Modifier::UNDERLINED),
+            under,
+            "column {col}"
+        );
+    }
+
+    // toggled off again: no strip
+    keys(&mut app, "r");
+    let s = screen(&mut app, W, 20);
+    assert!(!s.iter().any(|l| l.starts_with(" thr")), "{}", s.join("\n"));
+}
+
+#[test]
+fn throttled_overlay_says_when_the_trace_has_no_cgroup_samples() {
+    let mut app = tiny_app(false);
+    keys(&mut app, "r");
+    assert!(
+        app.message == "throttled: no cgroup samples in this trace",
+        "{}",
+        app.message
+    );
+    let s = screen(&mut app, 108, 20);
+    assert_eq!(strip(&s, 0, " thr").trim(), "");
+    // the help lists the key
+    keys(&mut app, "?");
+    let s = screen(&mut app, 80, 24);
+    assert!(
+        s.iter()
+            .any(|l| l.contains("w / e / i / r") && l.contains("throttled")),
+        "{}",
+        s.join("\n")
     );
 }

@@ -9,7 +9,7 @@
 //! `native_flush_tlb_multi` shows even when the leaf is a helper it called.
 
 use super::FLUSH_FUNCTIONS;
-use crate::symbolize::{chain_locations, Location, SymbolTable};
+use crate::symbolize::{chain_locations, Location, Resolved, SymbolTable};
 use crate::Context;
 use schedscope_trace::{Event, EventData, Sym, Tid};
 use serde::Serialize;
@@ -86,16 +86,73 @@ fn sample_frames(ctx: &Context, e: &Event, pid: Option<Tid>) -> Vec<Location> {
     Vec::new()
 }
 
-/// Build the profile; `None` when the trace has no cpu-clock samples.
-pub fn analyze_profile(ctx: &Context) -> Option<ProfileReport> {
-    let trace = ctx.trace;
-    let ids: HashSet<u16> = trace
+/// Event ids of the profile's sample events.
+fn profile_ids(trace: &schedscope_trace::Trace) -> HashSet<u16> {
+    trace
         .event_names
         .iter()
         .enumerate()
         .filter(|(_, n)| is_profile_event(n))
         .map(|(i, _)| i as u16)
-        .collect();
+        .collect()
+}
+
+/// Every profile sample: its event and its frames (leaf first).
+fn samples<'t>(ctx: &Context<'t>, ids: &HashSet<u16>) -> Vec<(&'t Event, Vec<Location>)> {
+    let trace = ctx.trace;
+    let pid_of = |tid: Tid| trace.tasks.tgid(tid).filter(|p| p.0 > 0).or(Some(tid));
+    trace
+        .events
+        .iter()
+        .filter(|e| ids.contains(&e.name.0) && matches!(e.data, EventData::Other(_)))
+        .map(|e| (e, sample_frames(ctx, e, pid_of(e.tid))))
+        .collect()
+}
+
+/// The row key `(symbol, module)` of a frame, as [`ProfileRow`] names it.
+fn row_key(r: &Resolved) -> (String, String) {
+    let module = if r.is_symbolized() || r.module != "[unknown]" {
+        r.module.clone()
+    } else {
+        "[unknown]".to_string()
+    };
+    // Unsymbolized user addresses are grouped per module, not per address.
+    let sym = if r.is_symbolized() {
+        r.function()
+    } else {
+        format!("[unsymbolized: {}]", r.reason)
+    };
+    (sym, module)
+}
+
+/// The row key of a sample without frames.
+fn no_ip_key() -> (String, String) {
+    ("[no ip]".to_string(), "[unknown]".to_string())
+}
+
+/// Each sample's time (ns) and the `(symbol, module)` of the
+/// [`ProfileReport::top`] row its leaf frame counts in, in trace order
+/// (for front ends that show where a symbol's samples fall).
+pub fn leaf_samples(ctx: &Context) -> Vec<(u64, (String, String))> {
+    let ids = profile_ids(ctx.trace);
+    if ids.is_empty() {
+        return Vec::new();
+    }
+    let samples = samples(ctx, &ids);
+    let syms = SymbolTable::build(ctx.trace, samples.iter().flat_map(|s| s.1.iter().copied()));
+    samples
+        .iter()
+        .map(|(e, f)| {
+            let key = f.first().map_or_else(no_ip_key, |&l| row_key(&syms.get(l)));
+            (e.ts.0, key)
+        })
+        .collect()
+}
+
+/// Build the profile; `None` when the trace has no cpu-clock samples.
+pub fn analyze_profile(ctx: &Context) -> Option<ProfileReport> {
+    let trace = ctx.trace;
+    let ids = profile_ids(trace);
     if ids.is_empty() {
         return None;
     }
@@ -104,13 +161,7 @@ pub fn analyze_profile(ctx: &Context) -> Option<ProfileReport> {
         .map(|&i| trace.event_names[i as usize].as_str())
         .collect();
     names.sort_unstable();
-    let pid_of = |tid: Tid| trace.tasks.tgid(tid).filter(|p| p.0 > 0).or(Some(tid));
-    let samples: Vec<Vec<Location>> = trace
-        .events
-        .iter()
-        .filter(|e| ids.contains(&e.name.0) && matches!(e.data, EventData::Other(_)))
-        .map(|e| sample_frames(ctx, e, pid_of(e.tid)))
-        .collect();
+    let samples: Vec<Vec<Location>> = samples(ctx, &ids).into_iter().map(|s| s.1).collect();
     if samples.is_empty() {
         return None;
     }
@@ -127,9 +178,7 @@ pub fn analyze_profile(ctx: &Context) -> Option<ProfileReport> {
         let resolved: Vec<_> = f.iter().map(|&l| syms.get(l)).collect();
         let Some(leaf) = resolved.first() else {
             rep.unsymbolized_samples += 1;
-            let e = acc
-                .entry(("[no ip]".to_string(), "[unknown]".to_string()))
-                .or_default();
+            let e = acc.entry(no_ip_key()).or_default();
             e.0 += 1;
             e.1 += 1;
             continue;
@@ -142,25 +191,11 @@ pub fn analyze_profile(ctx: &Context) -> Option<ProfileReport> {
         if !leaf.is_symbolized() {
             rep.unsymbolized_samples += 1;
         }
-        let key = |r: &crate::symbolize::Resolved| {
-            let module = if r.is_symbolized() || r.module != "[unknown]" {
-                r.module.clone()
-            } else {
-                "[unknown]".to_string()
-            };
-            // Unsymbolized user addresses are grouped per module, not per address.
-            let sym = if r.is_symbolized() {
-                r.function()
-            } else {
-                format!("[unsymbolized: {}]", r.reason)
-            };
-            (sym, module)
-        };
-        acc.entry(key(leaf)).or_default().0 += 1;
+        acc.entry(row_key(leaf)).or_default().0 += 1;
         let mut seen: HashSet<(String, String)> = HashSet::new();
         let mut flush = false;
         for r in &resolved {
-            let k = key(r);
+            let k = row_key(r);
             flush |= is_flush_function(&k.0);
             if seen.insert(k.clone()) {
                 acc.entry(k).or_default().1 += 1;

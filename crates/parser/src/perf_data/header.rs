@@ -259,6 +259,8 @@ pub struct Features<'a> {
     pub event_desc: Vec<(String, Vec<u64>)>,
     /// HEADER_COMPRESSED.
     pub compressed: Option<CompressedInfo>,
+    /// HEADER_CPU_TOPOLOGY section and its file offset.
+    pub cpu_topology: Option<(&'a [u8], u64)>,
     /// schedscope cgroup samples section and its file offset.
     pub cgroup_samples: Option<(&'a [u8], u64)>,
     /// schedscope task-cgroup membership section and its file offset.
@@ -342,6 +344,7 @@ pub fn read_feature<'a>(f: &mut Features<'a>, bit: u32, bytes: &'a [u8], offset:
                 })
             })();
         }
+        feature::CPU_TOPOLOGY => f.cpu_topology = Some((bytes, offset)),
         feature::SCHEDSCOPE_CGROUP_SAMPLES => f.cgroup_samples = Some((bytes, offset)),
         feature::SCHEDSCOPE_TASK_CGROUPS => f.task_cgroups = Some((bytes, offset)),
         _ => {}

@@ -409,9 +409,16 @@ fn sample_filter<'c>(ctx: &'c Ctx<'_>) -> SampleFilter<'c> {
 }
 
 /// The trace's parts kept outside the record stream: kernel symbols from
-/// the tracing data, schedscope's cgroup sections.
+/// the tracing data, the CPU topology, schedscope's cgroup sections.
 fn add_sections(trace: &mut Trace, td: tracing_data::TracingData, feats: &header::Features<'_>) {
     trace.kernel_symbols.syms = td.kallsyms;
+    if let Some((b, off)) = feats.cpu_topology {
+        use schedscope_perf_data::topology::decode_cpu_topology;
+        match decode_cpu_topology(b, off, feats.nr_cpus_avail) {
+            Ok(t) => trace.topology = Some(t),
+            Err(e) => trace.warn(Severity::DataLoss, e.to_string(), 1),
+        }
+    }
     if let Some((b, off)) = feats.cgroup_samples {
         match schedscope_perf_data::sections::decode_cgroup_samples(b, off) {
             Ok(s) => trace.cgroup_samples = s,

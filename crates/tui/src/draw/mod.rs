@@ -234,6 +234,9 @@ fn status_line(buf: &mut Buffer, area: Rect, app: &App) {
                 if let (Some(a), Some(b)) = (app.mark_a, app.mark_b) {
                     s.push_str(&format!(" | A-B {}", fmt_dur(a.abs_diff(b))));
                 }
+                if app.grouped() {
+                    s.push_str(&format!(" | {}", d.cpu_groups.describe()));
+                }
                 if app.message.is_empty() {
                     s
                 } else {

@@ -8,8 +8,9 @@
 //! repeated along its stretch, `+` where several tasks share a cell. Idle
 //! is blank. The strip under a lane shows the mean number of tasks waiting
 //! for that CPU on a log scale ([`pressure_glyph`]); the overlay strips
-//! (`w`, `e`, `i`) the largest wakeup latency, the preemptions and the
-//! wasted idle of each cell (see [`overlay_cell`]).
+//! (`w`, `e`, `i`, ...) the largest wakeup latency, the preemptions, the
+//! wasted idle of each cell and so on (see [`overlay_cell`]); with `r`, a
+//! task lane is underlined where its cgroup was throttled.
 
 use super::put_str;
 use crate::app::{App, LaneRow, Overlay};
@@ -255,9 +256,10 @@ fn lane_row(
     let label = match row {
         LaneRow::Cpu(c) => format!("CPU{c}"),
         LaneRow::Pressure(_) => " wait".to_string(),
-        LaneRow::Group(f, l) => {
-            let sign = if app.expanded.contains(&f) { '-' } else { '+' };
-            format!("{sign}{f}-{l}")
+        LaneRow::Group(g) => {
+            let sign = if app.expanded.contains(&g) { '-' } else { '+' };
+            let name = d.cpu_groups.labels.get(g).map_or("?", String::as_str);
+            format!("{sign}{name}")
         }
         LaneRow::Task(t) => d.tasks.get(&t).map_or(t.to_string(), |i| i.comm.clone()),
         LaneRow::Overlay(_, Overlay::Latency) => " lat".to_string(),
@@ -266,6 +268,7 @@ fn lane_row(
         LaneRow::Overlay(_, Overlay::PleExits) => " ple".to_string(),
         LaneRow::Overlay(_, Overlay::Ipis) => " ipi".to_string(),
         LaneRow::Overlay(_, Overlay::GangFragments) => " gng".to_string(),
+        LaneRow::Overlay(_, Overlay::Throttled) => " thr".to_string(),
     };
     let mut lstyle = Style::default();
     if selected {
@@ -278,6 +281,7 @@ fn lane_row(
         _ => None,
     };
     let cursor_col = v.col_of(v.cursor, cols);
+    let throttled_tasks = app.overlays.contains(&Overlay::Throttled);
     // code stretch for colourless lanes: (task, cells so far)
     let mut stretch: (Option<Tid>, usize) = (None, 0);
     for i in 0..cols {
@@ -324,10 +328,11 @@ fn lane_row(
                 let m = d.lanes.cpus[c].pressure.mean(a, b);
                 (pressure_glyph(m), Some(Color::Yellow))
             }
-            LaneRow::Group(f, l) => {
+            LaneRow::Group(g) => {
+                let cpus = d.cpu_groups.groups.get(g).map_or(&[][..], Vec::as_slice);
                 let mut busy = 0.0;
                 let mut tally: Vec<(Tid, u32)> = Vec::new();
-                for c in f..=l {
+                for &c in cpus.iter().filter(|&&c| c < d.lanes.cpus.len()) {
                     let cell = d.lanes.cpus[c].cell(a, b);
                     busy += cell.busy;
                     if let Some(t) = cell.task {
@@ -337,7 +342,7 @@ fn lane_row(
                         }
                     }
                 }
-                let n = (l - f + 1) as f64;
+                let n = cpus.len().max(1) as f64;
                 let top = tally.iter().max_by_key(|x| (x.1, -x.0)).map(|x| x.0);
                 (eighth(busy / n), top.map(|t| colour(d.colour_key(t))))
             }
@@ -349,6 +354,21 @@ fn lane_row(
             }
         };
         let mut style = Style::default();
+        if let LaneRow::Task(t) = row {
+            if throttled_tasks
+                && d.marks
+                    .throttled
+                    .task_spans
+                    .get(&t)
+                    .is_some_and(|s| s.covered(a, b) > 0)
+            {
+                // its cgroup was throttled in this cell
+                style = style.add_modifier(Modifier::UNDERLINED);
+                if !app.no_color {
+                    style = style.bg(Color::Indexed(53));
+                }
+            }
+        }
         if let (Some(fg), false) = (fg, app.no_color) {
             style = style.fg(fg);
         }
@@ -374,7 +394,8 @@ fn lane_row(
 
 /// An overlay strip cell: latency as one eighth step per doubling from
 /// 1 us (full at 128 us and above), preemptions as a digit (`+` above 9),
-/// wasted idle and gang fragments as the share of the cell, PLE exits
+/// wasted idle and gang fragments as the share of the cell, throttled
+/// periods as their throttled time per ns of the cell, PLE exits
 /// and IPIs as a count digit (`T` when an IPI of the cell is a TLB
 /// shootdown).
 fn overlay_cell(d: &Data, c: usize, o: Overlay, a: u64, b: u64) -> (char, Option<Color>) {
@@ -415,6 +436,10 @@ fn overlay_cell(d: &Data, c: usize, o: Overlay, a: u64, b: u64) -> (char, Option
             let w = d.lanes.wasted.get(c).map_or(0, |s| s.covered(a, b));
             (eighth(w as f64 / (b - a) as f64), Some(Color::Red))
         }
+        Overlay::Throttled => (
+            eighth(d.marks.throttled.density(c, a, b)),
+            Some(Color::LightMagenta),
+        ),
     }
 }
 
@@ -515,7 +540,39 @@ pub fn detail(app: &App) -> Option<String> {
     let v = &app.view;
     let rel = |t: u64| fmt_rel(t.saturating_sub(v.lo), v.width);
     match app.lane_rows().get(app.lane)? {
-        LaneRow::Cpu(c) | LaneRow::Pressure(c) | LaneRow::Group(c, _) | LaneRow::Overlay(c, _) => {
+        LaneRow::Overlay(c, Overlay::Throttled) => {
+            let ps = d.marks.throttled.at_cpu(*c, v.cursor);
+            Some(if ps.is_empty() {
+                format!(
+                    "CPU{c} @{}: no throttled period here ({} in the trace)",
+                    rel(v.cursor),
+                    d.marks.throttled.info.periods.len()
+                )
+            } else {
+                format!("CPU{c} @{}: {}", rel(v.cursor), throttle_text(d, &ps, &rel))
+            })
+        }
+        LaneRow::Group(g) => {
+            let cpus = d.cpu_groups.groups.get(*g)?;
+            let busy = cpus
+                .iter()
+                .filter(|&&c| {
+                    d.lanes
+                        .cpus
+                        .get(c)
+                        .and_then(|l| l.run_at(v.cursor))
+                        .is_some_and(|r| r.2 != 0)
+                })
+                .count();
+            Some(format!(
+                "{} @{}: {} CPUs ({}), {busy} running a task (Enter: expand)",
+                d.cpu_groups.labels.get(*g).map_or("?", String::as_str),
+                rel(v.cursor),
+                cpus.len(),
+                cpu_list(cpus),
+            ))
+        }
+        LaneRow::Cpu(c) | LaneRow::Pressure(c) | LaneRow::Overlay(c, _) => {
             let lane = d.lanes.cpus.get(*c)?;
             let waiting = lane.pressure.count_at(v.cursor);
             Some(match lane.run_at(v.cursor) {
@@ -550,18 +607,93 @@ pub fn detail(app: &App) -> Option<String> {
             let ivs = &d.timeline.threads[info.thread].intervals[..];
             let i = ivs.partition_point(|iv| iv.end_or(end).0 <= v.cursor);
             let iv = ivs.get(i)?;
-            Some(format!(
-                "{} @{}: {:?}{} {}..{} ({}){}",
-                d.label(*t),
-                rel(v.cursor),
-                iv.state,
-                iv.cpu.map_or(String::new(), |c| format!(" on CPU{}", c.0)),
-                rel(iv.ts.0),
-                rel(iv.end_or(end).0),
-                fmt_dur(iv.end_or(end).0.saturating_sub(iv.ts.0)),
-                iv.waker
-                    .map_or(String::new(), |w| format!(" woken by {}", d.label(w.0)))
-            ))
+            let thr = if app.overlays.contains(&Overlay::Throttled) {
+                let ps = d.marks.throttled.at_task(*t, v.cursor);
+                if ps.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", throttle_text(d, &ps, &rel))
+                }
+            } else {
+                String::new()
+            };
+            Some(
+                format!(
+                    "{} @{}: {:?}{} {}..{} ({}){}",
+                    d.label(*t),
+                    rel(v.cursor),
+                    iv.state,
+                    iv.cpu.map_or(String::new(), |c| format!(" on CPU{}", c.0)),
+                    rel(iv.ts.0),
+                    rel(iv.end_or(end).0),
+                    fmt_dur(iv.end_or(end).0.saturating_sub(iv.ts.0)),
+                    iv.waker
+                        .map_or(String::new(), |w| format!(" woken by {}", d.label(w.0)))
+                ) + &thr,
+            )
         }
     }
+}
+
+/// Member tasks listed in the detail line of a throttled period.
+const MEMBERS_SHOWN: usize = 3;
+
+/// Throttled periods as the detail line tells them: the cgroup, how often
+/// and how long it was throttled in the sample interval, its member tasks,
+/// the interval and the quota (most telling first, for narrow screens).
+fn throttle_text(
+    d: &Data,
+    ps: &[&schedscope_analysis::throttle::ThrottlePeriod],
+    rel: &dyn Fn(u64) -> String,
+) -> String {
+    let info = &d.marks.throttled.info;
+    ps.iter()
+        .filter_map(|p| {
+            let cg = info.cgroups.get(p.cgroup)?;
+            let mut members: Vec<String> = cg
+                .members
+                .iter()
+                .take(MEMBERS_SHOWN)
+                .map(|t| d.label(t.0))
+                .collect();
+            if cg.members.len() > MEMBERS_SHOWN {
+                members.push(format!("+{} more", cg.members.len() - MEMBERS_SHOWN));
+            }
+            Some(format!(
+                "{} throttled {}x for {}, members {}; samples {}..{}, quota {}/{}",
+                cg.path,
+                p.nr_throttled,
+                fmt_dur(p.throttled_ns),
+                if members.is_empty() {
+                    "unknown".to_string()
+                } else {
+                    members.join(", ")
+                },
+                rel(p.start_ns),
+                rel(p.end_ns),
+                fmt_dur(cg.quota_us.max(0) as u64 * 1000),
+                fmt_dur(cg.period_us * 1000),
+            ))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// `0-15,32-47` for ascending CPUs.
+fn cpu_list(cpus: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
 }
