@@ -299,7 +299,7 @@ fn trace_row(trace: &Trace, id: &layout::Identity, s: &mut Sinks) -> Result<(), 
         .i32(trace.nr_cpus as i32)
         .u64(trace.start().0)
         .u64(trace.end().0)
-        .i64(None)
+        .i64(layout::wall_clock_ns(trace))
         .u64(trace.event_count())
         .u64(trace.lost)
         .str(Some(env!("CARGO_PKG_VERSION")))

@@ -38,5 +38,5 @@ pub use strings::{StrId, Strings};
 pub use task::{Task, TaskTable};
 pub use trace::{
     CgroupSample, CpuLoss, KernelSymbols, Mapping, Severity, Tally, Trace, TraceFormat, TraceMeta,
-    Warning,
+    WallClock, Warning,
 };
