@@ -167,6 +167,19 @@ fn open_and_write(
     s.close_all()
 }
 
+/// Give the allocator's free memory back to the system (glibc keeps what
+/// the closed tables' builders and writer freed, in the writer thread's
+/// arena where the main thread's next allocations cannot reuse it): the
+/// timeline built next then raises the peak by its own size only.
+fn give_back_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free heap memory; it has no
+    // preconditions.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// [`schedscope_analysis::report::timed`], the phase named `export NAME`.
 fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
     schedscope_analysis::report::timed(&format!("export {name}"), f)
@@ -178,15 +191,19 @@ fn write_all(
     opts: &ExportOptions,
     s: &mut Sinks,
 ) -> Result<(), ExportError> {
+    // (what the load freed, too: the decoder's file-order events)
+    give_back_free_memory();
     let u = Utids::new(trace);
     trace_row(trace, id, s)?;
     timed("threads", || threads(trace, s))?;
     s.close(&["trace", "process", "thread"])?;
     let switch_ins = timed("events", || tables::events(trace, &u, s))?;
     s.close(tables::EVENT_TABLES)?;
+    give_back_free_memory();
     timed("stacks", || tables::stacks(trace, s))?;
     timed("sched_latency", || tables::latency(trace, &u, s))?;
     s.close(&["stack", "sched_latency"])?;
+    give_back_free_memory();
     let need_timeline = [
         "thread_state",
         "sched_slice",
@@ -209,6 +226,7 @@ fn write_all(
     })?;
     drop(switch_ins);
     s.close(&["thread_state", "sched_slice"])?;
+    give_back_free_memory();
     let ctx = Context {
         trace,
         timeline: &timeline,
