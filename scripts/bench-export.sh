@@ -9,9 +9,11 @@
 # Targets (issue 11): export wall time <= 1/3 of perf script's, export peak
 # RSS <= 1.5x report --all's. Environment: REPS (default 3) runs of each,
 # alternated so that load changes hit all alike; best and median wall
-# times, largest peak RSS (GNU time's maxrss); SCHEDSCOPE (default: a
-# release build of this workspace). The load average is printed: measure
-# on a quiet machine.
+# times, median user+sys CPU seconds, largest peak RSS (GNU time's maxrss);
+# SCHEDSCOPE (default: a release build of this workspace); BEFORE (optional:
+# another schedscope binary whose export is timed in the same runs, e.g. the
+# previous main's, for before/after figures). The load average is printed:
+# measure on a quiet machine, and compare CPU seconds when it is not.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,26 +32,18 @@ if [ -z "$bin" ]; then
     bin=$root/target/release/schedscope
 fi
 
-# run1 NAME CMD...: one run; appends wall time (s) to $tmp/NAME.wall and
-# peak RSS (KiB) to $tmp/NAME.rss.
-run1() {
-    local name=$1; shift
-    local t0 t1
-    t0=$(date +%s%N)
-    /usr/bin/time -f '%M' -o "$tmp/t" "$@" >/dev/null 2>"$tmp/err" || {
-        echo "bench-export: $name failed:" >&2; cat "$tmp/err" >&2; exit 1; }
-    t1=$(date +%s%N)
-    awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.4f\n", (b - a) / 1e9}' >> "$tmp/$name.wall"
-    cat "$tmp/t" >> "$tmp/$name.rss"
-}
-stats() {
-    best=$(sort -n "$tmp/$1.wall" | head -1)
-    med=$(sort -n "$tmp/$1.wall" | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}')
-    rss=$(sort -n "$tmp/$1.rss" | tail -1)
-}
+bench_name=bench-export
+# shellcheck source=lib/timing.sh
+. "$root/scripts/lib/timing.sh"
+before=${BEFORE:-}
 
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 for _ in $(seq "$reps"); do
     run1 perf_script perf script -i "$file"
+    if [ -n "$before" ]; then
+        rm -rf "$tmp/out"
+        run1 export_before "$before" export "$file" --parquet "$tmp/out"
+    fi
     rm -rf "$tmp/out"
     run1 export "$bin" export "$file" --parquet "$tmp/out"
     run1 report_all "$bin" report --all "$file"
@@ -57,17 +51,25 @@ done
 rows=$(find "$tmp/out" -name '*.parquet' | wc -l)
 size=$(du -sm "$tmp/out" | cut -f1)
 
-echo "load: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)"
+echo "load: $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end ($(nproc) CPUs)"
 echo "file: $file ($(stat -c %s "$file" | awk '{printf "%.1f MB", $1/1e6}'))"
 echo "export: $rows Parquet files, $size MiB"
-printf '%-32s %12s %12s %14s %12s %10s\n' "command ($reps runs)" "best wall s" "median s" "peak RSS MiB" "wall ratio" "RSS ratio"
-stats perf_script; p_best=$best
-printf '%-32s %12s %12s %14.1f\n' "perf script" "$best" "$med" "$(echo "$rss/1024" | bc -l)"
-stats report_all; r_rss=$rss
-printf '%-32s %12s %12s %14.1f\n' "schedscope report --all" "$best" "$med" "$(echo "$rss/1024" | bc -l)"
-stats export
-wall_ratio=$(awk -v a="$best" -v b="$p_best" 'BEGIN{printf "%.3f", a / b}')
-rss_ratio=$(awk -v a="$rss" -v b="$r_rss" 'BEGIN{printf "%.3f", a / b}')
-printf '%-32s %12s %12s %14.1f %12s %10s\n' "schedscope export (all tables)" "$best" "$med" "$(echo "$rss/1024" | bc -l)" "$wall_ratio" "$rss_ratio"
+fmt='%-34s %11s %9s %8s %13s %11s %10s\n'
+printf "$fmt" "command ($reps runs)" "best wall s" "median s" "CPU s" "peak RSS MiB" "wall ratio" "RSS ratio"
+mib() { awk -v k="$1" 'BEGIN{printf "%.1f", k / 1024}'; }
+stats perf_script; p_best=$best_wall
+printf "$fmt" "perf script" "$best_wall" "$med_wall" "$med_cpu" "$(mib "$peak_rss")" "" ""
+stats report_all; r_rss=$peak_rss
+printf "$fmt" "schedscope report --all" "$best_wall" "$med_wall" "$med_cpu" "$(mib "$peak_rss")" "" ""
+# line NAME LABEL: a timed export, with its ratios to perf script (wall)
+# and report --all (RSS); sets wall_ratio and rss_ratio.
+line() {
+    stats "$1"
+    wall_ratio=$(awk -v a="$best_wall" -v b="$p_best" 'BEGIN{printf "%.3f", a / b}')
+    rss_ratio=$(awk -v a="$peak_rss" -v b="$r_rss" 'BEGIN{printf "%.3f", a / b}')
+    printf "$fmt" "$2" "$best_wall" "$med_wall" "$med_cpu" "$(mib "$peak_rss")" "$wall_ratio" "$rss_ratio"
+}
+[ -n "$before" ] && line export_before "export, BEFORE binary"
+line export "schedscope export (all tables)"
 echo "targets: wall ratio <= 0.333 of perf script (best of $reps), RSS ratio <= 1.5 of report --all"
 awk -v w="$wall_ratio" -v r="$rss_ratio" 'BEGIN{exit !(w <= 0.333 && r <= 1.5)}' || { echo "bench-export: target missed" >&2; exit 1; }

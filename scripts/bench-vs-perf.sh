@@ -43,24 +43,9 @@ fi
 events=$(perf report -i "$file" --stats 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}')
 size=$(stat -c %s "$file")
 
-# run1 NAME CMD...: one run; appends its wall time (s) to $tmp/NAME.wall and
-# its peak RSS (KiB) to $tmp/NAME.rss.
-run1() {
-    local name=$1; shift
-    local t0 t1
-    t0=$(date +%s%N)
-    /usr/bin/time -f '%M' -o "$tmp/t" "$@" >/dev/null 2>"$tmp/err" || {
-        echo "bench-vs-perf: $name failed:" >&2; cat "$tmp/err" >&2; exit 1; }
-    t1=$(date +%s%N)
-    awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.4f\n", (b - a) / 1e9}' >> "$tmp/$name.wall"
-    cat "$tmp/t" >> "$tmp/$name.rss"
-}
-# stats NAME: sets best_wall, med_wall (s) and peak_rss (KiB).
-stats() {
-    best_wall=$(sort -n "$tmp/$1.wall" | head -1)
-    med_wall=$(sort -n "$tmp/$1.wall" | awk '{w[NR]=$1} END{print w[int((NR+1)/2)]}')
-    peak_rss=$(sort -n "$tmp/$1.rss" | tail -1)
-}
+bench_name=bench-vs-perf
+# shellcheck source=lib/timing.sh
+. "$root/scripts/lib/timing.sh"
 
 # Warm the page cache for both.
 cat "$file" >/dev/null

@@ -223,6 +223,7 @@ pub enum DiffFormat {
 
 /// `schedscope diff`.
 #[derive(Debug, Args)]
+#[command(after_help = "An invalid --gang-of SPEC exits with status 2 before any trace is read.")]
 pub struct DiffArgs {
     /// Base traces or export roots; without `--`, exactly two inputs: BASE NEW.
     #[arg(required = true)]

@@ -186,3 +186,86 @@ fn more_messaging_groups_show_the_expected_direction() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_invalid_gang_of_exits_2_before_loading() {
+    for cmd in [
+        &[
+            "diff",
+            "--gang-of",
+            "pid=abc",
+            "/nonexistent/a.data",
+            "/nonexistent/b.data",
+        ][..],
+        &[
+            "export",
+            "--gang-of",
+            "pid=abc",
+            "--parquet",
+            "/nonexistent/out",
+            "/nonexistent/a.data",
+        ],
+    ] {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_schedscope"))
+            .args(cmd)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{cmd:?}: {err}");
+        assert!(
+            err.starts_with("schedscope: invalid --gang-of pid=abc: ")
+                && err.contains("`abc` is not a process id"),
+            "{cmd:?}: {err}"
+        );
+        assert!(
+            !err.contains("nonexistent"),
+            "loaded before checking: {err}"
+        );
+        assert!(o.stdout.is_empty(), "{cmd:?}");
+    }
+}
+
+#[test]
+fn by_ordinal_compares_threads() {
+    // perf bench sched messaging: many threads with the same names, told
+    // apart by start order.
+    let p = fixture("perf/sched_small.data");
+    let p = p.to_str().unwrap();
+    let d = diff_json(&["--by", "ordinal", "--latency", p, p]);
+    assert_all_zero(&d, "--by ordinal");
+    let threads: Vec<&Value> = rows(&d)
+        .iter()
+        .filter(|r| r["entity_kind"] == "thread")
+        .collect();
+    assert!(!threads.is_empty(), "no per-thread rows: {d}");
+    assert!(
+        !rows(&d).iter().any(|r| r["entity_kind"] == "task_group"),
+        "{d}"
+    );
+    // Keys are the thread table's match_key#match_ordinal, one per thread.
+    let keys: std::collections::BTreeSet<&str> = threads
+        .iter()
+        .map(|r| r["entity_key"].as_str().unwrap())
+        .collect();
+    assert!(
+        keys.iter().all(|k| k.contains('/') && k.contains('#')),
+        "{keys:?}"
+    );
+    // The per-thread max delays are report --latency's per-task ones.
+    let rep: Value =
+        serde_json::from_str(&schedscope(&["report", "--latency", "--format", "json", p])).unwrap();
+    let mut want: Vec<u64> = rep["latency"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["delay_max_ns"].as_u64().unwrap())
+        .collect();
+    let mut got: Vec<u64> = threads
+        .iter()
+        .filter(|r| r["metric"] == "delay" && r["stat"] == "max")
+        .map(|r| r["base"]["mean"].as_f64().unwrap() as u64)
+        .collect();
+    want.sort_unstable();
+    got.sort_unstable();
+    assert_eq!(got, want);
+}

@@ -60,6 +60,38 @@ pub fn thread_keys(tasks: &TaskTable) -> Vec<(String, u32)> {
     })
 }
 
+/// The `--by ordinal` key of every thread of a trace: `match_key#N`, the
+/// `thread` table's `match_key` and `match_ordinal` (N ranks the threads
+/// with the same key by fork time, then utid).
+pub struct ThreadKeys {
+    /// Per tid, the key of each incarnation (in utid order).
+    by_tid: HashMap<i32, Vec<String>>,
+}
+
+impl ThreadKeys {
+    /// Keys of every thread incarnation of `tasks`.
+    pub fn new(tasks: &TaskTable) -> ThreadKeys {
+        let mut by_tid: HashMap<i32, Vec<String>> = HashMap::new();
+        for (t, (key, ord)) in tasks.iter().zip(thread_keys(tasks)) {
+            by_tid
+                .entry(t.tid.0)
+                .or_default()
+                .push(format!("{key}#{ord}"));
+        }
+        ThreadKeys { by_tid }
+    }
+
+    /// The key of thread `tid` (its first incarnation: analyses that report
+    /// per tid merge incarnations), or its comm's key when the task table
+    /// does not know it (`comm#0`).
+    pub fn key(&self, tid: Tid, comm: &str) -> String {
+        match self.by_tid.get(&tid.0).and_then(|v| v.first()) {
+            Some(k) => k.clone(),
+            None => format!("{}#0", comm_key(comm)),
+        }
+    }
+}
+
 /// Rank equal keys by `start(index)` then index.
 pub fn ordinals(keys: Vec<String>, start: impl Fn(usize) -> u64) -> Vec<(String, u32)> {
     let mut order: Vec<usize> = (0..keys.len()).collect();

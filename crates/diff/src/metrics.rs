@@ -5,7 +5,7 @@
 //! JSON reports show); entities are named by their cross-run
 //! [`crate::keys`] so that runs can be compared.
 
-use crate::keys::{By, ProcessKeys};
+use crate::keys::{By, ProcessKeys, ThreadKeys};
 use schedscope_analysis::report::Section;
 use schedscope_analysis::stats::percentile_nearest_rank;
 use schedscope_analysis::{gang, idle, latency, lhp, tlb, Report};
@@ -49,7 +49,8 @@ pub struct Metric {
     pub section: String,
     /// Metric name.
     pub metric: String,
-    /// `trace`, `task_group`, `gang`, `vm`, `class`.
+    /// `trace`, `task_group` (`thread` with `--by ordinal`), `gang`, `vm`,
+    /// `class`.
     pub entity_kind: String,
     /// Cross-run key of the entity (`""` for the whole trace).
     pub entity_key: String,
@@ -162,7 +163,11 @@ pub fn of_sections(trace: &Trace, s: &Sections, by: By) -> Vec<Metric> {
     let keys = ProcessKeys::new(&trace.tasks, by);
     let mut out = Vec::new();
     if let Some(l) = s.latency {
-        latency_metrics(&mut out, &keys, l);
+        let group = match by {
+            By::Ordinal => Group::Thread(ThreadKeys::new(&trace.tasks)),
+            By::Comm | By::Pid => Group::Process(&keys),
+        };
+        latency_metrics(&mut out, &group, l);
     }
     if let Some(g) = s.gang {
         for gang in &g.gangs {
@@ -262,7 +267,33 @@ pub fn of_sections(trace: &Trace, s: &Sections, by: By) -> Vec<Metric> {
     out
 }
 
-fn latency_metrics(out: &mut Vec<Metric>, keys: &ProcessKeys, l: &latency::LatencyReport) {
+/// How latency rows group tasks: per process (task group, `--by comm` and
+/// `--by pid`), or per thread (`--by ordinal`: threads paired by start
+/// order within their match key).
+enum Group<'a> {
+    /// Entity kind `task_group`, keyed by process.
+    Process(&'a ProcessKeys),
+    /// Entity kind `thread`, keyed `match_key#match_ordinal`.
+    Thread(ThreadKeys),
+}
+
+impl Group<'_> {
+    fn kind(&self) -> &'static str {
+        match self {
+            Group::Process(_) => "task_group",
+            Group::Thread(_) => "thread",
+        }
+    }
+
+    fn key(&self, t: &latency::TaskLatency) -> String {
+        match self {
+            Group::Process(k) => k.key(t.tgid.map(Tid), &t.comm),
+            Group::Thread(k) => k.key(Tid(t.tid), &t.comm),
+        }
+    }
+}
+
+fn latency_metrics(out: &mut Vec<Metric>, group: &Group, l: &latency::LatencyReport) {
     let mut a = at(out, "latency", "trace", "");
     let sw = l.total_switches;
     a.put("switches", "total", sw as f64, COUNT_HI, sw);
@@ -281,12 +312,11 @@ fn latency_metrics(out: &mut Vec<Metric>, keys: &ProcessKeys, l: &latency::Laten
     }
     let mut all: Vec<u64> = l.tasks.iter().flat_map(|t| &t.delays_ns).copied().collect();
     percentiles(&mut a, &mut all);
-    // Per task group (process): max, mean, p50 and p99 delay, run time.
+    // Per task group (process), or per thread with --by ordinal: max, mean,
+    // p50 and p99 delay, run time.
     let mut groups: BTreeMap<String, (u64, u64, u64, u64, Vec<u64>)> = BTreeMap::new();
     for t in &l.tasks {
-        let g = groups
-            .entry(keys.key(t.tgid.map(Tid), &t.comm))
-            .or_default();
+        let g = groups.entry(group.key(t)).or_default();
         g.0 = g.0.max(t.delay_max_ns);
         g.1 += t.delay_total_ns;
         g.2 += t.switches;
@@ -294,7 +324,7 @@ fn latency_metrics(out: &mut Vec<Metric>, keys: &ProcessKeys, l: &latency::Laten
         g.4.extend_from_slice(&t.delays_ns);
     }
     for (key, (max, total, n, run, delays)) in &mut groups {
-        let mut a = at(out, "latency", "task_group", key);
+        let mut a = at(out, "latency", group.kind(), key);
         a.put("delay", "max", *max as f64, NS_LO, *n);
         if *n > 0 {
             a.put("delay", "mean", *total as f64 / *n as f64, NS_LO, *n);
@@ -351,5 +381,65 @@ fn idle_metrics(out: &mut Vec<Metric>, i: &idle::IdleReport) {
     }
     if let Some(v) = i.work_per_second_ns.stddev {
         a.put("work_per_second", "stddev", v, WORK_LO, n);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedscope_trace::{TraceFormat, Ts};
+
+    /// A process `bench` (leader `leader`) with two `worker` threads
+    /// forked at 10 and 20 ns, with the given tids and max delays.
+    fn run(leader: i32, workers: [(i32, u64); 2]) -> (Trace, latency::LatencyReport) {
+        let mut trace = Trace::new("t", TraceFormat::FtraceText);
+        let g = Some(Tid(leader));
+        trace.tasks.fork(Tid(leader), g, "bench", Some(Ts(1)));
+        let mut report = latency::LatencyReport::default();
+        for (i, (tid, delay)) in workers.into_iter().enumerate() {
+            trace
+                .tasks
+                .fork(Tid(tid), g, "worker", Some(Ts(10 * (i as u64 + 1))));
+            report.tasks.push(latency::TaskLatency {
+                tid,
+                tgid: Some(leader),
+                comm: "worker".into(),
+                switches: 1,
+                delay_max_ns: delay,
+                delay_total_ns: delay,
+                delays_ns: vec![delay],
+                ..Default::default()
+            });
+        }
+        (trace, report)
+    }
+
+    fn delay_max(trace: &Trace, l: &latency::LatencyReport, by: By) -> Vec<(String, String, f64)> {
+        let s = Sections {
+            latency: Some(l),
+            ..Default::default()
+        };
+        of_sections(trace, &s, by)
+            .into_iter()
+            .filter(|m| m.metric == "delay" && m.stat == "max" && !m.entity_key.is_empty())
+            .map(|m| (m.entity_kind, m.entity_key, m.value))
+            .collect()
+    }
+
+    #[test]
+    fn by_ordinal_pairs_threads_by_start_order_within_a_key() {
+        // Run B's tids are in the other order than their starts: pairing
+        // by start order, not by tid, gives each thread its own delay.
+        let (ta, la) = run(100, [(101, 1_000), (102, 5_000)]);
+        let (tb, lb) = run(300, [(307, 1_000), (305, 5_000)]);
+        let want = vec![
+            ("thread".to_string(), "bench/worker#0".to_string(), 1_000.0),
+            ("thread".to_string(), "bench/worker#1".to_string(), 5_000.0),
+        ];
+        assert_eq!(delay_max(&ta, &la, By::Ordinal), want);
+        assert_eq!(delay_max(&tb, &lb, By::Ordinal), want);
+        // By comm the two threads are one task group (max of both).
+        let group = vec![("task_group".to_string(), "bench".to_string(), 5_000.0)];
+        assert_eq!(delay_max(&tb, &lb, By::Comm), group);
     }
 }

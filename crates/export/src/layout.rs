@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 pub struct Identity {
     /// Host name (decoded; percent-encoded in paths).
     pub host: String,
-    /// `YYYY-MM-DD`.
+    /// `YYYY-MM-DD` (UTC) of the first event when the trace anchors its
+    /// clock to wall time, else of the file's modification time.
     pub date: String,
     /// Run id: `r` and 12 hex digits of a hash of the file's identity (never
     /// numeric, so that engines keep the partition a string).
@@ -46,6 +47,12 @@ pub fn civil_date(unix_secs: u64) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
+/// The Unix time (ns) of the trace's first event, when the trace anchors
+/// its clock to wall time (perf.data HEADER_CLOCK_DATA); `None` otherwise.
+pub fn wall_clock_ns(trace: &Trace) -> Option<i64> {
+    trace.meta.wall_clock?.tod_of(trace.start().0)
+}
+
 impl Identity {
     /// The identity of `trace`, read from `file`.
     pub fn of(trace: &Trace, file: &Path) -> Identity {
@@ -72,7 +79,13 @@ impl Identity {
                 .clone()
                 .filter(|h| !h.is_empty())
                 .unwrap_or_else(|| "unknown".into()),
-            date: civil_date(mtime),
+            // The day of the first event when the trace anchors its clock
+            // to wall time, else the file's modification day.
+            date: civil_date(
+                wall_clock_ns(trace)
+                    .and_then(|ns| u64::try_from(ns / 1_000_000_000).ok())
+                    .unwrap_or(mtime),
+            ),
             run: format!("r{:012x}", h.finish() & 0xffff_ffff_ffff),
         }
     }

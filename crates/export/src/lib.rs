@@ -27,7 +27,7 @@ use schedscope_diff::metrics::{self, Sections};
 use schedscope_trace::Trace;
 use sink::{TableSink, Target};
 use std::path::PathBuf;
-use tables::{Sinks, Utids};
+use tables::{Sinks, Slot, Utids};
 
 /// What to write.
 #[derive(Clone, Debug, Default)]
@@ -114,10 +114,37 @@ pub fn export(
         }
         layout::write_docs(root)?;
     }
+    let mut writers = sink::Writers::spawn()?;
+    let rows = open_and_write(trace, &id, opts, &chosen, &mut writers);
+    // The writer thread's error, when it failed, is the cause of any
+    // "writer thread stopped" that the row builders saw.
+    let written = timed("close", || writers.finish());
+    let rows = match (rows, written) {
+        (_, Err(e)) | (Err(e), Ok(())) => return Err(e),
+        (Ok(rows), Ok(())) => rows,
+    };
+    Ok(Exported {
+        run: id.run,
+        host: id.host,
+        date: id.date,
+        rows,
+    })
+}
+
+/// Open the chosen tables' sinks (their files are created now, so that a
+/// table with no rows is still a readable file with its schema), write
+/// every row, close them; the rows per table.
+fn open_and_write(
+    trace: &Trace,
+    id: &layout::Identity,
+    opts: &ExportOptions,
+    chosen: &[bool],
+    writers: &mut sink::Writers,
+) -> Result<Vec<(&'static str, u64)>, ExportError> {
     let mut sinks = Vec::new();
-    for (t, on) in schema::TABLES.iter().zip(&chosen) {
+    for (t, on) in schema::TABLES.iter().zip(chosen) {
         if !on {
-            sinks.push(None);
+            sinks.push(Slot::Off);
             continue;
         }
         let path = |root: &PathBuf, ext: &str| {
@@ -133,25 +160,24 @@ pub fn export(
             // In the hive layout the host= partition supplies trace.host.
             skip: (!opts.flat && t.name == "trace").then_some("host"),
         };
-        sinks.push(Some(TableSink::open(t, target, &id.run)?));
+        sinks.push(Slot::Open(TableSink::open(t, target, &id.run, writers)?));
     }
     let mut s = Sinks(sinks);
-    write_all(trace, &id, opts, &mut s)?;
-    let rows = timed("close", || -> Result<_, ExportError> {
-        let mut rows = Vec::new();
-        for (t, sink) in schema::TABLES.iter().zip(s.0) {
-            if let Some(sink) = sink {
-                rows.push((t.name, sink.close()?));
-            }
-        }
-        Ok(rows)
-    })?;
-    Ok(Exported {
-        run: id.run,
-        host: id.host,
-        date: id.date,
-        rows,
-    })
+    write_all(trace, id, opts, &mut s)?;
+    s.close_all()
+}
+
+/// Give the allocator's free memory back to the system (glibc keeps what
+/// the closed tables' builders and writer freed, in the writer thread's
+/// arena where the main thread's next allocations cannot reuse it): the
+/// timeline built next then raises the peak by its own size only.
+fn give_back_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free heap memory; it has no
+    // preconditions.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 /// [`schedscope_analysis::report::timed`], the phase named `export NAME`.
@@ -165,12 +191,19 @@ fn write_all(
     opts: &ExportOptions,
     s: &mut Sinks,
 ) -> Result<(), ExportError> {
+    // (what the load freed, too: the decoder's file-order events)
+    give_back_free_memory();
     let u = Utids::new(trace);
     trace_row(trace, id, s)?;
     timed("threads", || threads(trace, s))?;
+    s.close(&["trace", "process", "thread"])?;
     let switch_ins = timed("events", || tables::events(trace, &u, s))?;
+    s.close(tables::EVENT_TABLES)?;
+    give_back_free_memory();
     timed("stacks", || tables::stacks(trace, s))?;
     timed("sched_latency", || tables::latency(trace, &u, s))?;
+    s.close(&["stack", "sched_latency"])?;
+    give_back_free_memory();
     let need_timeline = [
         "thread_state",
         "sched_slice",
@@ -192,6 +225,8 @@ fn write_all(
         tables::timeline(trace, &timeline, &u, &switch_ins, s)
     })?;
     drop(switch_ins);
+    s.close(&["thread_state", "sched_slice"])?;
+    give_back_free_memory();
     let ctx = Context {
         trace,
         timeline: &timeline,
@@ -235,11 +270,15 @@ fn write_all(
     if let Some(g) = &gang_r {
         tables::gangs(trace, &ctx, g, s)?;
     }
+    s.close(&["gang_summary", "gang_episode"])?;
     tables::ple(&ctx, &u, s)?;
+    s.close(&["ple_exit"])?;
     timed("ipi_request", || tables::ipi_requests(&ctx, &u, s))?;
+    s.close(&["ipi_request"])?;
     if let Some((_, gaps)) = &idle_r {
         tables::idle_gaps(gaps, s)?;
     }
+    s.close(&["idle_gap"])?;
     if let Some(t) = s.get("summary_metric") {
         let secs = Sections {
             latency: lat.as_ref(),
@@ -278,7 +317,7 @@ fn trace_row(trace: &Trace, id: &layout::Identity, s: &mut Sinks) -> Result<(), 
         .i32(trace.nr_cpus as i32)
         .u64(trace.start().0)
         .u64(trace.end().0)
-        .i64(None)
+        .i64(layout::wall_clock_ns(trace))
         .u64(trace.event_count())
         .u64(trace.lost)
         .str(Some(env!("CARGO_PKG_VERSION")))

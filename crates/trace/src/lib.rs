@@ -41,5 +41,5 @@ pub use task::{Task, TaskTable};
 pub use topology::CpuTopology;
 pub use trace::{
     CgroupSample, CpuLoss, KernelSymbols, Mapping, Severity, Tally, Trace, TraceFormat, TraceMeta,
-    Warning,
+    WallClock, Warning,
 };

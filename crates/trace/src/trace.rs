@@ -126,6 +126,31 @@ pub struct TraceMeta {
     pub cmdline: Option<String>,
     /// Number of CPUs online at record time, when recorded.
     pub nr_cpus_online: Option<u32>,
+    /// The wall-clock anchor, when recorded (perf.data HEADER_CLOCK_DATA,
+    /// written by `perf record -k CLOCK`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wall_clock: Option<WallClock>,
+}
+
+/// A wall-clock anchor: at `clock_ns` on the events' clock, the time of
+/// day was `tod_ns` (ns since the Unix epoch, UTC).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct WallClock {
+    /// The events' clock (`clockid_t`: 1 = CLOCK_MONOTONIC, ...).
+    pub clockid: u32,
+    /// Time of day, ns since the Unix epoch.
+    pub tod_ns: u64,
+    /// The events' clock at the same instant, ns.
+    pub clock_ns: u64,
+}
+
+impl WallClock {
+    /// The time of day (ns since the Unix epoch) of `ts` on the events'
+    /// clock; `None` if it falls outside the i64 range.
+    pub fn tod_of(&self, ts: u64) -> Option<i64> {
+        let v = i128::from(self.tod_ns) + i128::from(ts) - i128::from(self.clock_ns);
+        i64::try_from(v).ok()
+    }
 }
 
 /// A decoded trace.

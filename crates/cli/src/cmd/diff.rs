@@ -3,6 +3,8 @@
 
 use crate::args::{DiffArgs, DiffBy, DiffFormat};
 use crate::cmd::report::{load_options, load_with, Progress};
+use crate::ExitError;
+use schedscope_analysis::gang::GangSpec;
 use schedscope_analysis::{Options, Report, Sections};
 use schedscope_diff::keys::By;
 use schedscope_diff::{metrics, render, Run};
@@ -19,7 +21,20 @@ struct Config {
     opts: Options,
 }
 
+/// An invalid `--gang-of` SPEC is a usage error (exit 2), reported before
+/// any trace is loaded (as `report` does).
+pub(crate) fn check_gang_specs(specs: &[String]) -> Result<(), ExitError> {
+    for spec in specs {
+        GangSpec::parse(spec).map_err(|e| ExitError {
+            code: 2,
+            message: e.to_string(),
+        })?;
+    }
+    Ok(())
+}
+
 fn config(a: DiffArgs) -> anyhow::Result<Config> {
+    check_gang_specs(&a.sections.gang_of)?;
     let (base, new) = if a.new.is_empty() {
         if a.base.len() != 2 {
             anyhow::bail!(

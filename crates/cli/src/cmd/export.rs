@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 /// The validated configuration of one `export` run.
 fn config(a: &ExportArgs) -> anyhow::Result<ExportOptions> {
+    crate::cmd::diff::check_gang_specs(&a.gang_of)?;
     if a.parquet.is_none() && a.csv.is_none() {
         anyhow::bail!("export: give --parquet DIR and/or --csv DIR");
     }

@@ -261,6 +261,8 @@ pub struct Features<'a> {
     pub compressed: Option<CompressedInfo>,
     /// HEADER_CPU_TOPOLOGY section and its file offset.
     pub cpu_topology: Option<(&'a [u8], u64)>,
+    /// HEADER_CLOCK_DATA (`perf record -k`): the wall-clock anchor.
+    pub clock_data: Option<schedscope_trace::WallClock>,
     /// schedscope cgroup samples section and its file offset.
     pub cgroup_samples: Option<(&'a [u8], u64)>,
     /// schedscope task-cgroup membership section and its file offset.
@@ -345,6 +347,21 @@ pub fn read_feature<'a>(f: &mut Features<'a>, bit: u32, bytes: &'a [u8], offset:
             })();
         }
         feature::CPU_TOPOLOGY => f.cpu_topology = Some((bytes, offset)),
+        feature::CLOCK_DATA => {
+            // u32 version (1), u32 clockid, u64 time of day (ns), u64 the
+            // clock at that instant (ns); perf's write_clock_data.
+            f.clock_data = (|| {
+                let version = c.u32()?;
+                let clockid = c.u32()?;
+                let tod_ns = c.u64()?;
+                let clock_ns = c.u64()?;
+                (version >= 1 && tod_ns > 0).then_some(schedscope_trace::WallClock {
+                    clockid,
+                    tod_ns,
+                    clock_ns,
+                })
+            })();
+        }
         feature::SCHEDSCOPE_CGROUP_SAMPLES => f.cgroup_samples = Some((bytes, offset)),
         feature::SCHEDSCOPE_TASK_CGROUPS => f.task_cgroups = Some((bytes, offset)),
         _ => {}

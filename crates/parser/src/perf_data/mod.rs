@@ -261,6 +261,7 @@ fn new_trace(name: &str, feats: &header::Features<'_>) -> Trace {
     trace.meta.arch = feats.arch.clone();
     trace.meta.cmdline = feats.cmdline.clone();
     trace.meta.nr_cpus_online = feats.nr_cpus_online;
+    trace.meta.wall_clock = feats.clock_data;
     trace.nr_cpus = feats.nr_cpus_online.unwrap_or(0).min(1 << 16);
     trace
 }
