@@ -14,8 +14,8 @@
 //!
 //! Analyses: [`latency`] (scheduling latency and run time per task, perf's
 //! rules, its own pass over the events), [`gang`] (gang co-run), [`lhp`]
-//! (lock-holder preemption), [`idle`] (idle under bandwidth control, its own
-//! pass), [`tlb`] (TLB-shootdown and IPI hotspots, and the cpu-clock
+//! (lock-holder preemption), [`idle`] (idle under bandwidth control, on the
+//! timeline's CPU states), [`tlb`] (TLB-shootdown and IPI hotspots, and the cpu-clock
 //! profile). [`symbolize`] turns kernel and user addresses into names for
 //! tlb and idle; it is the only module that reads the host for an answer
 //! (/proc/kallsyms, live processes, ELF files; behind its `host` and `elf`
