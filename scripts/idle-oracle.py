@@ -5,14 +5,27 @@ idle analysis, issue 5).
 usage: perf script -i FILE -F comm,tid,cpu,time,event,trace --ns | scripts/idle-oracle.py
        scripts/idle-oracle.py PERF_DATA      (runs perf script itself)
 
-Rules (DESIGN.md "Thread states": idle = pid 0 current on a CPU):
+Rules (DESIGN.md "Thread states": idle = pid 0 current on a CPU), written
+from the definitions, not from the Rust code:
   * the trace spans [first event, last event] over all CPUs;
   * a CPU's current task is learnt from its first event (the task printed in
     the line is the one current on that CPU), and it has been current since
     the trace start;
-  * sched_switch makes next_pid current; any other event whose task is not
-    the CPU's current one makes it current (a switch went unrecorded);
-  * the last current task of each CPU runs until the trace end.
+  * sched_switch makes next_pid current; the last current task of each CPU
+    runs until the trace end;
+  * lost events are repaired only on a CPU whose trace shows loss: a
+    sched_switch there switches out a task that the previous sched_switch
+    on that CPU did not switch in. On such a CPU, while idle:
+      - a sched_switch of a task P that is runnable (woken by
+        sched_waking/sched_wakeup/sched_wakeup_new, or switched out with
+        prev_state R, R+; a sched_migrate_task restarts "runnable since")
+        means P's switch-in was not recorded: P ran from the later of
+        "idle since" and "P runnable since" (before the CPU's first switch,
+        "idle since" is its first event);
+      - a scheduler event (wakeup, migrate, fork, exit, exec) whose task P
+        is not pid 0 proves P current: P ran from the later of "idle since"
+        and "P runnable since" when P is runnable, else from that event on.
+    Other events (softirqs, tlb flushes, ...) are not taken as evidence.
 Prints JSON: {"start_ns", "end_ns", "idle_ns": {cpu: ns}, "busy_ns": {cpu: ns}}.
 """
 import json
@@ -22,6 +35,12 @@ import sys
 
 LINE = re.compile(r"^\s*(.*?)\s+(-?\d+)\s+\[(\d+)\]\s+(\d+)\.(\d+):\s+(\S+?):\s(.*)$")
 NEXT = re.compile(r"\bnext_pid=(-?\d+)")
+PREV = re.compile(r"\bprev_pid=(-?\d+)")
+PREV_STATE = re.compile(r"\bprev_state=(\S+)")
+PID = re.compile(r"\bpid=(-?\d+)")
+WAKEUPS = ("sched:sched_waking", "sched:sched_wakeup", "sched:sched_wakeup_new")
+NAMES_CURRENT = WAKEUPS + ("sched:sched_migrate_task", "sched:sched_process_fork",
+                           "sched:sched_process_exit", "sched:sched_process_exec")
 
 
 def parse_ts(sec, frac):
@@ -29,41 +48,102 @@ def parse_ts(sec, frac):
     return int(sec) * 1_000_000_000 + int(frac.ljust(9, "0")[:9])
 
 
-def oracle(lines):
-    cur = {}     # cpu -> tid
-    since = {}   # cpu -> ts
-    idle = {}
-    busy = {}
-    start = end = None
+def parse(lines):
+    out = []
     for line in lines:
         m = LINE.match(line)
-        if not m:
+        if m:
+            _comm, tid, cpu, sec, frac, event, rest = m.groups()
+            out.append((int(tid), int(cpu), parse_ts(sec, frac), event, rest))
+    return out
+
+
+def lossy_cpus(events):
+    """CPUs with a switch-out of a task the previous switch there did not switch in."""
+    nxt, lossy = {}, set()
+    for tid, cpu, ts, event, rest in events:
+        if event != "sched:sched_switch":
             continue
-        _comm, tid, cpu, sec, frac, event, rest = m.groups()
-        tid, cpu, ts = int(tid), int(cpu), parse_ts(sec, frac)
+        p, n = PREV.search(rest), NEXT.search(rest)
+        if not (p and n):
+            continue
+        if cpu in nxt and nxt[cpu] != int(p.group(1)):
+            lossy.add(cpu)
+        nxt[cpu] = int(n.group(1))
+    return lossy
+
+
+def oracle(lines):
+    events = parse(lines)
+    lossy = lossy_cpus(events)
+    cur = {}       # cpu -> tid
+    since = {}     # cpu -> ts
+    first = {}     # cpu -> ts of its first event
+    switched = set()
+    idle = {}
+    busy = {}
+    running = {}   # tid -> cpu
+    runnable = {}  # tid -> runnable since
+    start = end = None
+
+    def run(cpu, tid, ts):
+        acc = idle if cur[cpu] == 0 else busy
+        acc[cpu] += ts - since[cpu]
+        cur[cpu] = tid
+        since[cpu] = ts
+
+    def switch_in_unrecorded(cpu, tid, ts):
+        t_in = ts
+        if tid in runnable:
+            idle_since = since[cpu] if cpu in switched else first[cpu]
+            t_in = max(idle_since, runnable[tid])
+        if t_in <= ts:
+            run(cpu, tid, max(t_in, since[cpu]))
+            runnable.pop(tid, None)
+            running[tid] = cpu
+
+    for tid, cpu, ts, event, rest in events:
         if start is None:
             start = ts
         end = ts
         if cpu not in cur:
             cur[cpu] = tid
             since[cpu] = start
+            first[cpu] = ts
             idle.setdefault(cpu, 0)
             busy.setdefault(cpu, 0)
+        if event in NAMES_CURRENT and tid != 0 and cur[cpu] == 0 and cpu in lossy \
+                and cpu in switched:
+            switch_in_unrecorded(cpu, tid, ts)
         if event == "sched:sched_switch":
-            n = NEXT.search(rest)
-            if not n:
+            p, n = PREV.search(rest), NEXT.search(rest)
+            if not (p and n):
                 continue
-            acc = idle if cur[cpu] == 0 else busy
-            acc[cpu] += ts - since[cpu]
-            cur[cpu] = int(n.group(1))
-            since[cpu] = ts
-        elif tid != cur[cpu]:
-            # Any other event names the task current on its CPU: a switch
-            # went unrecorded (perf can drop records without a LOST record).
-            acc = idle if cur[cpu] == 0 else busy
-            acc[cpu] += ts - since[cpu]
-            cur[cpu] = tid
-            since[cpu] = ts
+            prev, nxt = int(p.group(1)), int(n.group(1))
+            if cur[cpu] == 0 and prev != 0 and cpu in lossy and prev in runnable:
+                switch_in_unrecorded(cpu, prev, ts)
+            switched.add(cpu)
+            run(cpu, nxt, ts)
+            if prev != 0:
+                running.pop(prev, None)
+                st = PREV_STATE.search(rest)
+                if st and st.group(1).rstrip("+") == "R":
+                    runnable[prev] = ts
+                else:
+                    runnable.pop(prev, None)
+            if nxt != 0:
+                runnable.pop(nxt, None)
+                running[nxt] = cpu
+        elif event in WAKEUPS:
+            w = PID.search(rest)
+            if w:
+                t = int(w.group(1))
+                if t != 0 and t not in running and t not in runnable:
+                    runnable[t] = ts
+        elif event == "sched:sched_migrate_task":
+            w = PID.search(rest)
+            if w and int(w.group(1)) in runnable:
+                runnable[int(w.group(1))] = ts
     for cpu in cur:
         acc = idle if cur[cpu] == 0 else busy
         acc[cpu] += end - since[cpu]

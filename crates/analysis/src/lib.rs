@@ -14,10 +14,10 @@
 //!
 //! Analyses: [`latency`] (scheduling latency and run time per task, perf's
 //! rules, its own pass over the events), [`gang`] (gang co-run), [`lhp`]
-//! (lock-holder preemption), [`idle`] (idle under bandwidth control, its own
-//! pass), [`tlb`] (TLB-shootdown and IPI hotspots, and the cpu-clock
-//! profile), [`throttle`] (throttled periods from the recorded cgroup
-//! samples, for the TUI's overlay). [`symbolize`] turns kernel and user addresses into names for
+//! (lock-holder preemption), [`idle`] (idle under bandwidth control, on the
+//! timeline's CPU states), [`tlb`] (TLB-shootdown and IPI hotspots, and the
+//! cpu-clock profile), [`throttle`] (throttled periods from the recorded
+//! cgroup samples, for the TUI's overlay). [`symbolize`] turns kernel and user addresses into names for
 //! tlb and idle; it is the only module that reads the host for an answer
 //! (/proc/kallsyms, live processes, ELF files; behind its `host` and `elf`
 //! modules). Shared pieces: [`groups`] (which threads form a gang or VM,

@@ -63,10 +63,11 @@ impl Sections {
         *self == Sections::default()
     }
 
-    /// Whether a section that reads the [`Timeline`] is selected (latency
-    /// and idle do their own passes over the events and never need it).
+    /// Whether a section that reads the [`Timeline`] is selected (only
+    /// latency, which follows `perf sched latency`'s own rules, does its own
+    /// pass over the events and never needs it).
     pub fn need_timeline(&self) -> bool {
-        self.gang || self.lhp || self.tlb
+        self.gang || self.lhp || self.idle || self.tlb
     }
 
     /// The event names the selected sections read (for
@@ -244,10 +245,10 @@ impl Report {
     /// Compute the requested sections of `trace`.
     ///
     /// The timeline is built once (only when a section needs it), in
-    /// parallel with the work that does not read it: latency and idle
-    /// (their own passes over the events) and the bulk of tlb (its pass
-    /// and symbolization, `tlb::prepare`); then gang and lhp run on the
-    /// timeline, and tlb finishes on it. Results do not depend on the
+    /// parallel with the work that does not read it: latency (its own
+    /// perf-compatible pass over the events) and the bulk of tlb (its pass
+    /// and symbolization, `tlb::prepare`); then gang, lhp and idle run on
+    /// the timeline in parallel, and tlb finishes on it. Results do not depend on the
     /// number of threads.
     pub fn compute(trace: &Trace, sections: Sections, opts: &Options) -> Report {
         Report::compute_with_timeline(trace, sections, opts).0
@@ -267,7 +268,7 @@ impl Report {
 
     /// [`Report::compute_with_timeline`], also running `beside` on the
     /// timeline as soon as it is built, in parallel with the sections that
-    /// read it (gang, lhp, profile): the TUI builds its lane index there.
+    /// read it (gang, lhp, profile, idle): the TUI builds its lane index there.
     pub fn compute_beside_timeline<T: Send>(
         trace: &Trace,
         sections: Sections,
@@ -282,7 +283,7 @@ impl Report {
             timeline: &no_timeline,
             opts,
         };
-        let ((timeline, ((gang, lhp), profile), extra), (latency, (idle, tlb_prepared))) =
+        let ((timeline, (((gang, lhp), profile), (idle, extra))), (latency, tlb_prepared)) =
             rayon::join(
                 || {
                     let timeline = if sections.need_timeline() {
@@ -295,7 +296,7 @@ impl Report {
                         timeline: &timeline,
                         opts,
                     };
-                    let (readers, extra) = rayon::join(
+                    let readers = rayon::join(
                         || {
                             rayon::join(
                                 || {
@@ -326,9 +327,21 @@ impl Report {
                                 },
                             )
                         },
-                        || beside(&timeline),
+                        || {
+                            rayon::join(
+                                || {
+                                    timed("idle", || {
+                                        maybe(sections.idle, || {
+                                            check_input(trace, "idle", true)?;
+                                            idle::analyze(&ctx)
+                                        })
+                                    })
+                                },
+                                || beside(&timeline),
+                            )
+                        },
                     );
-                    (timeline, readers, extra)
+                    (timeline, readers)
                 },
                 || {
                     rayon::join(
@@ -341,24 +354,12 @@ impl Report {
                             })
                         },
                         || {
-                            rayon::join(
-                                || {
-                                    timed("idle", || {
-                                        maybe(sections.idle, || {
-                                            check_input(trace, "idle", true)?;
-                                            idle::analyze(&free)
-                                        })
-                                    })
-                                },
-                                || {
-                                    sections.tlb.then(|| {
-                                        timed("tlb prepare", || {
-                                            check_input(trace, "tlb", true)?;
-                                            tlb::prepare(&free)
-                                        })
-                                    })
-                                },
-                            )
+                            sections.tlb.then(|| {
+                                timed("tlb prepare", || {
+                                    check_input(trace, "tlb", true)?;
+                                    tlb::prepare(&free)
+                                })
+                            })
                         },
                     )
                 },

@@ -33,12 +33,19 @@
 //!   CPUs; loss does the same) is inferred when an idle CPU switches out a
 //!   task that was Runnable: the task ran from the later of "the CPU went
 //!   idle" and "the task became Runnable" (an idle CPU picks up a woken task
-//!   at once), counted in [`Timeline::inferred_switch_ins`] (per CPU in
-//!   [`Timeline::inferred_switch_ins_by_cpu`]). This is the timeline's
-//!   lost-event repair, and gang and lhp read its result. It fires only at
-//!   a switch-out that no recorded switch explains, i.e. only on CPUs that
-//!   [`LossEvidence`] (kept in [`Timeline::loss`], found by the census
-//!   pass) marks lossy: on a fully traced CPU nothing is repaired.
+//!   at once). The same switch-in is inferred earlier when, on a lossy CPU
+//!   that its last switch left idle, a scheduler event (a wakeup, a
+//!   migration, fork, exit or exec: `names_current`) names a task as
+//!   current there (its common_pid): from the later of the two times above
+//!   when the task was Runnable, else (its wakeup was lost too) from that
+//!   event, the first instant the trace proves. Counted in
+//!   [`Timeline::inferred_switch_ins`] (per CPU in
+//!   [`Timeline::inferred_switch_ins_by_cpu`]; each in
+//!   [`Timeline::inferred`]). This is the one lost-event repair of the
+//!   analyses: gang and lhp read its result, idle replays it. It fires only
+//!   on CPUs that [`LossEvidence`] (kept in [`Timeline::loss`], found by the
+//!   census pass) marks lossy (an idle CPU switching out a task is itself
+//!   such evidence): on a fully traced CPU nothing is repaired.
 //! * After sched_process_exit the next switch-out makes the task Dead,
 //!   whatever its prev_state; so does a switch-out with prev_state X, Z or x.
 
@@ -217,7 +224,26 @@ pub struct Timeline {
     pub inferred_switch_ins_by_cpu: Vec<u64>,
     /// Per-CPU evidence of lost events (see [`LossEvidence`]).
     pub loss: LossEvidence,
+    /// Every inferred switch-in, in the order the build found them (each
+    /// CPU's in time order): the idle analysis replays them among the
+    /// events, so that its CPU states carry the same repair.
+    pub inferred: Vec<InferredSwitchIn>,
+    /// Made by [`Timeline::build`] (not a `Default` placeholder).
+    built: bool,
     index: TidIndex,
+}
+
+/// One switch-in that no sched_switch recorded, inferred by the repair
+/// described in the module docs: `tid` ran on `cpu` from `ts` (the CPU was
+/// idle before), until the sched_switch that switched it out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct InferredSwitchIn {
+    /// When it was switched in.
+    pub ts: Ts,
+    /// Where.
+    pub cpu: Cpu,
+    /// Who.
+    pub tid: Tid,
 }
 
 /// tid -> index map with a cheap multiplicative hash (tids are small integers
@@ -355,6 +381,26 @@ impl LossEvidence {
     pub fn cpu(&self, cpu: u32) -> CpuLoss {
         self.cpus.get(cpu as usize).copied().unwrap_or_default()
     }
+}
+
+/// Whether an event of this kind, other than sched_switch, is one whose
+/// common_pid the build trusts as the task current on the event's CPU
+/// (evidence for the repair, [`Builder::infer_switch_in_from_event`]).
+/// Only kinds that every load keeps for a timeline (the scheduler events
+/// it is built from, and fork/exit/exec, which the parser always keeps), so
+/// that the repair does not depend on which sections were selected; never
+/// events that fire inside a context switch, after sched_switch but
+/// before the switch itself (tlb:tlb_flush on a task switch reports the
+/// previous task).
+pub(crate) fn names_current(data: &EventData) -> bool {
+    matches!(
+        data,
+        EventData::Wakeup { .. }
+            | EventData::Migrate { .. }
+            | EventData::Fork { .. }
+            | EventData::Exit { .. }
+            | EventData::Exec { .. }
+    )
 }
 
 /// What a switch-out leaves a task in.
@@ -507,10 +553,28 @@ impl Census {
         slot.woken &= !exit;
     }
 
+    /// An event other than sched_switch on `cpu` names `tid` as current:
+    /// on a CPU that the last switch left idle, the build may infer its
+    /// switch-in (one more run, one more interval of `tid`).
+    #[inline]
+    fn names_current(&mut self, cpu: Cpu, tid: Tid) {
+        let c = cpu.0 as usize;
+        if tid.is_idle() || self.cpu_next.get(c) != Some(&Some(Tid::IDLE)) {
+            return;
+        }
+        self.cpu_bound[c] += 1;
+        let slot = self.see(tid, StrId(0));
+        slot.bound = slot.bound.saturating_add(1);
+        slot.woken = false;
+    }
+
     /// Pass 1 over the events.
     fn of(trace: &Trace) -> Census {
         let mut s = Census::new(trace.nr_cpus as usize);
         for ev in &trace.events {
+            if names_current(&ev.data) {
+                s.names_current(ev.cpu, ev.tid);
+            }
             match ev.data {
                 EventData::Switch {
                     prev_tid,
@@ -858,6 +922,42 @@ impl Builder {
         if t_in > ts {
             return;
         }
+        self.switch_in_inferred(c, cpu, i, prev, t_in);
+    }
+
+    /// An event on CPU `cpu` at `ts` names `tid` as the task current there
+    /// (its common_pid) while the CPU is idle since its last recorded
+    /// switch, and the trace shows loss on that CPU: `tid`'s switch-in was
+    /// not traced. It ran from the later of "idle since" and "runnable
+    /// since" when it was Runnable (as when an idle CPU switches it out),
+    /// else (its wakeup was not traced either) from this event on, the
+    /// first instant the trace proves. Never on a CPU without evidence of
+    /// loss (fully traced: nothing is repaired there).
+    fn infer_switch_in_from_event(&mut self, ts: Ts, cpu: Cpu, tid: Tid) {
+        let c = cpu.0 as usize;
+        let Some(&tracker) = self.cpus.get(c) else {
+            return;
+        };
+        if tid.is_idle() || tracker.current != Some(Tid::IDLE) || !self.tl.loss.lossy(cpu.0) {
+            return;
+        }
+        let Some(idle_since) = tracker.last_switch else {
+            return;
+        };
+        let i = self.idx(tid);
+        let t_in = match self.open(i) {
+            Some(iv) if iv.state == ThreadState::Runnable => iv.ts.max(idle_since),
+            _ => ts,
+        };
+        if t_in > ts {
+            return;
+        }
+        self.switch_in_inferred(c, cpu, i, tid, t_in);
+    }
+
+    /// The repair's result: idle CPU slot `c` (CPU `cpu`) ran `tid`
+    /// (thread `i`) from `t_in` on, a switch-in the trace lacks.
+    fn switch_in_inferred(&mut self, c: usize, cpu: Cpu, i: usize, prev: Tid, t_in: Ts) {
         if let Some(run) = self.tl.cpus[c].last_mut() {
             if run.tid.is_idle() && run.end.is_none() {
                 if run.ts == t_in {
@@ -887,6 +987,11 @@ impl Builder {
             },
         );
         self.cpus[c].current = Some(prev);
+        self.tl.inferred.push(InferredSwitchIn {
+            ts: t_in,
+            cpu,
+            tid: prev,
+        });
         self.tl.inferred_switch_ins += 1;
         if c >= self.tl.inferred_switch_ins_by_cpu.len() {
             self.tl.inferred_switch_ins_by_cpu.resize(c + 1, 0);
@@ -1022,12 +1127,16 @@ impl Timeline {
                 index: census.index,
                 inferred_switch_ins_by_cpu: vec![0; census.cpu_bound.len()],
                 loss: census.loss,
+                built: true,
                 ..Timeline::default()
             },
             regrown: 0,
         };
         // Pass 2: the state machine.
         for ev in &trace.events {
+            if names_current(&ev.data) {
+                b.infer_switch_in_from_event(ev.ts, ev.cpu, ev.tid);
+            }
             match ev.data {
                 EventData::Switch {
                     prev_tid,
@@ -1077,6 +1186,13 @@ impl Timeline {
             };
         }
         (tl, regrown)
+    }
+
+    /// Whether [`Timeline::build`] made this timeline (a
+    /// `Timeline::default()` stands for "not built": a caller that needs
+    /// none passes it).
+    pub fn is_built(&self) -> bool {
+        self.built
     }
 
     /// The timeline of `tid`.

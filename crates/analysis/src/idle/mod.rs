@@ -1,9 +1,12 @@
 //! Idle under bandwidth control (DESIGN.md "Idle under bandwidth").
 //!
-//! One pass over the time-sorted events (`pass`) keeps per-CPU state (who
-//! runs, idle since when, open wasted-idle gap, SCHED softirq in progress)
-//! and per-task state (running, or waiting on which CPU since when, and
-//! whether the wait is a CFS-bandwidth throttle). From it:
+//! Idle reads the shared thread-state tracker: who is current on each CPU
+//! comes from the [`crate::Timeline`] (its per-CPU runs, which carry the
+//! lost-event repair, [`crate::timeline`]'s module docs), and one pass over
+//! the time-sorted events (`pass`) keeps what only idle needs: per CPU the
+//! open wasted-idle gap, the SCHED softirq in progress and the last nohz
+//! kick; per task its wait (on which CPU since when, and whether it is a
+//! CFS-bandwidth throttle). From them:
 //!
 //! * per CPU `idle_ns` (pid 0 current) and `wasted_idle_ns`: idle time during
 //!   which at least one runnable task was *stuck* somewhere: queued on a busy
@@ -35,11 +38,14 @@
 //!   it queued for the same 20 ms, without picking it, is throttled from
 //!   its wakeup: kernels before per-task throttling keep a task woken into
 //!   a throttled cgroup queued on the throttled cfs_rq until the refill.
-//! * every event names the task current on its CPU; one that disagrees with
-//!   the tracked current task means a switch was lost (perf can drop records
-//!   without a LOST record): the CPU is resynchronised and the event counted
-//!   in [`IdleReport::anomalies`], so that a lost switch-in cannot leave a
-//!   task waiting forever.
+//! * the CPU states follow the timeline's: every sched_switch, plus the
+//!   switch-ins the timeline infers on lossy CPUs
+//!   ([`crate::timeline::Timeline::inferred`]), replayed among the events
+//!   at their own time, so that idle's figures and the timeline's (which
+//!   gang and lhp read) are one. Before a CPU's first recorded switch,
+//!   where the timeline has no run, its first event's common_pid is
+//!   current since the trace start, and the same repair rule applies when
+//!   that first switch contradicts it on a lossy CPU.
 //! * the per-second table of the seeds (idle %, work done), idle-balancing
 //!   proxies (SCHED softirqs, nohz kicks, wake_idle_without_ipi, pulls into
 //!   idle CPUs), how each wasted-idle gap ended, wait-before-pull percentiles,
@@ -73,37 +79,24 @@
 //! trace only, not per CPU, so they mark no CPU; a lost sched_switch shows
 //! up as a break on its own CPU.
 //!
-//! # Two trackers: what idle still keeps of its own
+//! # One tracker, and what idle keeps of its own
 //!
-//! The analysis keeps its own pass over the events instead of reading the
-//! [`crate::Timeline`]: it runs beside the timeline build (see
-//! `report.rs`; reading the finished timeline would put the build on
-//! `report --all`'s critical path, whose wall time is at 0.32 of
-//! `perf sched latency`'s against a target of 1/3), and it needs what the
-//! timeline does not keep (wake placement between sched_waking and
-//! sched_wakeup, pulls, throttling, SCHED softirqs, nohz kicks). Both
-//! trackers follow the same sched_switch chain and take the evidence of
-//! loss from [`crate::timeline::LossEvidence`]; they differ in how they
-//! repair a lossy CPU:
-//! * the timeline infers the untraced switch-in when an idle CPU switches
-//!   out a Runnable task (from the later of "idle since" and "runnable
-//!   since"), and gang and lhp read that;
-//! * this pass resynchronises the CPU to the task an event names, counts
-//!   the CPU idle until then (as `scripts/idle-oracle.py`, the oracle of
-//!   `tests/idle_fixtures.rs`, does), and drops the queued waits described
-//!   above.
+//! Idle runs on the finished timeline, in parallel with gang, lhp and
+//! tlb's profile (see `report.rs`); a caller that passes no timeline
+//! (`Timeline::default()`) gets one built here. The task waits stay in
+//! this pass: they carry what the timeline does not keep (wake placement
+//! between sched_waking and sched_wakeup, pulls, throttling, preemption
+//! queues for the throttle inference), and the inferred switch-ins end them
+//! as the timeline ends the Runnable interval. Latency keeps its own pass,
+//! which follows `perf sched latency`'s rules to be comparable with it.
 //!
-//! On CPUs without evidence of loss both give the same idle time to the
-//! nanosecond (every fixture, `crates/sim/tests/idle_vs_timeline.rs`). On
-//! lossy CPUs they do not: on `fixtures/idle/capped.data` CPU 1 this pass
-//! counts 354 ms of idle and the timeline 236 ms; on the simulator's traces
-//! with CPU 1's switches out of idle removed (this VM's pattern), the
-//! timeline recovers the true idle time within 6% (ple-1x seed 1: 36.0 ms
-//! for a true 35.6 ms) while this pass counts 4 to 5 times too much (152 ms
-//! there), and up to 1 ms where the truth is 1 µs (same file). Making this
-//! pass read the timeline's per-CPU runs would therefore change idle's
-//! figures on every real recording's CPU 1, which issue 15 asks to keep,
-//! and its oracle: a decision for the issue, not a refactor.
+//! Against the simulator's truth with this VM's loss pattern injected
+//! (CPU 1's switches out of idle removed), idle's CPU 1 figure is the
+//! timeline's and within 6% of the truth (ple-1x seed 1: 36.0 ms for a
+//! true 35.6 ms), where idle's former own tracker (it resynchronised to
+//! the task any event named and otherwise counted the CPU idle until its
+//! next recorded switch) counted 152 ms; `crates/sim/tests/idle_vs_timeline.rs`
+//! holds both, and that idle equals the timeline on every fixture CPU.
 
 mod pass;
 
@@ -471,7 +464,15 @@ pub fn analyze_with_gaps(
         improves.extend(PROXIES.iter().filter(|n| !has_event(trace, n)));
         return Err(AnalysisError::missing_improves("idle", &missing, &improves));
     }
-    let (mut report, gaps) = pass::run_with(trace, keep_gaps);
+    // The shared timeline (built here when the caller passed none).
+    let own;
+    let tl = if ctx.timeline.is_built() {
+        ctx.timeline
+    } else {
+        own = crate::Timeline::build(trace);
+        &own
+    };
+    let (mut report, gaps) = pass::run_with(trace, tl, keep_gaps);
     report.missing_events = PROXIES
         .iter()
         .filter(|n| !has_event(trace, n))

@@ -1,7 +1,8 @@
 //! The single pass over the sorted events.
 //!
-//! Per CPU: who is current (known from the first event on that CPU, whose
-//! common_pid is current), since when, the open wasted-idle gap, the SCHED
+//! Per CPU: who is current (the timeline's CPU states: each sched_switch
+//! and the timeline's inferred switch-ins, replayed at their time; before
+//! the CPU's first switch, the first event's common_pid), since when, the open wasted-idle gap, the SCHED
 //! softirq in progress and the last nohz kick received. Per task: running
 //! where, or waiting on which CPU since when, and whether that wait is a
 //! throttle. Globally: `n_thr` (throttled waiters) and `n_busyq` (unthrottled
@@ -18,7 +19,7 @@ use crate::stats::{
     dur_stats, histogram, log2_bucket as gap_bucket, population_stddev, SecondBuckets, SEC,
 };
 use crate::symbolize::{Location, SymbolTable};
-use crate::timeline::LossEvidence;
+use crate::timeline::{LossEvidence, Timeline};
 use schedscope_trace::{EventData, StrId, Sym, Tid, Trace, WakeKind};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -272,6 +273,11 @@ struct Pass<'t> {
     repairs: Vec<CpuRepair>,
     /// Index in `trace.events` of the event being processed.
     idx: usize,
+    /// The timeline's inferred switch-ins ([`Timeline::inferred`]) as
+    /// (time, CPU, tid, replayed), sorted by time then CPU.
+    inferred: Vec<(u64, u32, Tid, bool)>,
+    /// The first of `inferred` not yet replayed (all before it are).
+    next_inferred: usize,
 }
 
 const LONGEST: usize = 20;
@@ -294,8 +300,9 @@ const DAY_SECONDS: usize = 86_400;
 /// Bound on the events one look-ahead reads.
 const LOOKAHEAD_EVENTS: usize = 200_000;
 
-/// Run the pass over `trace` (events sorted by time), also returning every gap when `keep_gaps`.
-pub(super) fn run_with(trace: &Trace, keep_gaps: bool) -> (IdleReport, Vec<Gap>) {
+/// Run the pass over `trace` (events sorted by time) and its timeline `tl`
+/// (built from it), also returning every gap when `keep_gaps`.
+pub(super) fn run_with(trace: &Trace, tl: &Timeline, keep_gaps: bool) -> (IdleReport, Vec<Gap>) {
     let start = trace.start().0;
     let end = trace.end().0;
     let nb = ((end - start) / SEC) as usize;
@@ -316,14 +323,22 @@ pub(super) fn run_with(trace: &Trace, keep_gaps: bool) -> (IdleReport, Vec<Gap>)
         .unwrap_or(0)
         .max(trace.nr_cpus);
     let n = max_cpu as usize;
+    // The times each CPU switched to idle: the starts of its idle runs
+    // (exact on a CPU without loss evidence, the only ones whose entries
+    // the look-aheads read; on a lossy CPU the repair may have turned an
+    // idle run into an inferred one).
     let mut idle_entries: Vec<Vec<u64>> = vec![Vec::new(); n];
-    let loss = LossEvidence::scan(trace, |c, ts, next| {
-        if next.is_idle() {
-            if let Some(v) = idle_entries.get_mut(c) {
-                v.push(ts);
-            }
-        }
-    });
+    for (runs, entries) in tl.cpus.iter().zip(idle_entries.iter_mut()) {
+        entries.extend(runs.iter().filter(|r| r.tid.is_idle()).map(|r| r.ts.0));
+    }
+    let loss = tl.loss.clone();
+    let mut inferred: Vec<(u64, u32, Tid, bool)> = tl
+        .inferred
+        .iter()
+        .map(|i| (i.ts.0, i.cpu.0, i.tid, false))
+        .collect();
+    inferred.extend(lead_in_switch_ins(trace, tl, n));
+    inferred.sort_by_key(|&(ts, cpu, _, _)| (ts, cpu));
     let mut p = Pass {
         trace,
         start,
@@ -369,35 +384,83 @@ pub(super) fn run_with(trace: &Trace, keep_gaps: bool) -> (IdleReport, Vec<Gap>)
             })
             .collect(),
         idx: 0,
+        inferred,
+        next_inferred: 0,
     };
     for (i, ev) in trace.events.iter().enumerate() {
         p.idx = i;
+        p.replay_inferred_before(ev.ts.0);
         p.event(ev);
     }
+    p.replay_inferred_before(u64::MAX);
     let mut gaps = Vec::new();
     let report = p.finish(end, nb, &mut gaps);
     (report, gaps)
+}
+
+/// The timeline's repair before each CPU's first recorded switch, where
+/// the timeline has no run (it starts a CPU's runs at its first switch)
+/// but this pass knows the CPU idle from its first event (common_pid 0):
+/// when that first switch switches out a task P that the timeline shows
+/// Runnable until then (a switch-out no recorded switch explains, so the
+/// CPU is lossy), P's switch-in was not traced and it ran from the later
+/// of "the CPU's first event" and "P runnable since", the timeline's rule.
+/// Entries as in [`Pass::inferred`].
+fn lead_in_switch_ins(trace: &Trace, tl: &Timeline, n: usize) -> Vec<(u64, u32, Tid, bool)> {
+    // Per CPU: the first event the pass reads (time, current task), and
+    // whether its first switch was seen.
+    let mut first: Vec<Option<(u64, Tid)>> = vec![None; n];
+    let mut switched = vec![false; n];
+    let mut pending = n;
+    let mut out = Vec::new();
+    for e in &trace.events {
+        let c = e.cpu.0 as usize;
+        if pending == 0 {
+            break;
+        }
+        if c >= n || switched[c] || !names_current(&e.data) {
+            continue;
+        }
+        let f = *first[c].get_or_insert((e.ts.0, e.tid));
+        let EventData::Switch { prev_tid, .. } = e.data else {
+            continue;
+        };
+        switched[c] = true;
+        pending -= 1;
+        if !f.1.is_idle() || prev_tid.is_idle() || !tl.loss.lossy(c as u32) {
+            continue;
+        }
+        let Some(t) = tl.thread(prev_tid) else {
+            continue;
+        };
+        let k = t.intervals.partition_point(|iv| iv.ts < e.ts);
+        let Some(iv) = k.checked_sub(1).map(|k| &t.intervals[k]) else {
+            continue;
+        };
+        if iv.state == crate::ThreadState::Runnable && iv.end == Some(e.ts) {
+            out.push((iv.ts.0.max(f.0), c as u32, prev_tid, false));
+        }
+    }
+    out
 }
 
 /// Whether an event of this kind is one the pass reads, and so one whose
 /// sample tid it trusts as the CPU's current task. Others are skipped: some
 /// fire inside a context switch, after sched_switch but before the switch
 /// itself (tlb:tlb_flush on a task switch reports the previous task), and
-/// would make the pass resynchronise to the wrong task; skipping them also
-/// makes the report the same whether or not the load kept them.
+/// would make the pass learn the wrong task; skipping them also makes the
+/// report the same whether or not the load kept them.
+/// (The timeline's evidence kinds, `crate::timeline::names_current`, plus
+/// sched_switch and the balancing proxies this pass reads.)
 fn names_current(data: &EventData) -> bool {
-    matches!(
-        data,
-        EventData::Switch { .. }
-            | EventData::Wakeup { .. }
-            | EventData::Migrate { .. }
-            | EventData::Fork { .. }
-            | EventData::Exit { .. }
-            | EventData::Exec { .. }
-            | EventData::Softirq { .. }
-            | EventData::CsdQueue { .. }
-            | EventData::WakeIdleNoIpi { .. }
-    )
+    crate::timeline::names_current(data)
+        || matches!(
+            data,
+            EventData::Switch { .. }
+                | EventData::Softirq { .. }
+                | EventData::CsdQueue { .. }
+                | EventData::WakeIdleNoIpi { .. }
+        )
 }
 
 impl<'t> Pass<'t> {
@@ -807,15 +870,17 @@ impl<'t> Pass<'t> {
         if !self.cpus[c].known {
             self.learn_cpu(c, ev.tid, ts);
             self.sync(ts);
-        } else if self.cpus[c].cur != ev.tid && !matches!(ev.data, EventData::Switch { .. }) {
-            // The event's current task is not who we think runs here: a
-            // switch was lost. Resynchronise (the task we had is taken as
-            // blocked: it left at an unknown time in an unknown state) so
-            // that a lost switch-in cannot leave a task waiting forever.
-            self.anomalies += 1;
-            let cur = self.cpus[c].cur;
-            self.switch(c, ts, cur, false, StrId(0), ev.tid);
-            self.sync(ts);
+        } else if self.cpus[c].cur.is_idle()
+            && !ev.tid.is_idle()
+            && crate::timeline::names_current(&ev.data)
+        {
+            // The timeline's repair may start the task this event names
+            // right here (its wakeup was not traced either).
+            if let Some(tid) = self.take_inferred(c, ts, Some(ev.tid)) {
+                self.anomalies += 1;
+                self.switch(c, ts, Tid::IDLE, false, StrId(0), tid);
+                self.sync(ts);
+            }
         }
         match ev.data {
             EventData::Switch {
@@ -873,6 +938,41 @@ impl<'t> Pass<'t> {
         self.sync(ts);
     }
 
+    /// Replay the timeline's inferred switch-ins made before `ts` (after
+    /// every event at their own time: an inferred switch-in starts at an
+    /// event's time, the wakeup or the switch to idle that allowed it).
+    fn replay_inferred_before(&mut self, ts: u64) {
+        while let Some(&(t_in, cpu, tid, done)) = self.inferred.get(self.next_inferred) {
+            if t_in >= ts {
+                break;
+            }
+            self.next_inferred += 1;
+            let c = cpu as usize;
+            if done || c >= self.cpus.len() {
+                continue;
+            }
+            // Also in the timeline's anomalies: a switch the trace lacks.
+            self.anomalies += 1;
+            let cur = self.cpus[c].cur;
+            self.switch(c, t_in, cur, false, StrId(0), tid);
+            self.sync(t_in);
+        }
+    }
+
+    /// A task the timeline infers was switched in on CPU `c` at `ts` (of
+    /// the current event; `tid` when given), not replayed yet: marked
+    /// replayed and returned.
+    fn take_inferred(&mut self, c: usize, ts: u64, tid: Option<Tid>) -> Option<Tid> {
+        let from = self.next_inferred;
+        let k = self.inferred[from..]
+            .iter()
+            .take_while(|e| e.0 <= ts)
+            .position(|e| e.0 == ts && e.1 as usize == c && !e.3 && tid.is_none_or(|t| t == e.2))?;
+        let e = &mut self.inferred[from + k];
+        e.3 = true;
+        Some(e.2)
+    }
+
     fn switch(
         &mut self,
         c: usize,
@@ -882,6 +982,19 @@ impl<'t> Pass<'t> {
         prev_comm: StrId,
         next: Tid,
     ) {
+        let next = if next.is_idle() && self.loss.lossy(c as u32) {
+            // A recorded switch to idle at the time the repair ran a task
+            // from: the CPU never idled then.
+            match self.take_inferred(c, ts, None) {
+                Some(t) => {
+                    self.anomalies += 1;
+                    t
+                }
+                None => next,
+            }
+        } else {
+            next
+        };
         let cur = self.cpus[c].cur;
         if cur != prev {
             // Lost events: whoever we thought ran here left at an unknown time.

@@ -16,11 +16,10 @@ pub fn load_perf(sim: &Simulation) -> Trace {
     schedscope_parser::load_bytes("sim.data", &bytes).expect("decode simulated perf.data")
 }
 
-/// The idle section of `trace` (without a timeline: the idle pass reads
-/// none).
+/// The idle section of `trace`, on its timeline.
 #[allow(dead_code)] // (not every test file that shares this module uses it)
 pub fn idle_of(trace: &Trace) -> schedscope_analysis::idle::IdleReport {
-    let tl = schedscope_analysis::Timeline::default();
+    let tl = schedscope_analysis::Timeline::build(trace);
     let opts = schedscope_analysis::Options::default();
     schedscope_analysis::idle::analyze(&schedscope_analysis::Context {
         trace,
