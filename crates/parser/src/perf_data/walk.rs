@@ -101,7 +101,6 @@ impl<'a, 'w> Walker<'a, 'w> {
         let mut chunk_start = pos;
         let mut samples = 0usize;
         let until = until.min(stream.len());
-        populate(&stream[pos.min(until)..until]);
         while pos < until && w.damage.is_none() {
             // Each header's address depends on the size in the previous
             // one: ask for the memory a few records ahead, so that the
@@ -170,37 +169,6 @@ impl<'a, 'w> Walker<'a, 'w> {
         }
         self.pos = pos;
     }
-}
-
-/// Map the pages of `bytes` (the part of the stream the walk is about to
-/// read) in one call, where the kernel can (MADV_POPULATE_READ, Linux
-/// 5.14): the walk is the first to touch each page of a mapped file, and
-/// taking its faults one fault-around block at a time stalls it (and
-/// drops the prefetches that reach into unmapped pages). Only a hint:
-/// failure (an older kernel, memory that is not a mapping) changes nothing.
-fn populate(bytes: &[u8]) {
-    #[cfg(target_os = "linux")]
-    {
-        const PAGE: usize = 4096;
-        let start = bytes.as_ptr() as usize & !(PAGE - 1);
-        let end = bytes.as_ptr() as usize + bytes.len();
-        if end > start {
-            // SAFETY: MADV_POPULATE_READ only faults in (for reading) the
-            // pages of the range, which belong to `bytes`' allocation or
-            // mapping (widened to the page holding its first byte); it
-            // changes no content and no protection, and on any error it
-            // does nothing.
-            let _ = unsafe {
-                libc::madvise(
-                    start as *mut libc::c_void,
-                    end - start,
-                    libc::MADV_POPULATE_READ,
-                )
-            };
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = bytes;
 }
 
 /// How far ahead of the header it reads the walk prefetches.
