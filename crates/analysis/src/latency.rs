@@ -262,10 +262,8 @@ struct Acc {
 struct Pass<F> {
     index: TidIndex,
     acc: Vec<Acc>,
-    /// Every counted wait in trace order, as (index in `acc`, delay): one
-    /// flat vector appended to in order (no per-task vectors growing
-    /// during the pass), grouped by task once at the end.
-    delays: Vec<(u32, u64)>,
+    /// Each task's counted waits (index as `acc`), for the percentiles.
+    delays: Vec<Vec<u64>>,
     cpu_last: Vec<Option<Ts>>,
     cpu_curr: Vec<Option<Tid>>,
     bugs: u64,
@@ -287,6 +285,7 @@ impl<F: FnMut(&Wait)> Pass<F> {
         }
         let i = self.acc.len();
         self.index.insert(tid, i);
+        self.delays.push(Vec::new());
         self.acc.push(Acc {
             tid,
             comm,
@@ -401,8 +400,7 @@ impl<F: FnMut(&Wait)> Pass<F> {
                         a.max_start = w.since;
                         a.max_at = ts;
                     }
-                    // (indexes fit: there are at most 2^32 distinct tids)
-                    self.delays.push((i as u32, d));
+                    self.delays[i].push(d);
                     self.starts.add(w.start);
                     (self.on_wait)(&Wait {
                         tid: next,
@@ -473,8 +471,7 @@ pub fn compute_with(
     let mut p = Pass {
         index: TidIndex::default(),
         acc: Vec::new(),
-        // (each switch ends at most one counted wait)
-        delays: Vec::with_capacity(trace.count("sched:sched_switch") as usize),
+        delays: Vec::new(),
         cpu_last: vec![None; nr_cpus],
         cpu_curr: vec![None; nr_cpus],
         bugs: 0,
@@ -519,7 +516,7 @@ pub fn compute_with(
             _ => {}
         }
     }
-    let delays = by_task(&p.acc, &p.delays);
+    let delays = std::mem::take(&mut p.delays);
     let mut tasks: Vec<TaskLatency> = p
         .acc
         .iter()
@@ -570,22 +567,6 @@ pub fn compute_with(
         .to_string(),
         tasks,
     })
-}
-
-/// The delays of `flat` (index in `acc`, delay) grouped per task, in trace
-/// order: each task's vector is allocated once at its final size (its
-/// `switches`), instead of growing through the pass.
-fn by_task(acc: &[Acc], flat: &[(u32, u64)]) -> Vec<Vec<u64>> {
-    let mut out: Vec<Vec<u64>> = acc
-        .iter()
-        .map(|a| Vec::with_capacity(a.switches as usize))
-        .collect();
-    for &(i, d) in flat {
-        if let Some(v) = out.get_mut(i as usize) {
-            v.push(d);
-        }
-    }
-    out
 }
 
 #[cfg(test)]
