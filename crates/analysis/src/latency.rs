@@ -41,8 +41,8 @@
 //! * `context_switch_bugs` counts switch-outs of a task that the previous
 //!   switch on that CPU did not switch in (perf's "context switch bugs").
 
-use crate::stats::percentile_nearest_rank;
-use crate::timeline::TidMap;
+use crate::stats::two_percentiles_unsorted;
+use crate::timeline::TidIndex;
 use crate::{AnalysisError, Context};
 use schedscope_trace::{Cpu, EventData, PrevState, StrId, Tid, Trace, Ts, WakeKind};
 use serde::Serialize;
@@ -70,7 +70,7 @@ pub struct LatencyReport {
 
 /// What started a wait for a CPU (see the module docs). Preempted (`R+`)
 /// switch-outs start none: their waits are the `preempt_*` fields.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WaitStart {
     /// A `sched:sched_wakeup` of a sleeping task.
@@ -157,10 +157,70 @@ pub struct TaskLatency {
     pub delay_p50_ns: u64,
     /// 99th percentile of those waits (nearest rank; 0 without any).
     pub delay_p99_ns: u64,
-    /// Every one of those waits, ascending (not in the JSON: for
-    /// percentiles over groups of tasks, as `schedscope diff` computes).
+    /// Every one of those waits, in no particular order (partitioned
+    /// around the two percentiles, not sorted: sort before taking ranks);
+    /// not in the JSON: for percentiles over groups of tasks, as
+    /// `schedscope diff` computes.
     #[serde(skip)]
     pub delays_ns: Vec<u64>,
+}
+
+/// One wait for a CPU, handed to the consumer of [`compute_with`] when the
+/// switch-in that ends it is seen (in trace order), with everything the
+/// latency pass knows about it. The waits whose `start` is `Some` are
+/// exactly the ones behind a task's `switches`, `delay_*` and percentiles
+/// (per tid: their count is `switches`, their largest delay
+/// `delay_max_ns`, their sum `delay_total_ns`); those with `start: None`
+/// are the waits after a preempted switch-out behind `preemptions` and
+/// `preempt_delay_*`. A switch-in that ends both (a preempted task that was
+/// also woken: impossible on a sound trace) hands the preempted one first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wait {
+    /// The task that waited.
+    pub tid: Tid,
+    /// Its comm as the switch-in names it (`next_comm`; the task table's
+    /// comm is usually better, as [`TaskLatency::comm`] uses).
+    pub comm: StrId,
+    /// When it became runnable: the wakeup, the `R` or `R+` switch-out, or
+    /// (first sight) the switch-in itself.
+    pub since: Ts,
+    /// The switch-in that ended the wait.
+    pub switched_in: Ts,
+    /// `switched_in - since` (0 if the switch-in is earlier, which only a
+    /// preempted wait on a disordered trace can be).
+    pub delay_ns: u64,
+    /// What started it; `None` for a wait after a preempted (`R+`)
+    /// switch-out, which perf 6.1 does not count (see the module docs).
+    pub start: Option<WaitStart>,
+    /// The CPU the wakeup targeted (`target_cpu`); `None` unless a wakeup
+    /// started the wait.
+    pub wake_cpu: Option<Cpu>,
+    /// The CPU of the switch-in.
+    pub cpu: Cpu,
+    /// The task that ran the wakeup (the waking event's current task);
+    /// `None` unless a wakeup started the wait.
+    pub waker: Option<Tid>,
+}
+
+/// A wait in progress: a task runnable since `since`, and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Pending {
+    since: Ts,
+    start: WaitStart,
+    wake_cpu: Option<Cpu>,
+    waker: Option<Tid>,
+}
+
+impl Pending {
+    /// A wait that no wakeup started.
+    fn at(since: Ts, start: WaitStart) -> Pending {
+        Pending {
+            since,
+            start,
+            wake_cpu: None,
+            waker: None,
+        }
+    }
 }
 
 /// perf's per-task atom state.
@@ -168,8 +228,8 @@ pub struct TaskLatency {
 enum Phase {
     /// Not runnable (perf THREAD_SLEEPING).
     Sleeping,
-    /// Waiting for a CPU since this time (THREAD_WAIT_CPU), and why.
-    WaitCpu(Ts, WaitStart),
+    /// Waiting for a CPU (THREAD_WAIT_CPU).
+    WaitCpu(Pending),
     /// On a CPU (THREAD_SCHED_IN) or inconsistent (THREAD_IGNORE).
     Done,
 }
@@ -198,11 +258,11 @@ struct Acc {
     ran_since: Option<Ts>,
 }
 
-/// The accumulation state of one pass.
-struct Pass {
-    index: TidMap,
+/// The accumulation state of one pass; `F` receives every [`Wait`].
+struct Pass<F> {
+    index: TidIndex,
     acc: Vec<Acc>,
-    /// Each task's waits (index as `acc`), for the percentiles.
+    /// Each task's counted waits (index as `acc`), for the percentiles.
     delays: Vec<Vec<u64>>,
     cpu_last: Vec<Option<Ts>>,
     cpu_curr: Vec<Option<Tid>>,
@@ -211,38 +271,41 @@ struct Pass {
     /// The trace has no CPU column ([`Trace::cpu_unknown`]): run time is
     /// measured per task from its switch-in, and no CPU is checked.
     cpu_unknown: bool,
+    on_wait: F,
 }
 
-impl Pass {
-    fn slot(&mut self, tid: Tid, comm: StrId, init: Phase, ts: Ts) -> (usize, bool) {
-        let n = self.acc.len();
-        let i = *self.index.entry(tid).or_insert(n);
-        let new = i == n;
-        if new {
-            self.delays.push(Vec::new());
-            self.acc.push(Acc {
-                tid,
-                comm,
-                wait: init,
-                sched_out: ts,
-                switches: 0,
-                wakeups: 0,
-                runtime: 0,
-                total: 0,
-                max: 0,
-                max_start: Ts(0),
-                max_at: Ts(0),
-                max_kind: None,
-                preempted_at: None,
-                preemptions: 0,
-                preempt_total: 0,
-                preempt_max: 0,
-                ran_since: None,
-            });
-        } else if comm != StrId(0) {
-            self.acc[i].comm = comm;
+impl<F: FnMut(&Wait)> Pass<F> {
+    #[inline(always)]
+    fn slot(&mut self, tid: Tid, comm: StrId, init: Phase, ts: Ts) -> usize {
+        if let Some(i) = self.index.get(tid) {
+            if comm != StrId(0) {
+                self.acc[i].comm = comm;
+            }
+            return i;
         }
-        (i, new)
+        let i = self.acc.len();
+        self.index.insert(tid, i);
+        self.delays.push(Vec::new());
+        self.acc.push(Acc {
+            tid,
+            comm,
+            wait: init,
+            sched_out: ts,
+            switches: 0,
+            wakeups: 0,
+            runtime: 0,
+            total: 0,
+            max: 0,
+            max_start: Ts(0),
+            max_at: Ts(0),
+            max_kind: None,
+            preempted_at: None,
+            preemptions: 0,
+            preempt_total: 0,
+            preempt_max: 0,
+            ran_since: None,
+        });
+        i
     }
 
     fn cpu(&mut self, cpu: Cpu) -> usize {
@@ -279,11 +342,11 @@ impl Pass {
             // perf 6.1: only a raw prev_state of 0 reads as 'R'.
             let yielded = prev_state.bits == 0 && !prev_state.preempted;
             let wait = if yielded {
-                Phase::WaitCpu(ts, WaitStart::RunnableSwitchOut)
+                Phase::WaitCpu(Pending::at(ts, WaitStart::RunnableSwitchOut))
             } else {
                 Phase::Sleeping
             };
-            let (i, _) = self.slot(prev, prev_comm, wait, ts);
+            let i = self.slot(prev, prev_comm, wait, ts);
             let a = &mut self.acc[i];
             a.wait = wait;
             a.sched_out = ts;
@@ -295,10 +358,10 @@ impl Pass {
         }
         if !next.is_idle() {
             let cpu_unknown = self.cpu_unknown;
-            let (i, _) = self.slot(
+            let i = self.slot(
                 next,
                 next_comm,
-                Phase::WaitCpu(ts, WaitStart::FirstSeen),
+                Phase::WaitCpu(Pending::at(ts, WaitStart::FirstSeen)),
                 ts,
             );
             let a = &mut self.acc[i];
@@ -310,38 +373,61 @@ impl Pass {
                 a.preemptions += 1;
                 a.preempt_total += d;
                 a.preempt_max = a.preempt_max.max(d);
+                (self.on_wait)(&Wait {
+                    tid: next,
+                    comm: next_comm,
+                    since: p,
+                    switched_in: ts,
+                    delay_ns: d,
+                    start: None,
+                    wake_cpu: None,
+                    cpu,
+                    waker: None,
+                });
             }
-            if let Phase::WaitCpu(w, kind) = a.wait {
+            let a = &mut self.acc[i];
+            if let Phase::WaitCpu(w) = a.wait {
                 a.wait = Phase::Done;
-                if ts >= w {
-                    let d = ts.0 - w.0;
+                if ts >= w.since {
+                    let d = ts.0 - w.since.0;
                     a.switches += 1;
                     a.total += d;
                     if d > a.max || a.max_kind.is_none() {
-                        a.max_kind = Some(kind);
+                        a.max_kind = Some(w.start);
                     }
-                    self.delays[i].push(d);
                     if d > a.max {
                         a.max = d;
-                        a.max_start = w;
+                        a.max_start = w.since;
                         a.max_at = ts;
                     }
-                    self.starts.add(kind);
+                    self.delays[i].push(d);
+                    self.starts.add(w.start);
+                    (self.on_wait)(&Wait {
+                        tid: next,
+                        comm: next_comm,
+                        since: w.since,
+                        switched_in: ts,
+                        delay_ns: d,
+                        start: Some(w.start),
+                        wake_cpu: w.wake_cpu,
+                        cpu,
+                        waker: w.waker,
+                    });
                 }
             }
         }
     }
 
-    fn wakeup(&mut self, ts: Ts, tid: Tid, comm: StrId, kind: WaitStart) {
+    fn wakeup(&mut self, ts: Ts, tid: Tid, comm: StrId, w: Pending) {
         if tid.is_idle() {
             return;
         }
-        let (i, _) = self.slot(tid, comm, Phase::Sleeping, ts);
+        let i = self.slot(tid, comm, Phase::Sleeping, ts);
         let a = &mut self.acc[i];
         if a.wait != Phase::Sleeping || a.sched_out > ts {
             return;
         }
-        a.wait = Phase::WaitCpu(ts, kind);
+        a.wait = Phase::WaitCpu(w);
         a.wakeups += 1;
     }
 }
@@ -353,6 +439,17 @@ pub fn analyze(ctx: &Context) -> Result<LatencyReport, AnalysisError> {
 
 /// Compute the latency section from the trace alone.
 pub fn compute(trace: &Trace) -> Result<LatencyReport, AnalysisError> {
+    compute_with(trace, |_| {})
+}
+
+/// [`compute`], handing every wait for a CPU to `on_wait` as the pass
+/// meets it (in trace order, see [`Wait`]): one pass gives both the
+/// report and the waits, with exactly the report's semantics, for
+/// consumers that list waits one by one (a `sched_latency` table).
+pub fn compute_with(
+    trace: &Trace,
+    on_wait: impl FnMut(&Wait),
+) -> Result<LatencyReport, AnalysisError> {
     if trace.count("sched:sched_switch") == 0 {
         // sched_switch alone gives the waits after prev_state=R switch-outs;
         // the wakeups start the rest.
@@ -372,7 +469,7 @@ pub fn compute(trace: &Trace) -> Result<LatencyReport, AnalysisError> {
     let use_waking = !has_wakeup && trace.count("sched:sched_waking") > 0;
     let nr_cpus = trace.nr_cpus as usize;
     let mut p = Pass {
-        index: TidMap::default(),
+        index: TidIndex::default(),
         acc: Vec::new(),
         delays: Vec::new(),
         cpu_last: vec![None; nr_cpus],
@@ -380,6 +477,7 @@ pub fn compute(trace: &Trace) -> Result<LatencyReport, AnalysisError> {
         bugs: 0,
         starts: WaitStarts::default(),
         cpu_unknown: trace.cpu_unknown,
+        on_wait,
     };
     for ev in &trace.events {
         match ev.data {
@@ -394,7 +492,11 @@ pub fn compute(trace: &Trace) -> Result<LatencyReport, AnalysisError> {
                 ev.ts, ev.cpu, prev_tid, prev_state, prev_comm, next_tid, next_comm,
             ),
             EventData::Wakeup {
-                kind, tid, comm, ..
+                kind,
+                tid,
+                comm,
+                target_cpu,
+                ..
             } => {
                 let start = match kind {
                     WakeKind::Waking => use_waking.then_some(WaitStart::Waking),
@@ -402,7 +504,13 @@ pub fn compute(trace: &Trace) -> Result<LatencyReport, AnalysisError> {
                     WakeKind::WakeupNew => Some(WaitStart::WakeupNew),
                 };
                 if let Some(start) = start {
-                    p.wakeup(ev.ts, tid, comm, start);
+                    let w = Pending {
+                        since: ev.ts,
+                        start,
+                        wake_cpu: Some(target_cpu),
+                        waker: Some(ev.tid),
+                    };
+                    p.wakeup(ev.ts, tid, comm, w);
                 }
             }
             _ => {}
@@ -415,9 +523,8 @@ pub fn compute(trace: &Trace) -> Result<LatencyReport, AnalysisError> {
         .zip(delays)
         .filter(|(a, _)| a.switches > 0 || a.runtime > 0)
         .map(|(a, mut delays_ns)| {
-            delays_ns.sort_unstable();
-            let pct = |p: f64| percentile_nearest_rank(&delays_ns, p).unwrap_or(0);
-            let (delay_p50_ns, delay_p99_ns) = (pct(50.0), pct(99.0));
+            let (delay_p50_ns, delay_p99_ns) =
+                two_percentiles_unsorted(&mut delays_ns, 50.0, 99.0).unwrap_or((0, 0));
             let task = trace.tasks.by_tid(a.tid);
             let comm = match task {
                 Some(t) if !t.comm.is_empty() => t.comm.clone(),
@@ -495,7 +602,9 @@ mod tests {
         let r = run(&mut t);
         let row = row(&r, 5);
         assert_eq!(row.switches, 5);
-        assert_eq!(row.delays_ns, vec![0, 10, 20, 30, 50]);
+        let mut d = row.delays_ns.clone();
+        d.sort_unstable();
+        assert_eq!(d, vec![0, 10, 20, 30, 50]);
         assert_eq!(row.delay_p50_ns, 20);
         assert_eq!(row.delay_p99_ns, 50);
         assert_eq!(row.delay_max_ns, 50);
@@ -504,6 +613,61 @@ mod tests {
         assert_eq!(j["delay_p50_ns"], 20);
         assert_eq!(j["delay_p99_ns"], 50);
         assert!(j.get("delays_ns").is_none());
+    }
+
+    #[test]
+    fn every_wait_is_handed_over_with_its_start_cpus_and_waker() {
+        // 5: first seen at 100 (0); sleeps at 200, woken by 7 on CPU 1
+        // (target CPU 0) at 300, in at 450 (150); preempted (R+) at 500,
+        // in at 530 (a preempted wait of 30, not counted); yields (R) at
+        // 600, in on CPU 1 at 650 (50). 6: first seen at 500.
+        let mut t = T::new();
+        t.switch(100, 0, 0, "R", 5)
+            .switch(200, 0, 5, "S", 0)
+            .wake(300, 1, 7, Wakeup, 5, 0)
+            .switch(450, 0, 0, "R", 5)
+            .switch(500, 0, 5, "R+", 6)
+            .switch(530, 0, 6, "S", 5)
+            .switch(600, 0, 5, "R", 0)
+            .switch(650, 1, 0, "R", 5);
+        t.0.finish();
+        let mut waits = Vec::new();
+        let r = compute_with(&t.0, |w| waits.push(*w)).unwrap();
+        let five = t.0.strings.find("t5").unwrap();
+        let six = t.0.strings.find("t6").unwrap();
+        let w = |tid: i32, comm, since: u64, at: u64, start, wake: Option<(u32, i32)>, cpu| Wait {
+            tid: Tid(tid),
+            comm,
+            since: Ts(since),
+            switched_in: Ts(at),
+            delay_ns: at - since,
+            start,
+            wake_cpu: wake.map(|x| Cpu(x.0)),
+            cpu: Cpu(cpu),
+            waker: wake.map(|x| Tid(x.1)),
+        };
+        use WaitStart::{FirstSeen, RunnableSwitchOut};
+        assert_eq!(
+            waits,
+            vec![
+                w(5, five, 100, 100, Some(FirstSeen), None, 0),
+                w(5, five, 300, 450, Some(WaitStart::Wakeup), Some((0, 7)), 0),
+                w(6, six, 500, 500, Some(FirstSeen), None, 0),
+                w(5, five, 500, 530, None, None, 0),
+                w(5, five, 600, 650, Some(RunnableSwitchOut), None, 1),
+            ]
+        );
+        // the report is the one compute gives
+        let row5 = row(&r, 5);
+        assert_eq!(
+            (row5.switches, row5.delay_max_ns, row5.delay_total_ns),
+            (3, 150, 200)
+        );
+        assert_eq!((row5.preemptions, row5.preempt_delay_total_ns), (1, 30));
+        let mut d = row5.delays_ns.clone();
+        d.sort_unstable();
+        assert_eq!(d, vec![0, 50, 150]);
+        assert_eq!(compute(&t.0).unwrap().tasks, r.tasks);
     }
 
     #[test]

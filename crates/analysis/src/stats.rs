@@ -10,16 +10,42 @@ use crate::idle::GapBucket;
 /// `ceil(p / 100 * n)` (1-based; exact, in integers, for a whole `p`),
 /// `None` when empty.
 pub fn percentile_nearest_rank(sorted: &[u64], p: f64) -> Option<u64> {
-    if sorted.is_empty() {
+    let i = nearest_rank_index(sorted.len(), p)?;
+    Some(sorted[i])
+}
+
+/// The 0-based index of the nearest-rank `p`th percentile among `n`
+/// ascending values (see [`percentile_nearest_rank`]); `None` when `n` is 0.
+fn nearest_rank_index(n: usize, p: f64) -> Option<usize> {
+    if n == 0 {
         return None;
     }
-    let n = sorted.len();
     let rank = if p.fract() == 0.0 && (0.0..=100.0).contains(&p) {
         (n * p as usize).div_ceil(100)
     } else {
         ((p / 100.0) * n as f64).ceil() as usize
     };
-    Some(sorted[rank.clamp(1, n) - 1])
+    Some(rank.clamp(1, n) - 1)
+}
+
+/// The nearest-rank percentiles `lo` and `hi` (as [`percentile_nearest_rank`]
+/// gives them on the sorted values) of unsorted values, by selection
+/// instead of a sort: linear time. `v` is reordered (partitioned around
+/// the two ranks, not sorted); `None` when empty.
+pub fn two_percentiles_unsorted(v: &mut [u64], lo: f64, hi: f64) -> Option<(u64, u64)> {
+    let (a, b) = (
+        nearest_rank_index(v.len(), lo)?,
+        nearest_rank_index(v.len(), hi)?,
+    );
+    let (i, j) = (a.min(b), a.max(b));
+    let (left, &mut at_j, _) = v.select_nth_unstable(j);
+    // (everything left of j is <= v[j], so rank i is among them)
+    let at_i = if i == j {
+        at_j
+    } else {
+        *left.select_nth_unstable(i).1
+    };
+    Some(if a <= b { (at_i, at_j) } else { (at_j, at_i) })
 }
 
 /// Count, sum, median, 99th percentile and maximum of a set of durations.
@@ -166,6 +192,41 @@ pub(crate) fn histogram(counts: &[(u64, u64)]) -> Vec<GapBucket> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_percentiles_by_selection_are_the_sorted_ones() {
+        // every length up to 300 and a few large ones, with and without
+        // repeated values, against the sort (pseudo-random, fixed seed)
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        assert_eq!(two_percentiles_unsorted(&mut [], 50.0, 99.0), None);
+        for n in (1..300).chain([1000, 4097]) {
+            for modulus in [3, 1 << 20, u64::MAX] {
+                let v: Vec<u64> = (0..n).map(|_| next() % modulus).collect();
+                let mut sorted = v.clone();
+                sorted.sort_unstable();
+                for (lo, hi) in [(50.0, 99.0), (99.0, 50.0), (0.0, 100.0), (25.0, 25.0)] {
+                    let mut w = v.clone();
+                    let want = (
+                        percentile_nearest_rank(&sorted, lo).unwrap(),
+                        percentile_nearest_rank(&sorted, hi).unwrap(),
+                    );
+                    assert_eq!(
+                        two_percentiles_unsorted(&mut w, lo, hi),
+                        Some(want),
+                        "n {n}"
+                    );
+                    w.sort_unstable();
+                    assert_eq!(w, sorted, "a permutation");
+                }
+            }
+        }
+    }
 
     #[test]
     fn nearest_rank_matches_definition() {

@@ -259,7 +259,7 @@ const DENSE_TIDS: usize = 1 << 22;
 /// a thread with one load; other tids (negative ones from damaged input,
 /// or indexes beyond `u32`) go to a hash map.
 #[derive(Clone, Debug, Default)]
-struct TidIndex {
+pub(crate) struct TidIndex {
     dense: Vec<u32>,
     sparse: TidMap,
 }
@@ -267,7 +267,7 @@ struct TidIndex {
 impl TidIndex {
     /// The index of `tid`, if it has one.
     #[inline]
-    fn get(&self, tid: Tid) -> Option<usize> {
+    pub(crate) fn get(&self, tid: Tid) -> Option<usize> {
         match self.dense.get(tid.0 as u32 as usize) {
             Some(&v) if v != 0 => Some(v as usize - 1),
             _ if self.sparse.is_empty() => None,
@@ -276,7 +276,7 @@ impl TidIndex {
     }
 
     /// Give `tid` the index `i` (`tid` has none yet).
-    fn insert(&mut self, tid: Tid, i: usize) {
+    pub(crate) fn insert(&mut self, tid: Tid, i: usize) {
         let k = tid.0 as u32 as usize;
         let Ok(v) = u32::try_from(i + 1) else {
             self.sparse.insert(tid, i);
