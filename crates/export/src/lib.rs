@@ -22,7 +22,7 @@ pub mod tables;
 
 pub use error::ExportError;
 
-use schedscope_analysis::{gang, idle, latency, lhp, tlb, Context, Options, Timeline};
+use schedscope_analysis::{gang, idle, lhp, tlb, Context, Options, Timeline};
 use schedscope_diff::metrics::{self, Sections};
 use schedscope_trace::Trace;
 use sink::{TableSink, Target};
@@ -201,10 +201,14 @@ fn write_all(
     s.close(tables::EVENT_TABLES)?;
     give_back_free_memory();
     timed("stacks", || tables::stacks(trace, s))?;
-    timed("sched_latency", || tables::latency(trace, &u, s))?;
+    let want_metrics = s.wants("summary_metric");
+    let lat = timed("sched_latency", || {
+        tables::latency(trace, &u, s, want_metrics)
+    })?;
     s.close(&["stack", "sched_latency"])?;
     give_back_free_memory();
     let need_timeline = [
+        "idle_gap",
         "thread_state",
         "sched_slice",
         "gang_summary",
@@ -232,24 +236,17 @@ fn write_all(
         timeline: &timeline,
         opts: &opts.analysis,
     };
-    let want_metrics = s.wants("summary_metric");
     let want = |names: &[&str]| want_metrics || names.iter().any(|n| s.wants(n));
-    let (w_lat, w_gang, w_lhp, w_idle, w_tlb) = (
-        want(&[]),
+    let (w_gang, w_lhp, w_idle, w_tlb) = (
         want(&["gang_summary", "gang_episode"]),
         want(&[]),
         want(&["idle_gap"]),
         want(&[]),
     );
     let keep_gaps = s.wants("idle_gap");
-    let ((lat, gang_r), ((lhp_r, idle_r), tlb_r)) = timed("analyses", || {
+    let (gang_r, ((lhp_r, idle_r), tlb_r)) = timed("analyses", || {
         rayon::join(
-            || {
-                rayon::join(
-                    || w_lat.then(|| latency::compute(trace).ok()).flatten(),
-                    || w_gang.then(|| gang::analyze(&ctx).ok()).flatten(),
-                )
-            },
+            || w_gang.then(|| gang::analyze(&ctx).ok()).flatten(),
             || {
                 rayon::join(
                     || {

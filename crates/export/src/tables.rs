@@ -4,11 +4,12 @@ use crate::error::ExportError;
 use crate::schema::TABLES;
 use crate::sink::TableSink;
 use schedscope_analysis::gang::{self, GangKind};
+use schedscope_analysis::latency::{self, LatencyReport, WaitStart};
 use schedscope_analysis::lhp::{PleClass, YieldOutcome};
 use schedscope_analysis::tlb::IpiClass;
 use schedscope_analysis::{idle, ThreadState, Timeline};
 use schedscope_trace::hash::FxMap;
-use schedscope_trace::{Cpu, EventData, KvmIsa, PrevState, Sym, Tid, Trace, Ts, WakeKind};
+use schedscope_trace::{Cpu, EventData, KvmIsa, Sym, Tid, Trace, Ts, WakeKind};
 
 /// The sinks, one slot per table of [`TABLES`].
 pub struct Sinks(pub Vec<Slot>);
@@ -609,128 +610,64 @@ fn state_after(tl: &Timeline, tid: Tid, ts: Ts, cursors: &mut FxMap<Tid, usize>)
     }
 }
 
-/// `sched_latency`: each wait for a CPU, with exactly the semantics of
-/// `schedscope_analysis::latency` (perf 6.1's `perf sched latency`, see
+/// `sched_latency`: each wait for a CPU, as the latency analysis meets it
+/// ([`latency::compute_with`]: perf 6.1's `perf sched latency` rules, see
 /// that module's docs), so that per-task aggregates of these rows equal
-/// `report --latency`: count(kind in wakeup|runnable_switch_out|first_seen) = switches,
-/// max(latency_ns) = delay_max_ns, sum = delay_total_ns; rows of kind
-/// `preempted` give preemptions / preempt_delay_*.
-pub fn latency(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<(), ExportError> {
-    let Some(t) = s.get("sched_latency") else {
-        return Ok(());
-    };
-    if trace.count("sched:sched_switch") == 0 {
-        return Ok(());
+/// `report --latency`: count(kind in wakeup|runnable_switch_out|first_seen)
+/// = switches, max(latency_ns) = delay_max_ns, sum = delay_total_ns; rows
+/// of kind `preempted` give preemptions / preempt_delay_*.
+///
+/// One pass gives the rows and the latency report, which is returned when
+/// `want_report` (the summary metrics read it) or the table is wanted;
+/// `None` when neither is, or the trace has no sched_switch (no rows).
+pub fn latency(
+    trace: &Trace,
+    u: &Utids,
+    s: &mut Sinks,
+    want_report: bool,
+) -> Result<Option<LatencyReport>, ExportError> {
+    let mut t = s.get("sched_latency");
+    if t.is_none() && !want_report {
+        return Ok(None);
     }
-    #[derive(Clone, Copy, PartialEq)]
-    enum Phase {
-        Sleeping,
-        /// since, kind, wake cpu, waker
-        Wait(Ts, &'static str, Option<Cpu>, Option<Tid>),
-        Done,
-    }
-    struct Acc {
-        wait: Phase,
-        sched_out: Ts,
-        preempted_at: Option<Ts>,
-    }
-    let has_wakeup =
-        trace.count("sched:sched_wakeup") > 0 || trace.count("sched:sched_wakeup_new") > 0;
-    let use_waking = !has_wakeup && trace.count("sched:sched_waking") > 0;
-    let mut acc: FxMap<Tid, Acc> = FxMap::default();
-    for ev in &trace.events {
-        match ev.data {
-            EventData::Switch {
-                prev_tid,
-                prev_state,
-                next_tid,
-                next_comm,
-                ..
-            } => {
-                if !prev_tid.is_idle() {
-                    let yielded = prev_state.bits == 0 && !prev_state.preempted;
-                    let wait = if yielded {
-                        Phase::Wait(ev.ts, "runnable_switch_out", None, None)
-                    } else {
-                        Phase::Sleeping
-                    };
-                    let a = acc.entry(prev_tid).or_insert(Acc {
-                        wait,
-                        sched_out: ev.ts,
-                        preempted_at: None,
-                    });
-                    a.wait = wait;
-                    a.sched_out = ev.ts;
-                    a.preempted_at = (prev_state
-                        == PrevState {
-                            bits: 0,
-                            preempted: true,
-                        })
-                    .then_some(ev.ts);
-                }
-                if !next_tid.is_idle() {
-                    let a = acc.entry(next_tid).or_insert(Acc {
-                        wait: Phase::Wait(ev.ts, "first_seen", None, None),
-                        sched_out: ev.ts,
-                        preempted_at: None,
-                    });
-                    let mut rows: Vec<(Ts, &str, Option<Cpu>, Option<Tid>)> = Vec::new();
-                    if let Some(p) = a.preempted_at.take() {
-                        rows.push((p, "preempted", None, None));
-                    }
-                    if let Phase::Wait(w, kind, wcpu, waker) = a.wait {
-                        a.wait = Phase::Done;
-                        if ev.ts >= w {
-                            rows.push((w, kind, wcpu, waker));
-                        }
-                    }
-                    let comm = match trace.tasks.by_tid(next_tid) {
-                        Some(k) if !k.comm.is_empty() => k.comm.as_str(),
-                        _ => trace.strings.get(next_comm),
-                    };
-                    for (w, kind, wcpu, waker) in rows {
-                        t.i32(u.at(next_tid, w))
-                            .i32(next_tid.0)
-                            .str(Some(comm))
-                            .i64(w.0 as i64)
-                            .i64(ev.ts.0 as i64)
-                            .u64(ev.ts.0.saturating_sub(w.0))
-                            .str(Some(kind))
-                            .i32(wcpu.map(cpu))
-                            .i32(cpu(ev.cpu))
-                            .i32(waker.and_then(|k| u.at(k, w)))
-                            .i32(waker.map(|k| k.0));
-                        t.end()?;
-                    }
-                }
-            }
-            EventData::Wakeup {
-                kind,
-                tid,
-                target_cpu,
-                ..
-            } => {
-                let counts = match kind {
-                    WakeKind::Waking => use_waking,
-                    WakeKind::Wakeup | WakeKind::WakeupNew => true,
-                };
-                if !counts || tid.is_idle() {
-                    continue;
-                }
-                let a = acc.entry(tid).or_insert(Acc {
-                    wait: Phase::Sleeping,
-                    sched_out: ev.ts,
-                    preempted_at: None,
-                });
-                if a.wait != Phase::Sleeping || a.sched_out > ev.ts {
-                    continue;
-                }
-                a.wait = Phase::Wait(ev.ts, "wakeup", Some(target_cpu), Some(ev.tid));
-            }
-            _ => {}
+    let mut failed: Option<ExportError> = None;
+    let report = latency::compute_with(trace, |w| {
+        let Some(t) = t.as_mut() else {
+            return;
+        };
+        if failed.is_some() {
+            return;
         }
+        let kind = match w.start {
+            None => "preempted",
+            Some(WaitStart::Wakeup | WaitStart::WakeupNew | WaitStart::Waking) => "wakeup",
+            Some(WaitStart::RunnableSwitchOut) => "runnable_switch_out",
+            Some(WaitStart::FirstSeen) => "first_seen",
+        };
+        let comm = match trace.tasks.by_tid(w.tid) {
+            Some(k) if !k.comm.is_empty() => k.comm.as_str(),
+            _ => trace.strings.get(w.comm),
+        };
+        t.i32(u.at(w.tid, w.since))
+            .i32(w.tid.0)
+            .str(Some(comm))
+            .i64(w.since.0 as i64)
+            .i64(w.switched_in.0 as i64)
+            .u64(w.delay_ns)
+            .str(Some(kind))
+            .i32(w.wake_cpu.map(cpu))
+            .i32(cpu(w.cpu))
+            .i32(w.waker.and_then(|k| u.at(k, w.since)))
+            .i32(w.waker.map(|k| k.0));
+        if let Err(e) = t.end() {
+            failed = Some(e);
+        }
+    });
+    if let Some(e) = failed {
+        return Err(e);
     }
-    Ok(())
+    // No sched_switch: no waits, no rows, no latency figures.
+    Ok(report.ok())
 }
 
 /// `gang_summary` and `gang_episode` from the gang section.
