@@ -21,7 +21,7 @@
 //! Only computation here; the TUI draws the periods as an overlay.
 
 use crate::idle::CgroupMapping;
-use schedscope_trace::{Task, Tid, Trace};
+use schedscope_trace::{CgroupSample, Task, Tid, Trace};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -81,11 +81,6 @@ pub fn within(cg: &str, root: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
-/// The last non-empty component of a cgroup path.
-fn leaf(path: &str) -> Option<&str> {
-    path.rsplit('/').find(|p| !p.is_empty())
-}
-
 /// Per sampled cgroup, its member tids (see the module docs), and how they
 /// were found.
 pub fn members(trace: &Trace, paths: &[&str]) -> (CgroupMapping, Vec<Vec<Tid>>) {
@@ -133,26 +128,39 @@ pub fn members(trace: &Trace, paths: &[&str]) -> (CgroupMapping, Vec<Vec<Tid>>) 
     (mapping, out)
 }
 
+/// The sampled cgroups with a quota (`quota_us > 0`), in order of first
+/// sample, and each one's samples in trace order (unsorted): what both
+/// [`Throttling::compute`] and idle's throttled attribution read.
+pub(crate) fn sampled(trace: &Trace) -> (Vec<&str>, Vec<Vec<&CgroupSample>>) {
+    let mut paths: Vec<&str> = Vec::new();
+    let mut samples: Vec<Vec<&CgroupSample>> = Vec::new();
+    for s in &trace.cgroup_samples {
+        if s.quota_us <= 0 {
+            continue;
+        }
+        let i = match paths.iter().position(|p| *p == s.path) {
+            Some(i) => i,
+            None => {
+                paths.push(&s.path);
+                samples.push(Vec::new());
+                paths.len() - 1
+            }
+        };
+        samples[i].push(s);
+    }
+    (paths, samples)
+}
+
+/// The last non-empty component of a cgroup path.
+pub(crate) fn leaf(path: &str) -> Option<&str> {
+    path.rsplit('/').find(|p| !p.is_empty())
+}
+
 impl Throttling {
     /// The throttled periods of `trace`'s cgroup samples (none when it has
     /// no samples).
     pub fn compute(trace: &Trace) -> Throttling {
-        let mut paths: Vec<&str> = Vec::new();
-        let mut samples: Vec<Vec<&schedscope_trace::CgroupSample>> = Vec::new();
-        for s in &trace.cgroup_samples {
-            if s.quota_us <= 0 {
-                continue;
-            }
-            let i = match paths.iter().position(|p| *p == s.path) {
-                Some(i) => i,
-                None => {
-                    paths.push(&s.path);
-                    samples.push(Vec::new());
-                    paths.len() - 1
-                }
-            };
-            samples[i].push(s);
-        }
+        let (paths, mut samples) = sampled(trace);
         if paths.is_empty() {
             return Throttling::default();
         }

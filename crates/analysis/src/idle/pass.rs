@@ -19,6 +19,7 @@ use crate::stats::{
     dur_stats, histogram, log2_bucket as gap_bucket, population_stddev, SecondBuckets, SEC,
 };
 use crate::symbolize::{Location, SymbolTable};
+use crate::throttle;
 use crate::timeline::{LossEvidence, Timeline};
 use schedscope_trace::{EventData, StrId, Sym, Tid, Trace, WakeKind};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -119,16 +120,6 @@ struct Recorded {
     by_comm: FxMap<StrId, Option<usize>>,
 }
 
-/// Whether cgroup `cg` is `root` or below it.
-fn within(cg: &str, root: &str) -> bool {
-    let root = root.trim_end_matches('/');
-    root.is_empty()
-        || cg == root
-        || cg
-            .strip_prefix(root)
-            .is_some_and(|rest| rest.starts_with('/'))
-}
-
 /// Whether the trace records task cgroup membership.
 fn has_membership(trace: &Trace) -> bool {
     trace.tasks.iter().any(|t| t.cgroup.is_some())
@@ -136,26 +127,17 @@ fn has_membership(trace: &Trace) -> bool {
 
 impl Recorded {
     fn new(trace: &Trace) -> Option<Recorded> {
+        let (paths, sampled) = throttle::sampled(trace);
         let mut by_leaf = HashMap::new();
-        let mut paths: Vec<String> = Vec::new();
-        let mut samples: Vec<Vec<(u64, u64)>> = Vec::new();
-        for s in &trace.cgroup_samples {
-            if s.quota_us <= 0 {
-                continue;
-            }
-            let i = match paths.iter().position(|p| *p == s.path) {
-                Some(i) => i,
-                None => {
-                    paths.push(s.path.clone());
-                    samples.push(Vec::new());
-                    paths.len() - 1
-                }
-            };
-            if let Some(leaf) = s.path.rsplit('/').find(|p| !p.is_empty()) {
+        for (i, p) in paths.iter().enumerate() {
+            if let Some(leaf) = throttle::leaf(p) {
                 by_leaf.entry(leaf.to_string()).or_insert(i);
             }
-            samples[i].push((s.ts.0, s.nr_throttled));
         }
+        let mut samples: Vec<Vec<(u64, u64)>> = sampled
+            .iter()
+            .map(|v| v.iter().map(|s| (s.ts.0, s.nr_throttled)).collect())
+            .collect();
         for v in &mut samples {
             v.sort_unstable();
         }
@@ -172,7 +154,7 @@ impl Recorded {
                 let v: Vec<usize> = paths
                     .iter()
                     .enumerate()
-                    .filter(|(_, p)| within(cg, p))
+                    .filter(|(_, p)| throttle::within(cg, p))
                     .map(|(i, _)| i)
                     .collect();
                 if v.is_empty() {
@@ -1428,7 +1410,9 @@ fn cgroup_usage(trace: &Trace, run_ns: &FxMap<Tid, u64>, duration: u64) -> Vec<C
                 .iter()
                 .filter(|t| {
                     if membership {
-                        t.cgroup.as_deref().is_some_and(|cg| within(cg, path))
+                        t.cgroup
+                            .as_deref()
+                            .is_some_and(|cg| throttle::within(cg, path))
                     } else {
                         t.comm == leaf
                     }
