@@ -71,8 +71,14 @@ pub fn check_tables(names: &[String]) -> Result<(), ExportError> {
 /// Export one trace (see the crate docs). `file` is the input file on disk
 /// (its modification time dates the partition when the trace has no
 /// wall-clock anchor, and its identity makes the run id).
+///
+/// The trace is borrowed mutably only to be emptied of what no table
+/// reads any more: its raw-args store ([`Trace::raw_args`]) is released
+/// once the `raw_arg` rows are written, before the timeline is built, so
+/// that the two are never resident together. Export the same trace twice
+/// and the second export's `raw_arg` table is empty: load it again.
 pub fn export(
-    trace: &Trace,
+    trace: &mut Trace,
     file: &std::path::Path,
     opts: &ExportOptions,
 ) -> Result<Exported, ExportError> {
@@ -135,7 +141,7 @@ pub fn export(
 /// table with no rows is still a readable file with its schema), write
 /// every row, close them; the rows per table.
 fn open_and_write(
-    trace: &Trace,
+    trace: &mut Trace,
     id: &layout::Identity,
     opts: &ExportOptions,
     chosen: &[bool],
@@ -186,7 +192,7 @@ fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
 }
 
 fn write_all(
-    trace: &Trace,
+    trace: &mut Trace,
     id: &layout::Identity,
     opts: &ExportOptions,
     s: &mut Sinks,
@@ -199,6 +205,11 @@ fn write_all(
     s.close(&["trace", "process", "thread"])?;
     let switch_ins = timed("events", || tables::events(trace, &u, s))?;
     s.close(tables::EVENT_TABLES)?;
+    // Nothing reads the untyped events' fields after `raw_arg` (the
+    // analyses run here do not; only report's cpu-clock profile does):
+    // give their store back before the timeline is built.
+    drop(std::mem::take(&mut trace.raw_args));
+    let trace: &Trace = trace;
     give_back_free_memory();
     timed("stacks", || tables::stacks(trace, s))?;
     let want_metrics = s.wants("summary_metric");
