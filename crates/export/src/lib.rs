@@ -74,9 +74,10 @@ pub fn check_tables(names: &[String]) -> Result<(), ExportError> {
 ///
 /// The trace is borrowed mutably only to be emptied of what no table
 /// reads any more: its raw-args store ([`Trace::raw_args`]) is released
-/// once the `raw_arg` rows are written, before the timeline is built, so
-/// that the two are never resident together. Export the same trace twice
-/// and the second export's `raw_arg` table is empty: load it again.
+/// once the `raw_arg` rows are written, and a perf.data trace's events
+/// that the analyses do not read once the per-event tables are written,
+/// before the timeline is built, so that they are never resident
+/// together. The trace is spent: load it again to export it again.
 pub fn export(
     trace: &mut Trace,
     file: &std::path::Path,
@@ -186,6 +187,53 @@ fn give_back_free_memory() {
     }
 }
 
+/// Leave in `trace.events` only the events that `report --all` keeps when
+/// it loads a perf.data file (its sections' events, the ones it tallies,
+/// process fork/exit/exec), so that the timeline and the analyses see what
+/// report's do, and give the rest of the vector back: on a recording
+/// where `sched_stat_runtime` is a third of the events, the timeline is
+/// then built beside two thirds of them. The trace's event count and time
+/// span still cover every event (as after report's filtered load). Text
+/// traces, which report decodes whole, are left as they are.
+fn keep_analysed_events(trace: &mut Trace) {
+    use schedscope_analysis::Sections;
+    if trace.format != schedscope_trace::TraceFormat::PerfData {
+        return;
+    }
+    let all = Sections::all();
+    let mut pats: Vec<&str> = all.needed_events().unwrap_or_default();
+    pats.extend(all.tallied_events());
+    pats.extend([
+        "sched:sched_process_fork",
+        "sched:sched_process_exit",
+        "sched:sched_process_exec",
+    ]);
+    let keep: Vec<bool> = trace
+        .event_names
+        .iter()
+        .map(|n| {
+            pats.iter().any(|p| match p.strip_suffix('*') {
+                Some(prefix) => n.starts_with(prefix),
+                None => p == n,
+            })
+        })
+        .collect();
+    if keep.iter().all(|k| *k) {
+        return;
+    }
+    if trace.dropped.is_none() {
+        trace.dropped = Some(schedscope_trace::trace::Dropped {
+            total: trace.event_count(),
+            first: trace.start(),
+            last: trace.end(),
+        });
+    }
+    trace
+        .events
+        .retain(|e| keep.get(e.name.0 as usize).copied().unwrap_or(true));
+    trace.events.shrink_to_fit();
+}
+
 /// [`schedscope_analysis::report::timed`], the phase named `export NAME`.
 fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
     schedscope_analysis::report::timed(&format!("export {name}"), f)
@@ -209,9 +257,12 @@ fn write_all(
     // analyses run here do not; only report's cpu-clock profile does):
     // give their store back before the timeline is built.
     drop(std::mem::take(&mut trace.raw_args));
+    timed("stacks", || tables::stacks(trace, s))?;
+    // Every per-event table is written: from here on the events are read
+    // only by the analyses, which see what `report --all` loads.
+    timed("keep analysed events", || keep_analysed_events(trace));
     let trace: &Trace = trace;
     give_back_free_memory();
-    timed("stacks", || tables::stacks(trace, s))?;
     let want_metrics = s.wants("summary_metric");
     let lat = timed("sched_latency", || {
         tables::latency(trace, &u, s, want_metrics)
