@@ -453,3 +453,58 @@ fn threads(trace: &Trace, s: &mut Sinks) -> Result<(), ExportError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedscope_trace::{Cpu, Event, EventData, StackId, Tid, TraceFormat, Ts};
+
+    /// A trace whose first and last events are `sched_stat_runtime`
+    /// (no analysis reads it), with a `sched_switch`-named and a fork
+    /// event between.
+    fn trace(format: TraceFormat) -> Trace {
+        let mut t = Trace::new("t", format);
+        for (ts, name) in [
+            (10, "sched:sched_stat_runtime"),
+            (20, "sched:sched_switch"),
+            (30, "sched:sched_process_fork"),
+            (40, "sched:sched_stat_runtime"),
+            (50, "cpu-clock:u"),
+            (60, "sched:sched_stat_runtime"),
+        ] {
+            let name = t.intern_name(name);
+            t.events.push(Event {
+                ts: Ts(ts),
+                cpu: Cpu(0),
+                tid: Tid(1),
+                name,
+                stack: StackId::NONE,
+                data: EventData::Other(None),
+            });
+        }
+        t
+    }
+
+    #[test]
+    fn keeps_what_report_loads_and_the_whole_span() {
+        let mut t = trace(TraceFormat::PerfData);
+        keep_analysed_events(&mut t);
+        let kept: Vec<&str> = t.events.iter().map(|e| t.event_name(e.name)).collect();
+        assert_eq!(
+            kept,
+            vec![
+                "sched:sched_switch",
+                "sched:sched_process_fork",
+                "cpu-clock:u"
+            ]
+        );
+        // count and span still those of all six events
+        assert_eq!(t.event_count(), 6);
+        assert_eq!((t.start(), t.end()), (Ts(10), Ts(60)));
+        // a text trace is analysed whole, as report does
+        let mut text = trace(TraceFormat::FtraceText);
+        keep_analysed_events(&mut text);
+        assert_eq!(text.events.len(), 6);
+        assert!(text.dropped.is_none());
+    }
+}
