@@ -71,8 +71,15 @@ pub fn check_tables(names: &[String]) -> Result<(), ExportError> {
 /// Export one trace (see the crate docs). `file` is the input file on disk
 /// (its modification time dates the partition when the trace has no
 /// wall-clock anchor, and its identity makes the run id).
+///
+/// The trace is borrowed mutably only to be emptied of what no table
+/// reads any more: its raw-args store ([`Trace::raw_args`]) is released
+/// once the `raw_arg` rows are written, and a perf.data trace's events
+/// that the analyses do not read once the per-event tables are written,
+/// before the timeline is built, so that they are never resident
+/// together. The trace is spent: load it again to export it again.
 pub fn export(
-    trace: &Trace,
+    trace: &mut Trace,
     file: &std::path::Path,
     opts: &ExportOptions,
 ) -> Result<Exported, ExportError> {
@@ -135,7 +142,7 @@ pub fn export(
 /// table with no rows is still a readable file with its schema), write
 /// every row, close them; the rows per table.
 fn open_and_write(
-    trace: &Trace,
+    trace: &mut Trace,
     id: &layout::Identity,
     opts: &ExportOptions,
     chosen: &[bool],
@@ -180,13 +187,60 @@ fn give_back_free_memory() {
     }
 }
 
+/// Leave in `trace.events` only the events that `report --all` keeps when
+/// it loads a perf.data file (its sections' events, the ones it tallies,
+/// process fork/exit/exec), so that the timeline and the analyses see what
+/// report's do, and give the rest of the vector back: on a recording
+/// where `sched_stat_runtime` is a third of the events, the timeline is
+/// then built beside two thirds of them. The trace's event count and time
+/// span still cover every event (as after report's filtered load). Text
+/// traces, which report decodes whole, are left as they are.
+fn keep_analysed_events(trace: &mut Trace) {
+    use schedscope_analysis::Sections;
+    if trace.format != schedscope_trace::TraceFormat::PerfData {
+        return;
+    }
+    let all = Sections::all();
+    let mut pats: Vec<&str> = all.needed_events().unwrap_or_default();
+    pats.extend(all.tallied_events());
+    pats.extend([
+        "sched:sched_process_fork",
+        "sched:sched_process_exit",
+        "sched:sched_process_exec",
+    ]);
+    let keep: Vec<bool> = trace
+        .event_names
+        .iter()
+        .map(|n| {
+            pats.iter().any(|p| match p.strip_suffix('*') {
+                Some(prefix) => n.starts_with(prefix),
+                None => p == n,
+            })
+        })
+        .collect();
+    if keep.iter().all(|k| *k) {
+        return;
+    }
+    if trace.dropped.is_none() {
+        trace.dropped = Some(schedscope_trace::trace::Dropped {
+            total: trace.event_count(),
+            first: trace.start(),
+            last: trace.end(),
+        });
+    }
+    trace
+        .events
+        .retain(|e| keep.get(e.name.0 as usize).copied().unwrap_or(true));
+    trace.events.shrink_to_fit();
+}
+
 /// [`schedscope_analysis::report::timed`], the phase named `export NAME`.
 fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
     schedscope_analysis::report::timed(&format!("export {name}"), f)
 }
 
 fn write_all(
-    trace: &Trace,
+    trace: &mut Trace,
     id: &layout::Identity,
     opts: &ExportOptions,
     s: &mut Sinks,
@@ -199,8 +253,16 @@ fn write_all(
     s.close(&["trace", "process", "thread"])?;
     let switch_ins = timed("events", || tables::events(trace, &u, s))?;
     s.close(tables::EVENT_TABLES)?;
-    give_back_free_memory();
+    // Nothing reads the untyped events' fields after `raw_arg` (the
+    // analyses run here do not; only report's cpu-clock profile does):
+    // give their store back before the timeline is built.
+    drop(std::mem::take(&mut trace.raw_args));
     timed("stacks", || tables::stacks(trace, s))?;
+    // Every per-event table is written: from here on the events are read
+    // only by the analyses, which see what `report --all` loads.
+    timed("keep analysed events", || keep_analysed_events(trace));
+    let trace: &Trace = trace;
+    give_back_free_memory();
     let want_metrics = s.wants("summary_metric");
     let lat = timed("sched_latency", || {
         tables::latency(trace, &u, s, want_metrics)
@@ -390,4 +452,59 @@ fn threads(trace: &Trace, s: &mut Sinks) -> Result<(), ExportError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedscope_trace::{Cpu, Event, EventData, StackId, Tid, TraceFormat, Ts};
+
+    /// A trace whose first and last events are `sched_stat_runtime`
+    /// (no analysis reads it), with a `sched_switch`-named and a fork
+    /// event between.
+    fn trace(format: TraceFormat) -> Trace {
+        let mut t = Trace::new("t", format);
+        for (ts, name) in [
+            (10, "sched:sched_stat_runtime"),
+            (20, "sched:sched_switch"),
+            (30, "sched:sched_process_fork"),
+            (40, "sched:sched_stat_runtime"),
+            (50, "cpu-clock:u"),
+            (60, "sched:sched_stat_runtime"),
+        ] {
+            let name = t.intern_name(name);
+            t.events.push(Event {
+                ts: Ts(ts),
+                cpu: Cpu(0),
+                tid: Tid(1),
+                name,
+                stack: StackId::NONE,
+                data: EventData::Other(None),
+            });
+        }
+        t
+    }
+
+    #[test]
+    fn keeps_what_report_loads_and_the_whole_span() {
+        let mut t = trace(TraceFormat::PerfData);
+        keep_analysed_events(&mut t);
+        let kept: Vec<&str> = t.events.iter().map(|e| t.event_name(e.name)).collect();
+        assert_eq!(
+            kept,
+            vec![
+                "sched:sched_switch",
+                "sched:sched_process_fork",
+                "cpu-clock:u"
+            ]
+        );
+        // count and span still those of all six events
+        assert_eq!(t.event_count(), 6);
+        assert_eq!((t.start(), t.end()), (Ts(10), Ts(60)));
+        // a text trace is analysed whole, as report does
+        let mut text = trace(TraceFormat::FtraceText);
+        keep_analysed_events(&mut text);
+        assert_eq!(text.events.len(), 6);
+        assert!(text.dropped.is_none());
+    }
 }

@@ -62,10 +62,10 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         ..Default::default()
     };
     for file in &args.files {
-        let trace = load_with(file, &progress, &load)?;
+        let mut trace = load_with(file, &progress, &load)?;
         print_warnings(&trace);
         progress.say(&format!("exporting {}...", file.display()));
-        let e = schedscope_export::export(&trace, file, &opts)
+        let e = schedscope_export::export(&mut trace, file, &opts)
             .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
         progress.done();
         summary(file, &e);

@@ -100,7 +100,7 @@ pub(super) fn merge(
     how: MergeHow,
 ) {
     let maps = global_ids(trace, &mut outs);
-    merge_events(trace, &outs, &maps, slots, how.spare);
+    merge_events(trace, &mut outs, &maps, slots, how.spare);
     timing.mark("merge");
     let f = gather(trace, outs, maps);
     warn_anomalies(trace, f.anomalies, damage, how.cpu_count);
@@ -233,16 +233,21 @@ fn global_ids(trace: &mut Trace, outs: &mut [Decoded<'_>]) -> IdMaps {
 /// leave, the slots' pages are given back as the merge proceeds.
 fn merge_events(
     trace: &mut Trace,
-    outs: &[Decoded<'_>],
+    outs: &mut [Decoded<'_>],
     maps: &IdMaps,
     slots: &[MaybeUninit<Event>],
     spare: bool,
 ) {
     // Untyped events' fields: each chunk's records follow the previous
     // chunk's, so a chunk-local record number moves by the chunk's base.
+    // (The chunks' stores are moved, not copied: the load never holds
+    // them twice.)
     let raw_base: Vec<Option<u32>> = outs
-        .iter()
-        .map(|d| trace.raw_args.append(&d.out.local.raw).ok())
+        .iter_mut()
+        .map(|d| {
+            let raw = std::mem::take(&mut d.out.local.raw);
+            trace.raw_args.append(raw).ok()
+        })
         .collect();
     // The sorted runs of every chunk, in file order.
     let mut runs: Vec<order::Run<'_>> = Vec::new();
