@@ -201,37 +201,20 @@ fn keep_analysed_events(trace: &mut Trace) {
         return;
     }
     let all = Sections::all();
-    let mut pats: Vec<&str> = all.needed_events().unwrap_or_default();
-    pats.extend(all.tallied_events());
-    pats.extend([
-        "sched:sched_process_fork",
-        "sched:sched_process_exit",
-        "sched:sched_process_exec",
-    ]);
-    let keep: Vec<bool> = trace
-        .event_names
+    // Tallied events are kept as events here: the analyses read them from
+    // the events when the load did not tally them.
+    let mut keep: Vec<String> = all
+        .needed_events()
+        .unwrap_or_default()
         .iter()
-        .map(|n| {
-            pats.iter().any(|p| match p.strip_suffix('*') {
-                Some(prefix) => n.starts_with(prefix),
-                None => p == n,
-            })
-        })
+        .map(|n| n.to_string())
         .collect();
-    if keep.iter().all(|k| *k) {
-        return;
-    }
-    if trace.dropped.is_none() {
-        trace.dropped = Some(schedscope_trace::trace::Dropped {
-            total: trace.event_count(),
-            first: trace.start(),
-            last: trace.end(),
-        });
-    }
-    trace
-        .events
-        .retain(|e| keep.get(e.name.0 as usize).copied().unwrap_or(true));
-    trace.events.shrink_to_fit();
+    keep.extend(all.tallied_events().iter().map(|n| n.to_string()));
+    let opts = schedscope_parser::LoadOptions {
+        keep: Some(keep),
+        ..Default::default()
+    };
+    schedscope_parser::retain_kept(trace, &opts);
 }
 
 /// [`schedscope_analysis::report::timed`], the phase named `export NAME`.

@@ -82,6 +82,54 @@ pub struct LoadOptions {
     pub raw_fields: bool,
 }
 
+impl LoadOptions {
+    /// Whether a load with these options keeps the event named `name` in
+    /// [`Trace::events`] (the rule of [`LoadOptions::keep`]: every event
+    /// without a `keep` list; else the names it lists, `*` prefixes, and
+    /// process fork/exit/exec). Tallying is not considered.
+    pub fn keeps(&self, name: &str) -> bool {
+        match &self.keep {
+            None => true,
+            Some(k) => {
+                k.iter().any(|pat| name_matches(pat, name))
+                    || perf_data::ALWAYS_KEEP.contains(&name)
+            }
+        }
+    }
+}
+
+/// Whether the `LoadOptions::keep`/`tally` entry `pat` names the event
+/// `name`: equal, or a prefix of it when `pat` ends with `*`.
+pub(crate) fn name_matches(pat: &str, name: &str) -> bool {
+    match pat.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => pat == name,
+    }
+}
+
+/// Apply `opts.keep` to a trace that was loaded whole: leave in
+/// [`Trace::events`] only what a load with `opts` keeps, give the rest of
+/// the vector back, and record in [`Trace::dropped`] (unless a filtered
+/// load already did) the event count and time span of the whole trace, so
+/// that counts and span still describe it, as after a filtered load.
+pub fn retain_kept(trace: &mut Trace, opts: &LoadOptions) {
+    let keep: Vec<bool> = trace.event_names.iter().map(|n| opts.keeps(n)).collect();
+    if keep.iter().all(|k| *k) {
+        return;
+    }
+    if trace.dropped.is_none() {
+        trace.dropped = Some(schedscope_trace::trace::Dropped {
+            total: trace.event_count(),
+            first: trace.start(),
+            last: trace.end(),
+        });
+    }
+    trace
+        .events
+        .retain(|e| keep.get(e.name.0 as usize).copied().unwrap_or(true));
+    trace.events.shrink_to_fit();
+}
+
 /// How messages name standard input (the path `-`).
 pub const STDIN_NAME: &str = "<stdin>";
 

@@ -91,15 +91,6 @@ pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
     decode_with(name, data, &crate::LoadOptions::default(), &|_| {})
 }
 
-/// Whether the `LoadOptions::keep` entry `pat` names the event `name`:
-/// equal, or a prefix of it when `pat` ends with `*`.
-fn keep_matches(pat: &str, name: &str) -> bool {
-    match pat.strip_suffix('*') {
-        Some(prefix) => name.starts_with(prefix),
-        None => pat == name,
-    }
-}
-
 /// Event names every filtered load keeps: the task table falls back on them
 /// when the file has no FORK/EXIT records.
 pub(crate) const ALWAYS_KEEP: [&str; 3] = [
@@ -371,11 +362,7 @@ fn build_ctx<'t>(
         printk: &td.printk,
         keep: match &opts.keep {
             None => Vec::new(),
-            Some(k) => trace
-                .event_names
-                .iter()
-                .map(|n| k.iter().any(|x| keep_matches(x, n)) || ALWAYS_KEEP.contains(&n.as_str()))
-                .collect(),
+            Some(_) => trace.event_names.iter().map(|n| opts.keeps(n)).collect(),
         },
         tally: if opts.tally.is_empty() {
             Vec::new()
@@ -383,7 +370,7 @@ fn build_ctx<'t>(
             trace
                 .event_names
                 .iter()
-                .map(|n| opts.tally.iter().any(|x| keep_matches(x, n)))
+                .map(|n| opts.tally.iter().any(|x| crate::name_matches(x, n)))
                 .collect()
         },
         cpu_limit: cpu_limit(feats),
