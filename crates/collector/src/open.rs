@@ -8,6 +8,7 @@ use crate::events::{self, EventRequest};
 use crate::sys::{self, EventFd, Ring};
 use schedscope_perf_data::abi;
 use schedscope_perf_data::{attr_flag, AttrSpec, EventAttr};
+use schedscope_trace::topology::parse_cpu_list;
 use std::io;
 use std::path::Path;
 
@@ -33,25 +34,10 @@ pub(crate) fn wakeup_watermark(ring_bytes: usize) -> u32 {
 /// Online CPUs from /sys/devices/system/cpu/online ("0-3,5").
 pub fn online_cpus() -> Vec<u32> {
     let s = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
-    let mut out = parse_cpu_list(&s);
+    let mut out = parse_cpu_list(&s).unwrap_or_default();
     if out.is_empty() {
         let n = std::thread::available_parallelism().map_or(1, |n| n.get());
         out = (0..n as u32).collect();
-    }
-    out
-}
-
-pub(crate) fn parse_cpu_list(s: &str) -> Vec<u32> {
-    let mut out = Vec::new();
-    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                if let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) {
-                    out.extend(a..=b);
-                }
-            }
-            None => out.extend(part.parse::<u32>().ok()),
-        }
     }
     out
 }
@@ -400,11 +386,5 @@ mod tests {
         assert_eq!(ring_pages(1024 * page), 1024);
         assert_eq!(ring_pages(1000 * page), 1024);
         assert_eq!(ring_pages(1), 2);
-    }
-
-    #[test]
-    fn cpu_lists_parse() {
-        assert_eq!(parse_cpu_list("0-3,5\n"), vec![0, 1, 2, 3, 5]);
-        assert_eq!(parse_cpu_list("0"), vec![0]);
     }
 }

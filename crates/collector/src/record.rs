@@ -11,12 +11,13 @@ use crate::config::{default_buffer_bytes, RecordConfig};
 use crate::drain::{drain, Counts};
 use crate::error::RecordError;
 use crate::events;
-use crate::open::{online_cpus, open_all, parse_cpu_list, plan, Opened, Planned};
+use crate::open::{online_cpus, open_all, plan, Opened, Planned};
 use crate::procfs;
 use crate::sys;
 use schedscope_perf_data::abi;
 use schedscope_perf_data::sections::{self, CgroupSample, TaskCgroup};
 use schedscope_perf_data::{Features, PerfDataWriter, TracingData};
+use schedscope_trace::topology::parse_cpu_list;
 use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -709,7 +710,7 @@ fn features(
     let nr_online = cpus.len() as u32;
     let nr_avail = std::fs::read_to_string("/sys/devices/system/cpu/present")
         .ok()
-        .and_then(|s| parse_cpu_list(&s).into_iter().max())
+        .and_then(|s| parse_cpu_list(&s)?.into_iter().max())
         .map_or(nr_online, |m| m + 1);
     let (tracing_data, compact_tracing_data) = tracing_data.unzip();
     Features {

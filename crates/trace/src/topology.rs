@@ -102,6 +102,9 @@ mod tests {
             Some(vec![0, 1, 2, 3, 8, 10, 11])
         );
         assert_eq!(parse_cpu_list("5"), Some(vec![5]));
+        // as read from /sys/devices/system/cpu/online (the recorder's use)
+        assert_eq!(parse_cpu_list("0-3,5\n"), Some(vec![0, 1, 2, 3, 5]));
+        assert_eq!(parse_cpu_list("0"), Some(vec![0]));
         assert_eq!(parse_cpu_list(""), Some(vec![]));
         assert_eq!(parse_cpu_list("3-1"), None);
         assert_eq!(parse_cpu_list("x"), None);
