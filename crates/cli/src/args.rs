@@ -13,6 +13,43 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// `schedscope diff`'s options that take a value as the next argument.
+const DIFF_VALUE_OPTIONS: [&str; 3] = ["--by", "--format", "--gang-of"];
+
+/// `argv` with `schedscope diff`'s options written after the NEW inputs
+/// (`diff b1 b2 -- n1 n2 --idle --format md`, the usage the issue and the
+/// README give) moved before the `--`, where the parser reads options:
+/// after `--` every argument is an input. An argument after `--` that
+/// starts with `--` is taken as an option (with its value for `--by`,
+/// `--format`, `--gang-of`); write an input named like that as
+/// `./--name`. Other commands' arguments are returned as they are.
+pub fn hoist_diff_options(argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let is_diff = argv.get(1).is_some_and(|a| a == "diff");
+    let Some(sep) = argv.iter().position(|a| a == "--") else {
+        return argv;
+    };
+    if !is_diff {
+        return argv;
+    }
+    let mut head: Vec<std::ffi::OsString> = argv[..sep].to_vec();
+    let mut inputs = Vec::new();
+    let mut tail = argv[sep + 1..].iter();
+    while let Some(a) = tail.next() {
+        let text = a.to_string_lossy();
+        if text.starts_with("--") && text.len() > 2 {
+            head.push(a.clone());
+            if DIFF_VALUE_OPTIONS.contains(&text.as_ref()) {
+                head.extend(tail.next().cloned());
+            }
+        } else {
+            inputs.push(a.clone());
+        }
+    }
+    head.push("--".into());
+    head.extend(inputs);
+    head
+}
+
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -228,7 +265,8 @@ pub struct DiffArgs {
     /// Base traces or export roots; without `--`, exactly two inputs: BASE NEW.
     #[arg(required = true)]
     pub base: Vec<PathBuf>,
-    /// New traces or export roots (after `--`).
+    /// New traces or export roots (after `--`; options may follow them,
+    /// see [`hoist_diff_options`]).
     #[arg(last = true)]
     pub new: Vec<PathBuf>,
     /// The sections to compare (every one when none is named).
@@ -240,4 +278,84 @@ pub struct DiffArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: DiffFormat,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hoisted(args: &[&str]) -> Vec<String> {
+        hoist_diff_options(args.iter().map(Into::into).collect())
+            .into_iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn diff_options_after_the_new_inputs_move_before_the_separator() {
+        assert_eq!(
+            hoisted(&[
+                "schedscope",
+                "diff",
+                "b1",
+                "b2",
+                "--",
+                "n1",
+                "--idle",
+                "n2",
+                "--format",
+                "md",
+                "--by=pid",
+                "--gang-of",
+                "comm=x",
+            ]),
+            [
+                "schedscope",
+                "diff",
+                "b1",
+                "b2",
+                "--idle",
+                "--format",
+                "md",
+                "--by=pid",
+                "--gang-of",
+                "comm=x",
+                "--",
+                "n1",
+                "n2",
+            ]
+        );
+        let cli = Cli::parse_from(hoist_diff_options(
+            [
+                "schedscope",
+                "diff",
+                "b",
+                "--",
+                "n",
+                "--latency",
+                "--format",
+                "csv",
+            ]
+            .iter()
+            .map(Into::into)
+            .collect(),
+        ));
+        let Command::Diff(d) = cli.command else {
+            panic!("not diff: {cli:?}");
+        };
+        assert_eq!(d.base, [PathBuf::from("b")]);
+        assert_eq!(d.new, [PathBuf::from("n")]);
+        assert!(d.sections.latency);
+        assert_eq!(d.format, DiffFormat::Csv);
+    }
+
+    #[test]
+    fn other_commands_and_diff_without_separator_are_untouched() {
+        let v = ["schedscope", "record", "-o", "f", "--", "perf", "--all"];
+        assert_eq!(hoisted(&v), v);
+        let v = ["schedscope", "diff", "--idle", "a", "b"];
+        assert_eq!(hoisted(&v), v);
+        let v = ["schedscope", "diff", "a", "--", "./--odd", "n"];
+        assert_eq!(hoisted(&v), v);
+    }
 }

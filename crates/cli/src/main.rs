@@ -29,7 +29,7 @@ impl std::fmt::Display for ExitError {
 impl std::error::Error for ExitError {}
 
 fn main() -> ExitCode {
-    let cli = args::Cli::parse();
+    let cli = args::Cli::parse_from(args::hoist_diff_options(std::env::args_os().collect()));
     match cmd::run(cli) {
         Ok(code) => code,
         Err(err) => {

@@ -269,3 +269,22 @@ fn by_ordinal_compares_threads() {
     got.sort_unstable();
     assert_eq!(got, want);
 }
+
+/// The README's form, options after the NEW inputs
+/// (`diff b1 b2 b3 -- n1 n2 n3 --idle --format md`), means what the same
+/// options before the inputs mean.
+#[test]
+fn options_after_the_new_inputs_are_options() {
+    let a = fixture("sim/mixed-s1.data");
+    let b = fixture("sim/bare-metal-s1.data");
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let after = schedscope(&["diff", a, a, a, "--", b, b, b, "--idle", "--format", "md"]);
+    let before = schedscope(&["diff", "--idle", "--format", "md", a, a, a, "--", b, b, b]);
+    assert_eq!(after, before);
+    assert!(
+        after.contains("| Section | Parameter | Base | New | % change |"),
+        "{after}"
+    );
+    assert!(after.contains("| idle |"), "{after}");
+    assert!(!after.contains("| latency |"), "only --idle: {after}");
+}
