@@ -12,7 +12,9 @@
 //! unchanged into [`schedscope_perf_data::PerfDataWriter`] (`drain`),
 //! counting samples and losses on the way; finish stops the events and
 //! stores the tracefs format files, kallsyms, host metadata, the CPU
-//! topology (`topology`, from sysfs, as perf writes it) and
+//! topology (`topology`, from sysfs, as perf writes it), the wall-clock
+//! anchor (HEADER_CLOCK_DATA, the events' CLOCK_MONOTONIC against the time
+//! of day at enable time, as `perf record -k mono` writes it) and
 //! schedscope's cgroup sections ([`cgroup`]: CFS bandwidth counters sampled
 //! throughout, every thread's cgroup at start and end) as feature sections.
 //!

@@ -229,6 +229,9 @@ struct Session {
     /// When the events were enabled, and the same on the events' clock.
     start: Instant,
     start_ns: u64,
+    /// The events' clock against the time of day, taken at enable time
+    /// (HEADER_CLOCK_DATA).
+    wall_clock: Option<schedscope_trace::WallClock>,
     /// The first write error; the recording stops on it.
     write_error: Option<String>,
     samples: Vec<CgroupSample>,
@@ -300,6 +303,7 @@ impl Session {
             counts,
             start: Instant::now(),
             start_ns: sys::monotonic_ns(),
+            wall_clock: sys::wall_clock_anchor(),
             write_error: None,
             samples: Vec::new(),
             task_cgroups: Vec::new(),
@@ -530,6 +534,7 @@ impl Session {
             write_error,
             samples,
             task_cgroups,
+            wall_clock,
             ..
         } = self;
         let specs = opened.specs;
@@ -546,15 +551,19 @@ impl Session {
                 td.saved_cmdlines = events::saved_cmdlines(&tracefs);
                 td
             });
-        let features = features(
-            cfg,
-            &tracefs,
-            tracing_data,
-            &cpus,
-            &samples,
-            &task_cgroups,
-            notice,
-        );
+        let features = Features {
+            clock_data: wall_clock,
+            clockid_res_ns: wall_clock.and(sys::monotonic_res_ns()),
+            ..features(
+                cfg,
+                &tracefs,
+                tracing_data,
+                &cpus,
+                &samples,
+                &task_cgroups,
+                notice,
+            )
+        };
         let (_, fin) = w.finish(&features).map_err(|e| out_err(cfg, e))?;
         let _ = closing.join();
 
@@ -678,7 +687,7 @@ fn create_output(cfg: &RecordConfig) -> Result<std::fs::File, RecordError> {
 
 /// The feature sections: tracing data (format files and kallsyms, with a
 /// compact fallback without kallsyms), host metadata and schedscope's own
-/// cgroup sections.
+/// cgroup sections; the caller adds the wall-clock anchor.
 fn features(
     cfg: &RecordConfig,
     tracefs: &Path,
@@ -723,6 +732,9 @@ fn features(
         nr_cpus: Some((nr_avail, nr_online)),
         cpu_topology: crate::topology::read(Path::new("/sys/devices/system/cpu"), nr_avail),
         cmdline: cfg.cmdline.clone(),
+        // set by the caller, from the session's start
+        clock_data: None,
+        clockid_res_ns: None,
         extra: vec![
             (
                 abi::feature::SCHEDSCOPE_CGROUP_SAMPLES,

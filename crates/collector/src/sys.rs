@@ -425,17 +425,50 @@ pub fn kill(pid: u32, sig: i32) {
     }
 }
 
-/// clock_gettime(CLOCK_MONOTONIC) in ns: the clock the events are stamped with.
-pub fn monotonic_ns() -> u64 {
+/// clock_gettime(`id`) in ns (0 if the clock does not exist).
+fn clock_ns(id: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: `ts` is a valid timespec to write into.
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+    if unsafe { libc::clock_gettime(id, &mut ts) } != 0 {
+        return 0;
     }
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// clock_gettime(CLOCK_MONOTONIC) in ns: the clock the events are stamped with.
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// The events' clock (CLOCK_MONOTONIC) against the time of day, for
+/// HEADER_CLOCK_DATA: the monotonic clock read between two CLOCK_REALTIME
+/// reads, the time of day taken as their midpoint (perf reads
+/// gettimeofday, microseconds, then the clock). `None` if a clock fails.
+pub fn wall_clock_anchor() -> Option<schedscope_trace::WallClock> {
+    let before = clock_ns(libc::CLOCK_REALTIME);
+    let mono = monotonic_ns();
+    // never before `before`: a step backwards between the reads would
+    // underflow the midpoint
+    let after = clock_ns(libc::CLOCK_REALTIME).max(before);
+    (before > 0 && mono > 0).then_some(schedscope_trace::WallClock {
+        clockid: libc::CLOCK_MONOTONIC as u32,
+        tod_ns: before + (after - before) / 2,
+        clock_ns: mono,
+    })
+}
+
+/// clock_getres(CLOCK_MONOTONIC) in ns, for HEADER_CLOCKID.
+pub fn monotonic_res_ns() -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write into.
+    let rc = unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
 #[cfg(test)]

@@ -14,6 +14,8 @@
 //! - [`sections`]: schedscope's own feature sections (cgroup samples, task
 //!   cgroups), one type per record with its encoder and decoder.
 //! - [`topology`]: perf's HEADER_CPU_TOPOLOGY section, encoder and decoder.
+//! - [`clock`]: perf's HEADER_CLOCK_DATA section (the wall-clock anchor),
+//!   encoder and decoder.
 //!
 //! Data flow: the collector builds an [`AttrSpec`] per event, streams ring
 //! bytes through [`PerfDataWriter::write_records`] and ends with
@@ -22,6 +24,7 @@
 
 pub mod abi;
 pub mod attr;
+pub mod clock;
 pub mod sections;
 pub mod topology;
 pub mod writer;

@@ -179,6 +179,12 @@ pub struct Features {
     pub cmdline: Vec<String>,
     /// HEADER_CPU_TOPOLOGY (see [`crate::topology`]).
     pub cpu_topology: Option<crate::topology::CpuTopology>,
+    /// HEADER_CLOCK_DATA (see [`crate::clock`]): the events' clock at a
+    /// known time of day, so that readers can print wall-clock times.
+    pub clock_data: Option<crate::clock::WallClock>,
+    /// HEADER_CLOCKID: the events' clock resolution in ns, written beside
+    /// `clock_data` as perf does.
+    pub clockid_res_ns: Option<u64>,
     /// HEADER_EVENT_DESC is always written from the attrs.
     /// Extra sections at schedscope's own bits (>= `abi::feature::SCHEDSCOPE_FIRST`),
     /// as (bit, bytes).
@@ -654,6 +660,14 @@ impl<W: Read + Write + Seek> PerfDataWriter<W> {
         }
         if let Some(t) = &f.cpu_topology {
             v.push((ft::CPU_TOPOLOGY, crate::topology::encode_cpu_topology(t)));
+        }
+        if let Some(w) = &f.clock_data {
+            v.push((ft::CLOCK_DATA, crate::clock::encode_clock_data(w)));
+        }
+        if let Some(res) = f.clockid_res_ns {
+            let mut b = Vec::new();
+            put64(&mut b, res);
+            v.push((ft::CLOCKID, b));
         }
         if !f.cmdline.is_empty() {
             let mut b = Vec::new();

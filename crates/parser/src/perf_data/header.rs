@@ -348,19 +348,7 @@ pub fn read_feature<'a>(f: &mut Features<'a>, bit: u32, bytes: &'a [u8], offset:
         }
         feature::CPU_TOPOLOGY => f.cpu_topology = Some((bytes, offset)),
         feature::CLOCK_DATA => {
-            // u32 version (1), u32 clockid, u64 time of day (ns), u64 the
-            // clock at that instant (ns); perf's write_clock_data.
-            f.clock_data = (|| {
-                let version = c.u32()?;
-                let clockid = c.u32()?;
-                let tod_ns = c.u64()?;
-                let clock_ns = c.u64()?;
-                (version >= 1 && tod_ns > 0).then_some(schedscope_trace::WallClock {
-                    clockid,
-                    tod_ns,
-                    clock_ns,
-                })
-            })();
+            f.clock_data = schedscope_perf_data::clock::decode_clock_data(bytes);
         }
         feature::SCHEDSCOPE_CGROUP_SAMPLES => f.cgroup_samples = Some((bytes, offset)),
         feature::SCHEDSCOPE_TASK_CGROUPS => f.task_cgroups = Some((bytes, offset)),
