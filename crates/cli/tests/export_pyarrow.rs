@@ -128,7 +128,31 @@ fn pyarrow_reads_every_table_and_rows_match_perf_script() {
             );
             assert_eq!(s["ts_statistics"], true, "{table}");
         }
+        // Every other time, duration and row id too (sched_latency.ts_run,
+        // latency_ns, raw_event.event_id, ...).
+        if let Some(cols) = s.get("delta_encodings").and_then(Value::as_object) {
+            for (col, enc) in cols {
+                let enc: Vec<&str> = enc
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect();
+                assert!(
+                    enc.contains(&"DELTA_BINARY_PACKED")
+                        && !enc.iter().any(|e| e.contains("DICTIONARY")),
+                    "{table}.{col}: {enc:?}"
+                );
+            }
+        }
     }
+    assert!(
+        settings["sched_latency"]["delta_encodings"]
+            .as_object()
+            .is_some_and(|c| c.contains_key("ts_run") && c.contains_key("latency_ns")),
+        "{}",
+        settings["sched_latency"]
+    );
     assert_eq!(
         settings["sched_switch"]["sorting_columns"],
         serde_json::json!([0])

@@ -467,7 +467,9 @@ pub fn readme() -> String {
          Times are Int64 nanoseconds on the trace clock (`ts`, `dur`, `*_ns`); no\n\
          unsigned types; ids `utid`/`upid` are per trace (join within one run).\n\
          Files: zstd level 3, row groups of at most 1 Mi rows, DELTA_BINARY_PACKED\n\
-         for ts/dur, page statistics, sorting columns declared, key-value metadata\n\
+         without dictionary for the Int64 times and durations (unit ns: ts, dur,\n\
+         ts_run, latency_ns, ...) and event_id, dictionary encoding for the other\n\
+         columns, page statistics, sorting columns declared, key-value metadata\n\
          `schema_version`, `trace_id`, `table`.\n\n\
          `raw_arg`: untyped tracepoints carry the fields their decoder kept (perf.data\n\
          and trace.dat: every non-common field of the event's format, integers in\n\

@@ -18,6 +18,12 @@ import pyarrow.parquet as pq
 root, script = sys.argv[1], sys.argv[2]
 out = {"rows": {}, "bad_types": [], "files": 0, "settings": {}}
 tables = {}
+with open(os.path.join(root, "_schedscope", "schema.json")) as f:
+    delta_cols = {
+        t["name"]: [c["name"] for c in t["cols"]
+                    if c["type"] == "i64" and (c["unit"] == "ns" or c["name"] == "event_id")]
+        for t in json.load(f)["tables"]
+    }
 for name in sorted(os.listdir(root)):
     if name.startswith("_"):
         continue
@@ -43,6 +49,10 @@ for name in sorted(os.listdir(root)):
             rg = md.row_group(0)
             cols = {rg.column(i).path_in_schema: rg.column(i) for i in range(rg.num_columns)}
             s["compression"] = sorted({c.compression for c in cols.values()})
+            # Every Int64 ns column and event_id: DELTA_BINARY_PACKED, no dictionary.
+            s["delta_encodings"] = {
+                c: sorted(cols[c].encodings) for c in delta_cols.get(name, []) if c in cols
+            }
             if "ts" in cols:
                 s["ts_encodings"] = sorted(cols["ts"].encodings)
                 s["ts_statistics"] = cols["ts"].statistics is not None and cols["ts"].statistics.has_min_max
