@@ -187,6 +187,21 @@ pub static TABLES: &[TableDef] = &[
         ],
     },
     TableDef {
+        name: "sched_stat_runtime",
+        doc: "one row per sched:sched_stat_runtime (CFS runtime accounting) whose fields are comm, pid, runtime and, on kernels before 6.8, vruntime; an event recorded with other fields is a raw_event row",
+        sort: &["ts"],
+        cols: &[
+            TS,
+            CPU,
+            c("utid", I32, "", "accounted thread's utid"),
+            c("tid", I32, "", "accounted tid (pid field)"),
+            c("comm", Str, "", "accounted comm"),
+            c("runtime_ns", I64, "ns", "runtime charged since the previous update"),
+            c("vruntime_ns", I64, "ns", "the task's vruntime after the update; null when the kernel does not record it (6.8 and later)"),
+            c("cur_tid", I32, "", "tid of the task current on the emitting CPU (common_pid)"),
+        ],
+    },
+    TableDef {
         name: "kvm_exit",
         doc: "one row per kvm:kvm_exit",
         sort: &["ts"],
