@@ -318,9 +318,17 @@ impl Pool {
     fn take(st: &mut State) -> Option<Taken> {
         while let Some(slot) = st.ready.pop_front() {
             let q = &mut st.tables[slot];
-            let (Some(work), Some(out)) = (q.pending.pop_front(), q.out.take()) else {
-                // (not reached: a table is ready only with work queued
-                // and its outputs open)
+            let Some(out) = q.out.take() else {
+                // (not reached: work comes only for open tables) Drop the
+                // queue, keeping the count of queued batches right so that
+                // the row builder does not wait for them.
+                let dropped = q.pending.drain(..).filter(|w| matches!(w, Work::Batch(_)));
+                st.queued -= dropped.count();
+                continue;
+            };
+            let Some(work) = q.pending.pop_front() else {
+                // (not reached: a table is ready only with work queued)
+                q.out = Some(out);
                 continue;
             };
             q.busy = true;
