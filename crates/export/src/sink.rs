@@ -404,7 +404,7 @@ impl Pool {
 
 /// The thread that encodes, compresses and writes the tables' batches,
 /// beside the code that builds the rows, which writes batches itself
-/// rather than wait when too many are queued ([`Pool::push`]). One table's
+/// rather than wait when more than two are queued. One table's
 /// batches are written in order, by one thread at a time. One writer
 /// thread for all tables (not one per table): a table's writer holds its
 /// row group and a thread keeps its own allocator arena, and with two
