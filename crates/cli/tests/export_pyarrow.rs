@@ -14,27 +14,34 @@ fn n(v: &Value) -> u64 {
     v.as_u64().unwrap_or(0)
 }
 
-#[test]
-fn pyarrow_reads_every_table_and_rows_match_perf_script() {
-    if !have_python(&["pyarrow"]) {
-        return;
-    }
-    let data = fixture("perf/sched_small.data");
-    let root = fresh_dir("export-pyarrow");
+/// Export fixture `NAME.data` into a fresh directory and run
+/// check_pyarrow.py on it against `NAME.script.txt`: the directory, the
+/// Parquet root and the script's JSON.
+fn export_and_check(name: &str, tag: &str) -> (std::path::PathBuf, std::path::PathBuf, Value) {
+    let root = fresh_dir(tag);
     let pq = root.join("pq");
+    let data = fixture(&format!("{name}.data"));
     schedscope(&[
         "export",
         data.to_str().unwrap(),
         "--parquet",
         pq.to_str().unwrap(),
     ]);
+    let script = fixture(&format!("{name}.script.txt"));
     let out = py(
         "check_pyarrow.py",
-        &[
-            pq.to_str().unwrap(),
-            fixture("perf/sched_small.script.txt").to_str().unwrap(),
-        ],
+        &[pq.to_str().unwrap(), script.to_str().unwrap()],
     );
+    (root, pq, out)
+}
+
+#[test]
+fn pyarrow_reads_every_table_and_rows_match_perf_script() {
+    if !have_python(&["pyarrow"]) {
+        return;
+    }
+    let data = fixture("perf/sched_small.data");
+    let (root, pq, out) = export_and_check("perf/sched_small", "export-pyarrow");
     let rows = &out["rows"];
     let rep = report_json(&data);
     let ebn = &rep["trace"]["events_by_name"];
@@ -62,6 +69,7 @@ fn pyarrow_reads_every_table_and_rows_match_perf_script() {
         "sched_switch",
         "sched_wakeup",
         "sched_migrate",
+        "sched_stat_runtime",
         "kvm_exit",
         "ipi",
         "tlb_flush",
@@ -86,6 +94,7 @@ fn pyarrow_reads_every_table_and_rows_match_perf_script() {
         n(&out["checked"]["sched_migrate"]),
         c("sched:sched_migrate_task")
     );
+    assert_eq!(n(&rows["sched_stat_runtime"]), 0, "none in this fixture");
     assert_eq!(n(&out["mismatch_count"]), 0, "{}", out["mismatches"]);
     // Layout and writer settings.
     let part = out["partition"].as_str().unwrap();
@@ -128,7 +137,31 @@ fn pyarrow_reads_every_table_and_rows_match_perf_script() {
             );
             assert_eq!(s["ts_statistics"], true, "{table}");
         }
+        // Every other time, duration and row id too (sched_latency.ts_run,
+        // latency_ns, raw_event.event_id, ...).
+        if let Some(cols) = s.get("delta_encodings").and_then(Value::as_object) {
+            for (col, enc) in cols {
+                let enc: Vec<&str> = enc
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect();
+                assert!(
+                    enc.contains(&"DELTA_BINARY_PACKED")
+                        && !enc.iter().any(|e| e.contains("DICTIONARY")),
+                    "{table}.{col}: {enc:?}"
+                );
+            }
+        }
     }
+    assert!(
+        settings["sched_latency"]["delta_encodings"]
+            .as_object()
+            .is_some_and(|c| c.contains_key("ts_run") && c.contains_key("latency_ns")),
+        "{}",
+        settings["sched_latency"]
+    );
     assert_eq!(
         settings["sched_switch"]["sorting_columns"],
         serde_json::json!([0])
@@ -141,6 +174,47 @@ fn pyarrow_reads_every_table_and_rows_match_perf_script() {
             .unwrap();
     let documented = schema["tables"].as_array().unwrap().len();
     assert_eq!(documented, settings.len(), "every table documented");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// perf.data's counts of each event (`X.counts.txt`, made by `perf script`).
+fn perf_counts(file: &str) -> std::collections::BTreeMap<String, u64> {
+    std::fs::read_to_string(fixture(file))
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let (name, n) = l.split_once(' ')?;
+            Some((name.to_string(), n.parse().ok()?))
+        })
+        .collect()
+}
+
+/// `sched_stat_runtime` (comm, pid, runtime; vruntime on kernels before
+/// 6.8) has a typed table: one row per event, each equal to its `perf
+/// script` line field for field, and none left in raw_event/raw_arg.
+#[test]
+fn sched_stat_runtime_rows_match_perf_script() {
+    if !have_python(&["pyarrow"]) {
+        return;
+    }
+    let (root, _, out) = export_and_check("perf/stat_runtime", "export-stat-runtime");
+    let rows = &out["rows"];
+    let c = perf_counts("perf/stat_runtime.counts.txt");
+    let runtime = c["sched:sched_stat_runtime"];
+    assert!(runtime > 100, "the fixture has sched_stat_runtime events");
+    assert_eq!(n(&rows["sched_stat_runtime"]), runtime);
+    assert_eq!(n(&out["checked"]["sched_stat_runtime"]), runtime);
+    assert_eq!(n(&out["mismatch_count"]), 0, "{}", out["mismatches"]);
+    // Only fork and exit are left as raw events, each with its typed args.
+    assert_eq!(
+        n(&rows["raw_event"]),
+        c["sched:sched_process_fork"] + c["sched:sched_process_exit"]
+    );
+    assert_eq!(
+        n(&rows["raw_arg"]),
+        3 * c["sched:sched_process_fork"] + 2 * c["sched:sched_process_exit"]
+    );
+    assert_eq!(n(&rows["sched_switch"]), c["sched:sched_switch"]);
     let _ = std::fs::remove_dir_all(&root);
 }
 

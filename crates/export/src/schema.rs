@@ -187,6 +187,21 @@ pub static TABLES: &[TableDef] = &[
         ],
     },
     TableDef {
+        name: "sched_stat_runtime",
+        doc: "one row per sched:sched_stat_runtime (CFS runtime accounting) whose fields are comm, pid, runtime and, on kernels before 6.8, vruntime; an event recorded with other fields is a raw_event row",
+        sort: &["ts"],
+        cols: &[
+            TS,
+            CPU,
+            c("utid", I32, "", "accounted thread's utid"),
+            c("tid", I32, "", "accounted tid (pid field)"),
+            c("comm", Str, "", "accounted comm"),
+            c("runtime_ns", I64, "ns", "runtime charged since the previous update"),
+            c("vruntime_ns", I64, "ns", "the task's vruntime after the update; null when the kernel does not record it (6.8 and later)"),
+            c("cur_tid", I32, "", "tid of the task current on the emitting CPU (common_pid)"),
+        ],
+    },
+    TableDef {
         name: "kvm_exit",
         doc: "one row per kvm:kvm_exit",
         sort: &["ts"],
@@ -467,7 +482,9 @@ pub fn readme() -> String {
          Times are Int64 nanoseconds on the trace clock (`ts`, `dur`, `*_ns`); no\n\
          unsigned types; ids `utid`/`upid` are per trace (join within one run).\n\
          Files: zstd level 3, row groups of at most 1 Mi rows, DELTA_BINARY_PACKED\n\
-         for ts/dur, page statistics, sorting columns declared, key-value metadata\n\
+         without dictionary for the Int64 times and durations (unit ns: ts, dur,\n\
+         ts_run, latency_ns, ...) and event_id, dictionary encoding for the other\n\
+         columns, page statistics, sorting columns declared, key-value metadata\n\
          `schema_version`, `trace_id`, `table`.\n\n\
          `raw_arg`: untyped tracepoints carry the fields their decoder kept (perf.data\n\
          and trace.dat: every non-common field of the event's format, integers in\n\

@@ -189,6 +189,7 @@ pub const EVENT_TABLES: &[&str] = &[
     "sched_switch",
     "sched_wakeup",
     "sched_migrate",
+    "sched_stat_runtime",
     "kvm_exit",
     "ipi",
     "tlb_flush",
@@ -206,6 +207,7 @@ pub type SwitchIns = Vec<Vec<(u64, i32, i32)>>;
 pub fn events(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<SwitchIns, ExportError> {
     let mut switch_ins: SwitchIns = vec![Vec::new(); trace.nr_cpus as usize];
     let want_slices = s.wants("sched_slice");
+    let stat_runtime = trace.name_id("sched:sched_stat_runtime");
     let mut raw_id: i64 = 0;
     for ev in &trace.events {
         let ut = u.at(ev.tid, ev.ts);
@@ -379,6 +381,24 @@ pub fn events(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<SwitchIns, Expo
             | EventData::WakeIdleNoIpi { .. }
             | EventData::IrqVector { .. }
             | EventData::Other(_) => {
+                if let (Some(name), EventData::Other(Some(i))) = (stat_runtime, ev.data) {
+                    if ev.name == name {
+                        if let Some(r) = StatRuntime::of(trace, i) {
+                            if let Some(t) = s.get("sched_stat_runtime") {
+                                t.i64(ts)
+                                    .i32(c)
+                                    .i32(u.at(Tid(r.pid), ev.ts))
+                                    .i32(r.pid)
+                                    .str(Some(r.comm))
+                                    .u64(r.runtime)
+                                    .u64(r.vruntime)
+                                    .i32(ev.tid.0);
+                                t.end()?;
+                            }
+                            continue;
+                        }
+                    }
+                }
                 let id = raw_id;
                 raw_id += 1;
                 if let Some(t) = s.get("raw_event") {
@@ -408,6 +428,47 @@ pub fn events(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<SwitchIns, Expo
         }
     }
     Ok(switch_ins)
+}
+
+/// The fields of a `sched:sched_stat_runtime` event, as its format has
+/// them: `comm`, `pid`, `runtime` and, before Linux 6.8, `vruntime`.
+struct StatRuntime<'a> {
+    comm: &'a str,
+    pid: i32,
+    runtime: u64,
+    vruntime: Option<u64>,
+}
+
+impl StatRuntime<'_> {
+    /// Record `i` of the raw-args store, when it holds exactly these
+    /// fields, in this order, with decimal numbers (as the perf.data and
+    /// trace.dat decoders store them). Anything else (a text trace's
+    /// `runtime=12 [ns]`, another format) is left to raw_event/raw_arg, so
+    /// that no field is lost.
+    fn of(trace: &Trace, i: u32) -> Option<StatRuntime<'_>> {
+        let mut args = trace.raw_args.get(i);
+        let mut field = |name: &str| match args.next() {
+            Some((k, v)) if k == name => Some(v),
+            _ => None,
+        };
+        let comm = field("comm")?;
+        let pid = field("pid")?.parse().ok()?;
+        let runtime = field("runtime")?.parse().ok()?;
+        let vruntime = match args.next() {
+            None => None,
+            Some(("vruntime", v)) => Some(v.parse().ok()?),
+            Some(_) => return None,
+        };
+        if args.next().is_some() {
+            return None;
+        }
+        Some(StatRuntime {
+            comm,
+            pid,
+            runtime,
+            vruntime,
+        })
+    }
 }
 
 /// callsite, callback, target count, target list, csd, reason.
@@ -834,4 +895,41 @@ pub fn ipi_requests(
         t.end()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedscope_trace::TraceFormat;
+
+    /// The typed table takes exactly the format's fields, with or without
+    /// vruntime; anything else stays a raw event.
+    #[test]
+    fn stat_runtime_fields() {
+        let mut t = Trace::new("t", TraceFormat::PerfData);
+        let records: [&[(&str, &str)]; 6] = [
+            &[("comm", "a b"), ("pid", "5"), ("runtime", "10")],
+            &[
+                ("comm", "a"),
+                ("pid", "5"),
+                ("runtime", "10"),
+                ("vruntime", "18446744073709551615"),
+            ],
+            &[("comm", "a"), ("pid", "5"), ("runtime", "10 [ns]")],
+            &[("comm", "a"), ("pid", "5")],
+            &[("comm", "a"), ("pid", "5"), ("runtime", "1"), ("x", "2")],
+            &[("pid", "5"), ("comm", "a"), ("runtime", "1")],
+        ];
+        let ids: Vec<u32> = records
+            .iter()
+            .map(|r| t.raw_args.push(r.iter().copied()).unwrap())
+            .collect();
+        let r = StatRuntime::of(&t, ids[0]).unwrap();
+        assert_eq!((r.comm, r.pid, r.runtime, r.vruntime), ("a b", 5, 10, None));
+        let r = StatRuntime::of(&t, ids[1]).unwrap();
+        assert_eq!(r.vruntime, Some(u64::MAX));
+        for &i in &ids[2..] {
+            assert!(StatRuntime::of(&t, i).is_none(), "record {i}");
+        }
+    }
 }

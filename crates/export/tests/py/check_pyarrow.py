@@ -3,8 +3,9 @@ against `perf script` output of the same file.
 
 usage: check_pyarrow.py ROOT PERF_SCRIPT_TXT
 Prints one JSON object: rows per table, writer settings seen, and the
-rows of sched_switch / sched_wakeup / sched_migrate_task compared field for
-field with the perf script lines (matched by cpu and timestamp).
+rows of sched_switch / sched_wakeup / sched_migrate_task /
+sched_stat_runtime compared field for field with the perf script lines
+(matched by cpu and timestamp).
 """
 import json
 import os
@@ -18,6 +19,12 @@ import pyarrow.parquet as pq
 root, script = sys.argv[1], sys.argv[2]
 out = {"rows": {}, "bad_types": [], "files": 0, "settings": {}}
 tables = {}
+with open(os.path.join(root, "_schedscope", "schema.json")) as f:
+    delta_cols = {
+        t["name"]: [c["name"] for c in t["cols"]
+                    if c["type"] == "i64" and (c["unit"] == "ns" or c["name"] == "event_id")]
+        for t in json.load(f)["tables"]
+    }
 for name in sorted(os.listdir(root)):
     if name.startswith("_"):
         continue
@@ -43,6 +50,10 @@ for name in sorted(os.listdir(root)):
             rg = md.row_group(0)
             cols = {rg.column(i).path_in_schema: rg.column(i) for i in range(rg.num_columns)}
             s["compression"] = sorted({c.compression for c in cols.values()})
+            # Every Int64 ns column and event_id: DELTA_BINARY_PACKED, no dictionary.
+            s["delta_encodings"] = {
+                c: sorted(cols[c].encodings) for c in delta_cols.get(name, []) if c in cols
+            }
             if "ts" in cols:
                 s["ts_encodings"] = sorted(cols["ts"].encodings)
                 s["ts_statistics"] = cols["ts"].statistics is not None and cols["ts"].statistics.has_min_max
@@ -64,6 +75,7 @@ sw_re = re.compile(
 )
 wk_re = re.compile(r"comm=(.*) pid=(-?\d+) prio=(-?\d+) target_cpu=(\d+)$")
 mg_re = re.compile(r"comm=(.*) pid=(-?\d+) prio=(-?\d+) orig_cpu=(\d+) dest_cpu=(\d+)$")
+sr_re = re.compile(r"comm=(.*) pid=(-?\d+) runtime=(\d+) \[ns\](?: vruntime=(\d+) \[ns\])?$")
 
 
 def index(t, keys):
@@ -77,7 +89,8 @@ def index(t, keys):
 sw = index(tables["sched_switch"], ["cpu", "ts"])
 wk = index(tables["sched_wakeup"], ["cpu", "ts", "kind"])
 mg = index(tables["sched_migrate"], ["cpu", "ts"])
-checked = {"sched_switch": 0, "sched_wakeup": 0, "sched_migrate": 0}
+sr = index(tables["sched_stat_runtime"], ["cpu", "ts"])
+checked = {"sched_switch": 0, "sched_wakeup": 0, "sched_migrate": 0, "sched_stat_runtime": 0}
 mismatches = []
 with open(script) as f:
     for line in f:
@@ -103,6 +116,13 @@ with open(script) as f:
             g = mg_re.match(rest)
             want = {"comm": g[1], "tid": int(g[2]), "orig_cpu": int(g[4]), "dest_cpu": int(g[5])}
             cands, table = mg.get((cpu, ts), []), "sched_migrate"
+        elif ev == "sched:sched_stat_runtime":
+            g = sr_re.match(rest)
+            want = {
+                "comm": g[1], "tid": int(g[2]), "runtime_ns": int(g[3]),
+                "vruntime_ns": int(g[4]) if g[4] is not None else None,
+            }
+            cands, table = sr.get((cpu, ts), []), "sched_stat_runtime"
         else:
             continue
         checked[table] += 1
