@@ -95,11 +95,11 @@ pub static TABLES: &[TableDef] = &[
             c("num_cpus", I32, "count", "CPUs (recorded, or highest CPU seen + 1)"),
             c("ts_start", I64, "ns", "first event time, trace clock"),
             c("ts_end", I64, "ns", "last event time, trace clock"),
-            c("wall_clock_ns", I64, "ns", "Unix time (ns, UTC) of ts_start when the file anchors the trace clock to wall time (perf.data HEADER_CLOCK_DATA, written by `perf record -k CLOCK`; then date= is that day); null otherwise (trace.dat, text, perf.data without -k, schedscope recordings: date= then comes from the file's modification time, which is also what `perf report --header-only` prints as 'captured on')"),
+            c("wall_clock_ns", I64, "ns", "Unix time (ns, UTC) of ts_start when the file anchors the trace clock to wall time (perf.data HEADER_CLOCK_DATA, written by `perf record -k CLOCK` and by `schedscope record`; then date= is that day); null otherwise (trace.dat, text, perf.data without -k: date= then comes from the file's modification time, which is also what `perf report --header-only` prints as 'captured on')"),
             c("events", I64, "count", "events decoded"),
             c("lost", I64, "count", "events the kernel reported lost"),
             c("schedscope_version", Str, "", "version of the exporter"),
-            c("schema_version", Str, "", "version of these table schemas"),
+            c("schema_version", Str, "", "version of these table schemas (2 since sched_stat_runtime has its own table; 1 kept those events in raw_event/raw_arg)"),
         ],
     },
     TableDef {

@@ -34,7 +34,9 @@ pub const ROW_GROUP_BYTES: usize = 2 << 20;
 /// At most this many rows per row group.
 pub const ROW_GROUP_ROWS: usize = 1 << 20;
 /// The version of the table schemas (key-value metadata `schema_version`).
-pub const SCHEMA_VERSION: &str = "1";
+/// 2: `sched_stat_runtime` events of the standard layout moved from
+/// `raw_event`/`raw_arg` to their own typed table.
+pub const SCHEMA_VERSION: &str = "2";
 
 /// One column's builder.
 enum Builder {
