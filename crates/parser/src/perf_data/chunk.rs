@@ -52,6 +52,7 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    #[inline]
     fn attr_of_sample(&self, body: &[u8]) -> Result<usize, u64> {
         match self.id_pos {
             None => Ok(0),
