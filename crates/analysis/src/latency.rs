@@ -105,6 +105,14 @@ pub struct WaitStarts {
 }
 
 impl WaitStarts {
+    fn add_all(&mut self, o: &WaitStarts) {
+        self.wakeup += o.wakeup;
+        self.wakeup_new += o.wakeup_new;
+        self.waking += o.waking;
+        self.runnable_switch_out += o.runnable_switch_out;
+        self.first_seen += o.first_seen;
+    }
+
     fn add(&mut self, k: WaitStart) {
         *match k {
             WaitStart::Wakeup => &mut self.wakeup,
@@ -258,8 +266,29 @@ struct Acc {
     ran_since: Option<Ts>,
 }
 
+/// The tasks a pass keeps accounts for: those whose tid is `k` modulo
+/// `of` (a power of two; `of` = 1: all). Every pass follows every CPU's
+/// switches, so run time and context-switch bugs need no other pass; the
+/// per-task rules read only the task's own events, so the parts' tasks
+/// together are exactly the whole pass's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Part {
+    k: u32,
+    of: u32,
+}
+
+impl Part {
+    const WHOLE: Part = Part { k: 0, of: 1 };
+
+    #[inline(always)]
+    fn owns(self, tid: Tid) -> bool {
+        tid.0 as u32 & (self.of - 1) == self.k
+    }
+}
+
 /// The accumulation state of one pass; `F` receives every [`Wait`].
 struct Pass<F> {
+    part: Part,
     index: TidIndex,
     acc: Vec<Acc>,
     /// Each task's counted waits (index as `acc`), for the percentiles.
@@ -338,7 +367,7 @@ impl<F: FnMut(&Wait)> Pass<F> {
             self.cpu_curr[c] = Some(next);
             self.cpu_last[c].replace(ts)
         };
-        if !prev.is_idle() {
+        if !prev.is_idle() && self.part.owns(prev) {
             // perf 6.1: only a raw prev_state of 0 reads as 'R'.
             let yielded = prev_state.bits == 0 && !prev_state.preempted;
             let wait = if yielded {
@@ -356,7 +385,7 @@ impl<F: FnMut(&Wait)> Pass<F> {
                 a.runtime += ts.0.saturating_sub(t0.0);
             }
         }
-        if !next.is_idle() {
+        if !next.is_idle() && self.part.owns(next) {
             let cpu_unknown = self.cpu_unknown;
             let i = self.slot(
                 next,
@@ -419,7 +448,7 @@ impl<F: FnMut(&Wait)> Pass<F> {
     }
 
     fn wakeup(&mut self, ts: Ts, tid: Tid, comm: StrId, w: Pending) {
-        if tid.is_idle() {
+        if tid.is_idle() || !self.part.owns(tid) {
             return;
         }
         let i = self.slot(tid, comm, Phase::Sleeping, ts);
@@ -450,6 +479,30 @@ pub fn compute_with(
     trace: &Trace,
     on_wait: impl FnMut(&Wait),
 ) -> Result<LatencyReport, AnalysisError> {
+    let use_waking = check(trace)?;
+    let p = pass(trace, use_waking, Part::WHOLE, on_wait);
+    Ok(finish(trace, use_waking, vec![p]))
+}
+
+/// [`compute`] in `parts` passes run in parallel (rounded down to a
+/// power of two, at most 64), each keeping the accounts of its share of
+/// the tasks (see `Part`): the same report, sooner when cores are idle
+/// (`report --latency` alone); every pass reads all the events, so beside
+/// other work one pass ([`compute`]) costs less.
+pub fn compute_in_parts(trace: &Trace, parts: usize) -> Result<LatencyReport, AnalysisError> {
+    use rayon::prelude::*;
+    let use_waking = check(trace)?;
+    let of = 1u32 << parts.clamp(1, 64).ilog2();
+    let passes: Vec<Pass<_>> = (0..of)
+        .into_par_iter()
+        .map(|k| pass(trace, use_waking, Part { k, of }, |_: &Wait| {}))
+        .collect();
+    Ok(finish(trace, use_waking, passes))
+}
+
+/// The trace's latency input is there (else the section's error);
+/// `Ok(true)` when waits start at sched_waking (no sched_wakeup at all).
+fn check(trace: &Trace) -> Result<bool, AnalysisError> {
     if trace.count("sched:sched_switch") == 0 {
         // sched_switch alone gives the waits after prev_state=R switch-outs;
         // the wakeups start the rest.
@@ -466,9 +519,14 @@ pub fn compute_with(
     }
     let has_wakeup =
         trace.count("sched:sched_wakeup") > 0 || trace.count("sched:sched_wakeup_new") > 0;
-    let use_waking = !has_wakeup && trace.count("sched:sched_waking") > 0;
+    Ok(!has_wakeup && trace.count("sched:sched_waking") > 0)
+}
+
+/// One pass over the events, keeping the accounts of `part`'s tasks.
+fn pass<F: FnMut(&Wait)>(trace: &Trace, use_waking: bool, part: Part, on_wait: F) -> Pass<F> {
     let nr_cpus = trace.nr_cpus as usize;
     let mut p = Pass {
+        part,
         index: TidIndex::default(),
         acc: Vec::new(),
         delays: Vec::new(),
@@ -516,11 +574,22 @@ pub fn compute_with(
             _ => {}
         }
     }
-    let delays = std::mem::take(&mut p.delays);
-    let mut tasks: Vec<TaskLatency> = p
-        .acc
-        .iter()
-        .zip(delays)
+    p
+}
+
+/// The report from the passes' accounts (their tasks are disjoint).
+fn finish<F>(trace: &Trace, use_waking: bool, passes: Vec<Pass<F>>) -> LatencyReport {
+    let mut bugs = 0;
+    let mut starts = WaitStarts::default();
+    let mut accounts = Vec::new();
+    for p in passes {
+        // (every pass follows every CPU: each counted them all)
+        bugs = p.bugs;
+        starts.add_all(&p.starts);
+        accounts.extend(p.acc.into_iter().zip(p.delays));
+    }
+    let mut tasks: Vec<TaskLatency> = accounts
+        .into_iter()
         .filter(|(a, _)| a.switches > 0 || a.runtime > 0)
         .map(|(a, mut delays_ns)| {
             let (delay_p50_ns, delay_p99_ns) =
@@ -553,12 +622,12 @@ pub fn compute_with(
         })
         .collect();
     tasks.sort_by(|a, b| b.delay_max_ns.cmp(&a.delay_max_ns).then(a.tid.cmp(&b.tid)));
-    Ok(LatencyReport {
+    LatencyReport {
         total_switches: tasks.iter().map(|t| t.switches).sum(),
         total_runtime_ns: tasks.iter().map(|t| t.runtime_ns).sum(),
         total_wakeups: tasks.iter().map(|t| t.wakeups).sum(),
-        context_switch_bugs: p.bugs,
-        waits_by_start: p.starts,
+        context_switch_bugs: bugs,
+        waits_by_start: starts,
         wakeup_event: if use_waking {
             "sched:sched_waking"
         } else {
@@ -566,7 +635,7 @@ pub fn compute_with(
         }
         .to_string(),
         tasks,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -349,7 +349,15 @@ impl Report {
                             timed("latency", || {
                                 maybe(sections.latency, || {
                                     check_input(trace, "latency", false)?;
-                                    latency::compute(trace)
+                                    if sections.need_timeline() {
+                                        latency::compute(trace)
+                                    } else {
+                                        // alone: the other cores are idle
+                                        latency::compute_in_parts(
+                                            trace,
+                                            rayon::current_num_threads(),
+                                        )
+                                    }
                                 })
                             })
                         },

@@ -151,6 +151,9 @@ pub(crate) fn load_options(sections: &Sections) -> schedscope_parser::LoadOption
 /// Run `schedscope report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let cfg = Config::from_args(&args)?;
+    // One-shot and multi-threaded: big heap steps spare the TLB flushes of
+    // page-sized ones (see the function's docs).
+    schedscope_trace::mem::grow_heaps_in_big_steps();
     let progress = Progress::new();
     // Decode only the events the sections read (counts still cover the
     // whole file).

@@ -52,6 +52,7 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    #[inline]
     fn attr_of_sample(&self, body: &[u8]) -> Result<usize, u64> {
         match self.id_pos {
             None => Ok(0),
@@ -180,30 +181,52 @@ pub(crate) struct ChunkOut<'a> {
 pub(crate) struct Tallies {
     pub list: Vec<Tally>,
     index: FxMap<(NameId, Cpu, EventData), usize>,
+    /// One more than the `list` indexes of the keys added last, newest
+    /// first (0: none). A trace's tallied events take few payloads and
+    /// consecutive ones mostly repeat one of the last few keys (big.data:
+    /// 344 k tlb_flush events, 30 keys, 43% not the previous key), which
+    /// this finds without hashing the payload.
+    recent: [usize; RECENT_TALLIES],
 }
+
+/// How many recent keys [`Tallies`] checks before its hash map.
+const RECENT_TALLIES: usize = 4;
 
 impl Tallies {
     /// Add `count` events of `name` on `cpu` with payload `data`.
     pub fn add(&mut self, name: NameId, cpu: Cpu, data: EventData, count: u64) {
-        // (the same key as the previous one is the usual case)
-        if let Some(last) = self.list.last_mut() {
-            if (last.name, last.cpu, last.data) == (name, cpu, data) {
-                last.count += count;
+        for k in 0..RECENT_TALLIES {
+            let Some(i) = self.recent[k].checked_sub(1) else {
+                break;
+            };
+            let t = &mut self.list[i];
+            if t.name == name && t.cpu == cpu && t.data == data {
+                t.count += count;
+                self.recent.copy_within(0..k, 1);
+                self.recent[0] = i + 1;
                 return;
             }
         }
-        match self.index.entry((name, cpu, data)) {
-            std::collections::hash_map::Entry::Occupied(e) => self.list[*e.get()].count += count,
+        let i = match self.index.entry((name, cpu, data)) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                let i = *e.get();
+                self.list[i].count += count;
+                i
+            }
             std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(self.list.len());
+                let i = self.list.len();
+                e.insert(i);
                 self.list.push(Tally {
                     name,
                     cpu,
                     data,
                     count,
                 });
+                i
             }
-        }
+        };
+        self.recent.copy_within(0..RECENT_TALLIES - 1, 1);
+        self.recent[0] = i + 1;
     }
 }
 
@@ -650,6 +673,56 @@ mod tests {
     use super::*;
 
     const S: u64 = 1_000_000_000;
+
+    /// The recent-key check finds the entry the hash map would: the
+    /// list is the keys in order of first appearance with their counts,
+    /// however the keys interleave (more of them than recent slots).
+    #[test]
+    fn tallies_count_each_key_in_order_of_first_appearance() {
+        let key = |k: u64| {
+            (
+                NameId((k % 2) as u16),
+                Cpu((k / 2 % 3) as u32),
+                EventData::TlbFlush {
+                    reason: (k % 5) as i32,
+                    pages: k as i64 - 3,
+                },
+            )
+        };
+        // runs of one key, alternations of two, then cycles over up to 9
+        let mut seq: Vec<u64> = vec![0, 0, 0, 1, 0, 1, 0, 2, 2, 1];
+        for span in 1..10u64 {
+            for i in 0..40 {
+                seq.push((i * 7 + span) % span + span);
+            }
+        }
+        let mut t = Tallies::default();
+        let mut want: Vec<(u64, u64)> = Vec::new();
+        for (n, &k) in seq.iter().enumerate() {
+            let (name, cpu, data) = key(k);
+            let count = 1 + n as u64 % 3;
+            t.add(name, cpu, data, count);
+            match want.iter_mut().find(|(x, _)| *x == k) {
+                Some((_, c)) => *c += count,
+                None => want.push((k, count)),
+            }
+        }
+        let got: Vec<Tally> = t.list.clone();
+        let want: Vec<Tally> = want
+            .iter()
+            .map(|&(k, count)| {
+                let (name, cpu, data) = key(k);
+                Tally {
+                    name,
+                    cpu,
+                    data,
+                    count,
+                }
+            })
+            .collect();
+        assert_eq!(got, want);
+        assert!(want.len() > RECENT_TALLIES + 4);
+    }
 
     #[test]
     fn id_index_pairs_ids_with_cpus() {

@@ -190,6 +190,8 @@ pub(crate) struct Sample<'a> {
 
 /// Parse a SAMPLE body (after the 8-byte header) by the attr's layout.
 /// `None` if the body is shorter than the layout demands.
+/// (Read once per sample from `chunk`, another module: inlined there.)
+#[inline]
 pub(crate) fn parse_sample<'a>(b: &'a [u8], l: &Layout) -> Option<Sample<'a>> {
     if let Some(f) = l.fixed {
         // the same checks as below, at precomputed offsets

@@ -80,11 +80,11 @@ const WINDOW_BYTES: usize = if cfg!(test) { 256 << 10 } else { 8 << 20 };
 
 /// How many chunks the walk may cut before the decoders have finished
 /// them: beyond this it decodes one itself.
-const MAX_CHUNKS_AHEAD: usize = 24;
+const MAX_CHUNKS_AHEAD: usize = 12;
 
 /// Target size of one parallel decoding chunk.
 /// (Small in unit tests, so that the small fixtures span several chunks.)
-const CHUNK_BYTES: usize = if cfg!(test) { 64 << 10 } else { 1 << 20 };
+const CHUNK_BYTES: usize = if cfg!(test) { 64 << 10 } else { 2 << 20 };
 
 /// Decode a perf.data file held in memory; `name` is used in messages.
 pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
