@@ -381,23 +381,25 @@ pub fn events(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<SwitchIns, Expo
             | EventData::WakeIdleNoIpi { .. }
             | EventData::IrqVector { .. }
             | EventData::Other(_) => {
-                if let (Some(name), EventData::Other(Some(i))) = (stat_runtime, ev.data) {
-                    if ev.name == name {
-                        if let Some(r) = StatRuntime::of(trace, i) {
-                            if let Some(t) = s.get("sched_stat_runtime") {
-                                t.i64(ts)
-                                    .i32(c)
-                                    .i32(u.at(Tid(r.pid), ev.ts))
-                                    .i32(r.pid)
-                                    .str(Some(r.comm))
-                                    .u64(r.runtime)
-                                    .u64(r.vruntime)
-                                    .i32(ev.tid.0);
-                                t.end()?;
-                            }
-                            continue;
-                        }
+                let typed = match ev.data {
+                    EventData::Other(Some(i)) if Some(ev.name) == stat_runtime => {
+                        StatRuntime::of(trace, i)
                     }
+                    _ => None,
+                };
+                if let Some(r) = typed {
+                    if let Some(t) = s.get("sched_stat_runtime") {
+                        t.i64(ts)
+                            .i32(c)
+                            .i32(u.at(Tid(r.pid), ev.ts))
+                            .i32(r.pid)
+                            .str(Some(r.comm))
+                            .u64(r.runtime)
+                            .u64(r.vruntime)
+                            .i32(ev.tid.0);
+                        t.end()?;
+                    }
+                    continue;
                 }
                 let id = raw_id;
                 raw_id += 1;
