@@ -77,21 +77,6 @@ fn real_recording_topology_matches_perf() {
     assert_eq!(topo, perf);
 }
 
-/// 64 CPUs in 2 packages, SMT siblings n and n + 32.
-fn two_packages() -> CpuTopology {
-    CpuTopology {
-        package_cpus: vec!["0-15,32-47".into(), "16-31,48-63".into()],
-        die_cpus: vec!["0-15,32-47".into(), "16-31,48-63".into()],
-        core_cpus: (0..32).map(|c| format!("{c},{}", c + 32)).collect(),
-        cpus: (0..64u32)
-            .map(|c| {
-                let p = (c % 32) / 16;
-                (c % 32, Some(p), p)
-            })
-            .collect(),
-    }
-}
-
 // This kernel's sched_switch format, copied from tracefs (see fixtures/README.md).
 const SWITCH: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -125,7 +110,7 @@ fn file_with(mut features: Features) -> Vec<u8> {
 
 #[test]
 fn generated_64_cpu_file_round_trips_and_perf_reads_it() {
-    let want = two_packages();
+    let want = CpuTopology::two_packages_example();
     let bytes = file_with(Features {
         nr_cpus: Some((64, 64)),
         cpu_topology: Some(want.clone()),
@@ -149,7 +134,7 @@ fn a_section_at_odds_with_the_cpu_count_is_a_warning_naming_it() {
     // 65th id eats into the die list, which then does not parse
     let bytes = file_with(Features {
         nr_cpus: Some((65, 64)),
-        cpu_topology: Some(two_packages()),
+        cpu_topology: Some(CpuTopology::two_packages_example()),
         ..Features::default()
     });
     let t = schedscope_parser::load_bytes("bad.data", &bytes).unwrap();

@@ -153,25 +153,9 @@ pub fn decode_cpu_topology(
 mod tests {
     use super::*;
 
-    /// A 64-CPU, 2-package machine with 2 SMT threads per core (CPU n and
-    /// n + 32 are siblings) and one die per package.
-    pub(crate) fn two_packages() -> CpuTopology {
-        CpuTopology {
-            package_cpus: vec!["0-15,32-47".into(), "16-31,48-63".into()],
-            die_cpus: vec!["0-15,32-47".into(), "16-31,48-63".into()],
-            core_cpus: (0..32).map(|c| format!("{c},{}", c + 32)).collect(),
-            cpus: (0..64u32)
-                .map(|c| {
-                    let p = (c % 32) / 16;
-                    (c % 32, Some(p), p)
-                })
-                .collect(),
-        }
-    }
-
     #[test]
     fn round_trips_with_and_without_ids_and_dies() {
-        let t = two_packages();
+        let t = CpuTopology::two_packages_example();
         let b = encode_cpu_topology(&t);
         assert_eq!(decode_cpu_topology(&b, 0, Some(64)), Ok(t.clone()));
         // perf 4.x: ids, no dies
@@ -203,7 +187,7 @@ mod tests {
 
     #[test]
     fn damage_is_an_error_naming_the_offset() {
-        let b = encode_cpu_topology(&two_packages());
+        let b = encode_cpu_topology(&CpuTopology::two_packages_example());
         let e = decode_cpu_topology(&b[..70], 4096, Some(64)).unwrap_err();
         assert_eq!(e.section, "HEADER_CPU_TOPOLOGY");
         assert_eq!(

@@ -46,6 +46,27 @@ pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
     Some(out)
 }
 
+#[cfg(any(test, feature = "test-support"))]
+impl CpuTopology {
+    /// For tests (feature `test-support`): a 64-CPU machine of 2 packages
+    /// (one die each) of 16 cores with 2 SMT threads, numbered as sysfs
+    /// numbers them: CPUs n and n + 32 are siblings, package 0 holds CPUs
+    /// 0-15,32-47.
+    pub fn two_packages_example() -> CpuTopology {
+        CpuTopology {
+            package_cpus: vec!["0-15,32-47".into(), "16-31,48-63".into()],
+            die_cpus: vec!["0-15,32-47".into(), "16-31,48-63".into()],
+            core_cpus: (0..32).map(|c| format!("{c},{}", c + 32)).collect(),
+            cpus: (0..64u32)
+                .map(|c| {
+                    let p = (c % 32) / 16;
+                    (c % 32, Some(p), p)
+                })
+                .collect(),
+        }
+    }
+}
+
 impl CpuTopology {
     /// CPU groups for display: one per package, split by die when a
     /// package has several; each group's CPUs ascending, groups by their

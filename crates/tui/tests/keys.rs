@@ -285,14 +285,7 @@ fn two_package_trace(with_topology: bool) -> schedscope_trace::Trace {
         .or_default() += 4;
     t.nr_cpus = 64;
     if with_topology {
-        t.topology = Some(CpuTopology {
-            package_cpus: vec!["0-15,32-47".into(), "16-31,48-63".into()],
-            die_cpus: vec!["0-15,32-47".into(), "16-31,48-63".into()],
-            core_cpus: (0..32).map(|c| format!("{c},{}", c + 32)).collect(),
-            cpus: (0..64u32)
-                .map(|c| (c % 32, Some((c % 32) / 16), (c % 32) / 16))
-                .collect(),
-        });
+        t.topology = Some(CpuTopology::two_packages_example());
     }
     t.finish();
     t
