@@ -13,8 +13,25 @@ use std::io;
 use std::path::Path;
 
 /// sample_type fields of [`EventAttr::tracepoint`] that recordings leave
-/// out: no analysis reads them.
+/// out (see [`trimmed_sample_fields`]): no analysis reads them.
 pub(crate) const TRIMMED_SAMPLE_FIELDS: u64 = abi::sample::IP | abi::sample::PERIOD;
+
+/// The [`TRIMMED_SAMPLE_FIELDS`] left out of tracepoint `name`'s samples:
+/// always the instruction pointer; the period only on the default events.
+/// A tracepoint declared with `__perf_count` (sched_stat_runtime,
+/// sched_stat_wait/sleep/iowait/blocked) adds its count (ns) to the
+/// event, and without PERIOD in the sample type the kernel writes one
+/// sample per unit of that count, up to its throttle (400 identical
+/// records per sched_stat_runtime event on this kernel); with PERIOD it
+/// writes one sample that carries the count, as in perf's recordings.
+/// Every default event counts 1, so its period would always read 1.
+pub(crate) fn trimmed_sample_fields(name: &str) -> u64 {
+    if events::DEFAULT_EVENTS.contains(&name) {
+        TRIMMED_SAMPLE_FIELDS
+    } else {
+        abi::sample::IP
+    }
+}
 
 /// Data pages for a ring of at least `bytes` (a power of two, >= 2).
 pub(crate) fn ring_pages(bytes: u64) -> usize {
@@ -62,11 +79,11 @@ pub(crate) fn plan(
         match events::tracepoint_id(tracefs, &r.name)? {
             Some(id) => {
                 let mut attr = EventAttr::tracepoint(id);
-                // 16 bytes less per sample, nothing read from them: the
-                // tracepoint's instruction pointer and a period that is
-                // always 1 (perf script's default output prints neither
-                // for tracepoints).
-                attr.sample_type &= !TRIMMED_SAMPLE_FIELDS;
+                // 8-16 bytes less per sample, nothing read from them:
+                // the tracepoint's instruction pointer and, where it is
+                // always 1, the period (perf script's default output
+                // prints neither for tracepoints).
+                attr.sample_type &= !trimmed_sample_fields(&r.name);
                 if cfg.call_graph {
                     // With call chains, every event keeps its IP: `perf
                     // script -F ip,sym` prints chains only when all the
@@ -310,6 +327,28 @@ mod tests {
             std::fs::write(dir.join("id"), format!("{id}\n")).unwrap();
         }
         d
+    }
+
+    #[test]
+    fn tracepoints_outside_the_defaults_keep_their_period() {
+        let tfs = fake_tracefs(&[("sched:sched_switch", 11), ("sched:sched_stat_runtime", 14)]);
+        let cfg = RecordConfig {
+            events: vec![
+                "sched:sched_switch".into(),
+                "+sched:sched_stat_runtime".into(),
+            ],
+            ..RecordConfig::default()
+        };
+        let p = plan(&cfg, &tfs, &mut |_| {}, &mut Vec::new()).unwrap();
+        let names: Vec<&str> = p.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["sched:sched_switch", "sched:sched_stat_runtime"]);
+        assert_eq!(p[0].attr.sample_type & TRIMMED_SAMPLE_FIELDS, 0);
+        assert_eq!(
+            p[1].attr.sample_type & TRIMMED_SAMPLE_FIELDS,
+            abi::sample::PERIOD,
+            "a __perf_count tracepoint's count is its period: one sample per event"
+        );
+        let _ = std::fs::remove_dir_all(&tfs);
     }
 
     #[test]
