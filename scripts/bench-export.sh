@@ -4,7 +4,7 @@
 # its peak RSS with `schedscope report --all FILE`'s. Prints wall times,
 # ratios and peak RSS; exit status 1 when a target is missed.
 #
-#   scripts/bench-export.sh FILE        # e.g. /work/bench/big.data
+#   scripts/bench-export.sh FILE        # e.g. the file scripts/bench-vs-perf.sh records
 #
 # Targets (issue 11): export wall time <= 1/3 of perf script's, export peak
 # RSS <= 1.5x report --all's. Environment: REPS (default 3) runs of each,

@@ -4,12 +4,12 @@
 # repetition, so that a noisy stretch of the host hits all of them alike.
 # Prints per binary the best and median wall time and, against the first
 # binary, the median of the per-repetition ratios and how many repetitions
-# it was faster in. This is how issue 10's "speed no worse" was checked
-# against the build before the workspace reshaping (session 3's fec0242).
+# it was faster in. This is how "speed no worse" is checked
+# against an earlier build (docs/performance.md has the figures).
 #
 #   scripts/bench-paired.sh REPS SECTION FILE NAME=BIN [NAME=BIN...]
-#   scripts/bench-paired.sh 31 all /work/bench/big.data \
-#       s3=/tmp/s3/schedscope new=target/release/schedscope
+#   scripts/bench-paired.sh 31 all big.data \
+#       old=../old/target/release/schedscope new=target/release/schedscope
 #
 # SECTION is a report flag without its dashes (all, latency, idle, ...).
 # The first NAME=BIN is the reference. The load average is printed at the

@@ -5,7 +5,7 @@ idle analysis, issue 5).
 usage: perf script -i FILE -F comm,tid,cpu,time,event,trace --ns | scripts/idle-oracle.py
        scripts/idle-oracle.py PERF_DATA      (runs perf script itself)
 
-Rules (DESIGN.md "Thread states": idle = pid 0 current on a CPU), written
+Rules (docs/design.md, "Thread states": idle = pid 0 current on a CPU), written
 from the definitions, not from the Rust code:
   * the trace spans [first event, last event] over all CPUs;
   * a CPU's current task is learnt from its first event (the task printed in

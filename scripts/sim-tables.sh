@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduce the README's example tables, in the shape of the seeds' LKML posts:
+# Reproduce the example tables of docs/report.md, in the shape of the seeds' LKML posts:
 #
 #   1. "gang vs baseline" (ebizzy-in-VMs style): two CPU-bound 4-vCPU VMs on
 #      4 CPUs, per-CPU fair scheduling vs co-scheduling, from the simulator.

@@ -1,4 +1,4 @@
-//! Gang co-run (DESIGN.md "Analyses — definitions").
+//! Gang co-run (docs/design.md, "Gang co-run").
 //!
 //! A gang is a set of threads that should run together: by default every
 //! process (tgid) with two or more threads that were Running or Runnable, and

@@ -4,7 +4,7 @@
 //!
 //! Data flow: a [`schedscope_trace::Trace`] (time-sorted events) is turned
 //! once into a [`Timeline`] (per-thread state intervals and per-CPU run
-//! intervals, see DESIGN.md "Thread states"). Each analysis reads the trace
+//! intervals, see docs/design.md, "Thread states"). Each analysis reads the trace
 //! and the timeline through a [`Context`] and returns a serde report
 //! struct that holds everything a view needs (names, comms, the host);
 //! [`report::Report::compute`] runs the sections asked for ([`Sections`],

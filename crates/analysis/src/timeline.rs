@@ -1,4 +1,4 @@
-//! The thread-state timeline (DESIGN.md "Thread states").
+//! The thread-state timeline (docs/design.md, "Thread states").
 //!
 //! Every thread is, at every instant, in exactly one [`ThreadState`]:
 //! Running (sched_switch next_pid) until switched out; Runnable after a

@@ -18,7 +18,7 @@ const DIFF_VALUE_OPTIONS: [&str; 3] = ["--by", "--format", "--gang-of"];
 
 /// `argv` with `schedscope diff`'s options written after the NEW inputs
 /// (`diff b1 b2 -- n1 n2 --idle --format md`, the usage the issue and the
-/// README give) moved before the `--`, where the parser reads options:
+/// docs (docs/diff.md) give) moved before the `--`, where the parser reads options:
 /// after `--` every argument is an input. An argument after `--` that
 /// starts with `--` is taken as an option (with its value for `--by`,
 /// `--format`, `--gang-of`); write an input named like that as
@@ -250,7 +250,7 @@ pub enum DiffFormat {
     /// Aligned tables, one per section.
     #[default]
     Text,
-    /// One JSON object (schema in README.md, "Export and diff").
+    /// One JSON object (schema in docs/diff.md).
     Json,
     /// One CSV row per table line.
     Csv,

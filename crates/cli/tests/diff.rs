@@ -270,7 +270,7 @@ fn by_ordinal_compares_threads() {
     assert_eq!(got, want);
 }
 
-/// The README's form, options after the NEW inputs
+/// The form docs/diff.md gives, options after the NEW inputs
 /// (`diff b1 b2 b3 -- n1 n2 n3 --idle --format md`), means what the same
 /// options before the inputs mean.
 #[test]

@@ -1,6 +1,6 @@
 //! DuckDB, DataFusion and Spark (pyspark, local mode) read the same export
 //! root of three traces, discover the host/date/run partitions themselves
-//! and run the README's fleet query (wasted idle % per host and run); each
+//! and run docs/export.md's fleet query (wasted idle % per host and run); each
 //! engine's numbers equal `report --all --format json` of every file.
 
 mod export_common;

@@ -6,7 +6,7 @@
 //! For text traces the oracle is the small replay below: it splits each line
 //! itself (timestamp token, event token, `key=value` fields) without the
 //! decoder, counts events per name, and replays the switches and wakeups
-//! with the definitions of DESIGN.md: per-task scheduling latency as `perf
+//! with the definitions of docs/design.md: per-task scheduling latency as `perf
 //! sched latency` (a wakeup of a sleeping task, or a switch-out with
 //! prev_state exactly `R`, starts a wait; the switch-in ends it) and per-CPU
 //! idle (time with pid 0 current, from a switch to pid 0 to the next switch

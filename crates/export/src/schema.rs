@@ -325,7 +325,7 @@ pub static TABLES: &[TableDef] = &[
     },
     TableDef {
         name: "thread_state",
-        doc: "one row per interval of a thread in one state (DESIGN.md 'Thread states'; the timeline the analyses read)",
+        doc: "one row per interval of a thread in one state (the thread-state timeline the analyses read; schedscope's docs/design.md, 'Thread states')",
         sort: &["tid", "ts"],
         cols: &[
             TS,

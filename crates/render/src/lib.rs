@@ -14,7 +14,7 @@
 //! * [`table::Table`]: the one aligned-table writer; [`fmt`]: the one set of
 //!   number formatters (`ms`, `pct`, ...).
 //!
-//! House style (DESIGN.md "Presentation"): headline first, then aligned
+//! House style (docs/design.md, "Presentation"): headline first, then aligned
 //! tables with units in the headers, `--top` rows where a table can be
 //! long.
 //!

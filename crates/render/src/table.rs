@@ -1,6 +1,6 @@
 //! The one aligned-table writer of every text view.
 //!
-//! House style (DESIGN.md "Presentation"): the headline number is printed
+//! House style (docs/design.md, "Presentation"): the headline number is printed
 //! first, on its own line, by the view; then a [`Table`] whose headers
 //! carry the units (`Runtime ms`, `Max delay ms`, `share (%)`). Columns are
 //! sized to their widest cell (header, rows and footer); text columns are

@@ -1,5 +1,5 @@
 //! What to simulate: CPUs, VMs, processes, behaviour probabilities, and the
-//! named scenarios used by the fixtures and the README tables.
+//! named scenarios used by the fixtures and the example tables of docs/report.md.
 
 use serde::Serialize;
 

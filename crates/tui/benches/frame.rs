@@ -3,11 +3,11 @@
 //! zoom levels, on the benchmark file and on a file 10x larger.
 //!
 //! The files come from `SCHEDSCOPE_TUI_BENCH_FILE` (e.g.
-//! `/work/bench/big.data`, 1.75 M events) and `SCHEDSCOPE_TUI_BENCH_FILE_10X`
-//! (e.g. `/work/bench/big10.data`: the same `perf record` command with
+//! `big.data` of `scripts/bench-vs-perf.sh`, 1.75 M events) and `SCHEDSCOPE_TUI_BENCH_FILE_10X`
+//! (e.g. `big10.data`: the same `perf record` command with
 //! `perf bench sched messaging -g 20 -l 15000`, ten times the loops); a
 //! benchmark whose file is not set says so and measures nothing. Run:
-//! `SCHEDSCOPE_TUI_BENCH_FILE=/work/bench/big.data SCHEDSCOPE_TUI_BENCH_FILE_10X=/work/bench/big10.data cargo bench -p schedscope-tui --bench frame`.
+//! `SCHEDSCOPE_TUI_BENCH_FILE=big.data SCHEDSCOPE_TUI_BENCH_FILE_10X=big10.data cargo bench -p schedscope-tui --bench frame`.
 //! Targets (issue 12): first frame under 1 s on the benchmark file, every
 //! redraw under 16 ms on both.
 
@@ -30,7 +30,7 @@ const AREA: Rect = Rect {
 
 fn main() {
     if std::env::var_os(ENV).is_none() {
-        eprintln!("{ENV} is not set: no trace to benchmark (set it to e.g. /work/bench/big.data)");
+        eprintln!("{ENV} is not set: no trace to benchmark (set it to a perf.data file, e.g. the one scripts/bench-vs-perf.sh records)");
     }
     if std::env::var_os(ENV_10X).is_none() {
         eprintln!("{ENV_10X} is not set: the 10x benchmarks measure nothing");

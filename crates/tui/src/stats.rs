@@ -1,5 +1,5 @@
 //! Statistics of the region between markers A and B, from the timeline's
-//! intervals clipped to the region (definitions as in DESIGN.md "Thread
+//! intervals clipped to the region (definitions as in docs/design.md "Thread
 //! states": latency = wakeup to switch-in; idle = tid 0 on a CPU; wasted
 //! idle = idle while some task is Runnable anywhere).
 

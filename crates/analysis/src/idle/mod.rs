@@ -1,4 +1,4 @@
-//! Idle under bandwidth control (DESIGN.md "Idle under bandwidth").
+//! Idle under bandwidth control (docs/design.md, "Idle under bandwidth control").
 //!
 //! Idle reads the shared thread-state tracker: who is current on each CPU
 //! comes from the [`crate::Timeline`] (its per-CPU runs, which carry the

@@ -1,4 +1,4 @@
-//! Lock-holder preemption (DESIGN.md "Analyses — definitions").
+//! Lock-holder preemption (docs/design.md, "Lock-holder preemption").
 //!
 //! Virtualized: every pause-loop exit (kvm_exit with isa VMX and reason 40,
 //! or isa SVM and reason 0x77) is classified by the states of the spinning

@@ -1,4 +1,4 @@
-//! TLB-shootdown and IPI hotspots (DESIGN.md "TLB shootdown / IPI hotspots").
+//! TLB-shootdown and IPI hotspots (docs/design.md, "TLB shootdowns and IPIs").
 //!
 //! Data flow: one time-ordered pass (the `requests` module) turns the IPI-related
 //! events into logical *requests*: "CPU c asked CPUs T to run function f".

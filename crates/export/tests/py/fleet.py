@@ -1,4 +1,4 @@
-"""Run the README's fleet query (wasted idle % per host and run) with one
+"""Run docs/export.md's fleet query (wasted idle % per host and run) with one
 engine over a schedscope Parquet root; each engine discovers the hive
 partitions (host, date, run) itself.
 
@@ -10,7 +10,7 @@ import sys
 
 engine, root = sys.argv[1], sys.argv[2]
 
-# The fleet query of README.md ("Export and diff"); `trace` and `idle_gap`
+# The fleet query of docs/export.md ("Fleet queries"); `trace` and `idle_gap`
 # are the two tables registered from ROOT/trace and ROOT/idle_gap.
 QUERY = """
 SELECT t.host, t.run, t.path,
