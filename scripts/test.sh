@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Run the whole schedscope test suite (the command README.md and CI use).
 # First the habits every commit keeps: formatting, clippy with warnings as
-# errors, and the API docs with warnings as errors. Then the tests. As root
-# with perf installed, the tests record real traces and compare with perf
-# script / perf sched; otherwise those tests print why they skip.
+# errors, the API docs with warnings as errors, and the Markdown docs (links
+# resolve; the generated crate graph and export schema are current). Then
+# the tests. As root with perf installed, the tests record real traces and
+# compare with perf script / perf sched; otherwise those tests print why
+# they skip.
 # Tests run one at a time: several record system-wide, and a concurrent
 # test would become part of what they measure.
 set -euo pipefail
@@ -15,5 +17,9 @@ echo "test.sh: cargo clippy -D warnings" >&2
 cargo clippy --workspace --all-targets -- -D warnings
 echo "test.sh: cargo doc -D warnings" >&2
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
+echo "test.sh: docs (links, crate graph, export schema)" >&2
+bash scripts/check-doc-links.sh
+bash scripts/crate-graph.sh --check
 cargo build --workspace --all-targets
+SCHEDSCOPE=target/debug/schedscope bash scripts/export-schema.sh --check
 cargo test --workspace --no-fail-fast -- --test-threads=1
