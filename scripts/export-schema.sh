@@ -12,13 +12,7 @@
 # SCHEDSCOPE selects the binary (default: a debug build of this tree).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin="${SCHEDSCOPE:-}"
-if [ -z "$bin" ]; then
-    cargo build -q -p schedscope >&2
-    bin=target/debug/schedscope
-fi
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
+. scripts/lib/debug-bin.sh
 "$bin" export fixtures/ftrace/tracefs-sched.txt --tables trace --parquet "$tmp/root" >/dev/null 2>"$tmp/err" || {
     cat "$tmp/err" >&2
     exit 1
