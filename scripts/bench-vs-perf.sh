@@ -5,6 +5,8 @@
 # a target.
 #
 #   scripts/bench-vs-perf.sh [FILE]     # FILE: reuse an existing perf.data
+#   scripts/bench-vs-perf.sh --scale    # 1x, 10x (and 100x) files in one table,
+#                                       # see scripts/lib/bench-scale.sh
 #
 # Without FILE it records ~1.4M events (needs root and perf):
 #   perf record -a -m 1024 -e 'sched:*,ipi:*,tlb:tlb_flush' -o FILE \
@@ -18,6 +20,9 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+if [ "${1:-}" = --scale ]; then
+    exec bash "$root/scripts/lib/bench-scale.sh"
+fi
 reps=${REPS:-7}
 file=${1:-}
 tmp=$(mktemp -d)
