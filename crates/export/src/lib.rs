@@ -125,7 +125,7 @@ pub fn export(
     let rows = open_and_write(trace, &id, opts, &chosen, &mut writers);
     // The writer thread's error, when it failed, is the cause of any
     // "writer thread stopped" that the row builders saw.
-    let written = timed("close", || writers.finish());
+    let written = timed(opts, "close", || writers.finish());
     let rows = match (rows, written) {
         (_, Err(e)) | (Err(e), Ok(())) => return Err(e),
         (Ok(rows), Ok(())) => rows,
@@ -217,9 +217,9 @@ fn keep_analysed_events(trace: &mut Trace) {
     schedscope_parser::retain_kept(trace, &opts);
 }
 
-/// [`schedscope_analysis::report::timed`], the phase named `export NAME`.
-fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
-    schedscope_analysis::report::timed(&format!("export {name}"), f)
+/// [`Options::timed`] (the caller's timing hook), the phase named `export NAME`.
+fn timed<T>(opts: &ExportOptions, name: &str, f: impl FnOnce() -> T) -> T {
+    opts.analysis.timed(&format!("export {name}"), f)
 }
 
 fn write_all(
@@ -232,22 +232,22 @@ fn write_all(
     give_back_free_memory();
     let u = Utids::new(trace);
     trace_row(trace, id, s)?;
-    timed("threads", || threads(trace, s))?;
+    timed(opts, "threads", || threads(trace, s))?;
     s.close(&["trace", "process", "thread"])?;
-    let switch_ins = timed("events", || tables::events(trace, &u, s))?;
+    let switch_ins = timed(opts, "events", || tables::events(trace, &u, s))?;
     s.close(tables::EVENT_TABLES)?;
     // Nothing reads the untyped events' fields after `raw_arg` (the
     // analyses run here do not; only report's cpu-clock profile does):
     // give their store back before the timeline is built.
     drop(std::mem::take(&mut trace.raw_args));
-    timed("stacks", || tables::stacks(trace, s))?;
+    timed(opts, "stacks", || tables::stacks(trace, s))?;
     // Every per-event table is written: from here on the events are read
     // only by the analyses, which see what `report --all` loads.
-    timed("keep analysed events", || keep_analysed_events(trace));
+    timed(opts, "keep analysed events", || keep_analysed_events(trace));
     let trace: &Trace = trace;
     give_back_free_memory();
     let want_metrics = s.wants("summary_metric");
-    let lat = timed("sched_latency", || {
+    let lat = timed(opts, "sched_latency", || {
         tables::latency(trace, &u, s, want_metrics)
     })?;
     s.close(&["stack", "sched_latency"])?;
@@ -263,14 +263,14 @@ fn write_all(
     ]
     .iter()
     .any(|n| s.wants(n));
-    let timeline = timed("timeline build", || {
+    let timeline = timed(opts, "timeline build", || {
         if need_timeline {
             Timeline::build(trace)
         } else {
             Timeline::default()
         }
     });
-    timed("thread_state+sched_slice", || {
+    timed(opts, "thread_state+sched_slice", || {
         tables::timeline(trace, &timeline, &u, &switch_ins, s)
     })?;
     drop(switch_ins);
@@ -289,7 +289,7 @@ fn write_all(
         want(&[]),
     );
     let keep_gaps = s.wants("idle_gap");
-    let (gang_r, ((lhp_r, idle_r), tlb_r)) = timed("analyses", || {
+    let (gang_r, ((lhp_r, idle_r), tlb_r)) = timed(opts, "analyses", || {
         rayon::join(
             || w_gang.then(|| gang::analyze(&ctx).ok()).flatten(),
             || {
@@ -315,7 +315,7 @@ fn write_all(
     s.close(&["gang_summary", "gang_episode"])?;
     tables::ple(&ctx, &u, s)?;
     s.close(&["ple_exit"])?;
-    timed("ipi_request", || tables::ipi_requests(&ctx, &u, s))?;
+    timed(opts, "ipi_request", || tables::ipi_requests(&ctx, &u, s))?;
     s.close(&["ipi_request"])?;
     if let Some((_, gaps)) = &idle_r {
         tables::idle_gaps(gaps, s)?;

@@ -15,6 +15,8 @@
 //! * [`raw`]: the fields of events without a typed decoder ([`RawArgs`]),
 //!   kept when the loader is asked to.
 //! * [`strings`]: a string interner ([`Strings`], [`StrId`]).
+//! * [`symbols`]: code locations, their resolved names, and the
+//!   [`symbols::Symbolizer`] seam the analyses ask through.
 //! * [`task`]: the task table (tid -> tgid, comm).
 //! * [`topology`]: which CPUs share a package, die and core.
 //! * [`trace`]: the [`Trace`] container, its metadata and warnings.
@@ -26,6 +28,7 @@ pub mod kvm;
 pub mod mem;
 pub mod raw;
 pub mod strings;
+pub mod symbols;
 pub mod task;
 pub mod topology;
 pub mod trace;

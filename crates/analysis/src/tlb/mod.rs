@@ -20,7 +20,7 @@
 //! `tlb:tlb_flush` gives the receiving side (reason "remote shootdown") and
 //! the pages of each shootdown (reason "remote IPI send"); the
 //! [`crate::Timeline`] tells whether each target CPU was idle at send time.
-//! All code locations are symbolized once through [`crate::symbolize`].
+//! All code locations are symbolized once through [`schedscope_trace::symbols`].
 //!
 //! [`profile`] is the cpu-clock "top callers" table of `record --profile`.
 
@@ -30,10 +30,10 @@ mod requests;
 pub use profile::{analyze_profile, ProfileReport, ProfileRow};
 
 use crate::stats::{log2_bucket, log2_bucket_bounds, Summary};
-use crate::symbolize::{chain_locations, Location, SymbolTable};
 use crate::{AnalysisError, Context};
 use requests::Request;
 use schedscope_trace::hash::FxMap;
+use schedscope_trace::symbols::{chain_locations, Location, SymbolTable};
 use schedscope_trace::{Cpu, Dur, StackId, Sym, TaskTable, Tid, Trace, Ts};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};

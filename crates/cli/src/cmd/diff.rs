@@ -60,6 +60,7 @@ fn config(a: DiffArgs) -> anyhow::Result<Config> {
         opts: Options {
             gang_specs: a.sections.gang_of,
             top: 0,
+            timer: crate::cmd::report::timer(),
         },
     })
 }
