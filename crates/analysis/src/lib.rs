@@ -21,7 +21,9 @@
 //! [`schedscope_trace::symbols`] (tlb, the profile and idle's nohz kicks
 //! ask its installed [`schedscope_trace::symbols::Symbolizer`]; the binary
 //! installs `schedscope-symbolize`'s, which reads the host), so nothing
-//! here reads the host. Shared pieces: [`groups`] (which threads form a gang or VM,
+//! here reads the host. [`metrics`] turns a report into long-form headline
+//! numbers (the export's `summary_metric` table, what `diff` compares),
+//! entities named by their cross-run [`keys`]. Shared pieces: [`groups`] (which threads form a gang or VM,
 //! for gang and lhp), [`stats`] (percentiles, duration summaries, log2
 //! histograms).
 
@@ -29,8 +31,10 @@ pub mod error;
 pub mod gang;
 pub mod groups;
 pub mod idle;
+pub mod keys;
 pub mod latency;
 pub mod lhp;
+pub mod metrics;
 pub mod report;
 pub mod section;
 pub mod stats;

@@ -22,8 +22,8 @@ pub mod tables;
 
 pub use error::ExportError;
 
+use schedscope_analysis::metrics::{self, Sections};
 use schedscope_analysis::{gang, idle, lhp, tlb, Context, Options, Timeline};
-use schedscope_diff::metrics::{self, Sections};
 use schedscope_trace::Trace;
 use sink::{TableSink, Target};
 use std::path::PathBuf;
@@ -210,11 +210,7 @@ fn keep_analysed_events(trace: &mut Trace) {
         .map(|n| n.to_string())
         .collect();
     keep.extend(all.tallied_events().iter().map(|n| n.to_string()));
-    let opts = schedscope_parser::LoadOptions {
-        keep: Some(keep),
-        ..Default::default()
-    };
-    schedscope_parser::retain_kept(trace, &opts);
+    trace.retain_kept(Some(&keep));
 }
 
 /// [`Options::timed`] (the caller's timing hook), the phase named `export NAME`.
@@ -329,7 +325,7 @@ fn write_all(
             idle: idle_r.as_ref().map(|(r, _)| r),
             tlb: tlb_r.as_ref(),
         };
-        for m in metrics::of_sections(trace, &secs, schedscope_diff::keys::By::Comm) {
+        for m in metrics::of_sections(trace, &secs, schedscope_analysis::keys::By::Comm) {
             t.str(Some(&m.section))
                 .str(Some(&m.metric))
                 .str(Some(&m.entity_kind))
@@ -369,7 +365,7 @@ fn trace_row(trace: &Trace, id: &layout::Identity, s: &mut Sinks) -> Result<(), 
 
 /// `process` and `thread`.
 fn threads(trace: &Trace, s: &mut Sinks) -> Result<(), ExportError> {
-    use schedscope_diff::keys::{comm_key, ordinals, process_comm, thread_keys};
+    use schedscope_analysis::keys::{comm_key, ordinals, process_comm, thread_keys};
     use std::collections::BTreeMap;
     // Processes: one per tgid, upid in order of first appearance.
     let mut procs: BTreeMap<i32, (i32, Vec<&schedscope_trace::Task>)> = BTreeMap::new();

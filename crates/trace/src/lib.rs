@@ -10,6 +10,8 @@
 //!   [`Tid`], [`Utid`]).
 //! * [`event`]: the typed event model ([`EventData`]) for the tracepoints
 //!   schedscope understands; other tracepoints are kept and counted.
+//! * [`keep`]: the load rule (which events a filtered load keeps), also
+//!   applied to a trace loaded whole ([`Trace::retain_kept`]).
 //! * [`kvm`]: kvm_exit reason names from this kernel's format file.
 //! * [`mem`]: huge-page-backed vectors for the big tables.
 //! * [`raw`]: the fields of events without a typed decoder ([`RawArgs`]),
@@ -24,6 +26,7 @@
 pub mod event;
 pub mod hash;
 pub mod ids;
+pub mod keep;
 pub mod kvm;
 pub mod mem;
 pub mod raw;

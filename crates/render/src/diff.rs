@@ -1,7 +1,9 @@
-//! `schedscope diff` output: aligned text tables (one per section), a
-//! Markdown table, CSV, or the [`Diff`] as JSON.
+//! `schedscope diff` output: aligned text tables (one per section, through
+//! the one [`Table`] writer), a Markdown table, or CSV (the JSON is the
+//! [`Diff`] itself, through serde).
 
-use crate::compare::{Diff, Row};
+use crate::table::{Align, Table};
+use schedscope_diff::{Diff, Row};
 use std::io::{self, Write};
 
 /// `metric stat [kind key] (unit)`.
@@ -25,7 +27,7 @@ pub fn num(v: f64) -> String {
     }
 }
 
-fn side(s: &crate::compare::Stats) -> String {
+fn side(s: &schedscope_diff::Stats) -> String {
     match s.stddev {
         Some(sd) if s.n > 1 => format!("{} ±{}", num(s.mean), num(sd)),
         _ => num(s.mean),
@@ -63,38 +65,36 @@ fn unmatched(d: &Diff, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// Aligned text, one table per section.
+/// The columns of the text tables.
+const COLUMNS: [(&str, Align); 4] = [
+    ("Parameter", Align::Left),
+    ("Base", Align::Right),
+    ("New", Align::Right),
+    ("% change", Align::Right),
+];
+
+/// Aligned text, one table per section (all sized alike).
 pub fn text(d: &Diff, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "{}", header(d))?;
-    let mut section = "";
-    let rows: Vec<[String; 4]> = d
-        .rows
-        .iter()
-        .map(|r| [parameter(r), side(&r.base), side(&r.new), pct(r)])
-        .collect();
-    let w = |i: usize| {
-        rows.iter()
-            .map(|r| r[i].chars().count())
-            .chain([["Parameter", "Base", "New", "% change"][i].len()])
-            .max()
-            .unwrap_or(0)
-    };
-    let (w0, w1, w2, w3) = (w(0), w(1), w(2), w(3));
-    for (r, cells) in d.rows.iter().zip(&rows) {
-        if r.section != section {
-            section = &r.section;
-            writeln!(out, "\n{section}")?;
-            writeln!(
-                out,
-                "{:<w0$}  {:>w1$}  {:>w2$}  {:>w3$}",
-                "Parameter", "Base", "New", "% change"
-            )?;
+    let mut tables: Vec<(&str, Table)> = Vec::new();
+    for r in &d.rows {
+        if tables.last().is_none_or(|(s, _)| *s != r.section) {
+            let t = Table::new(&COLUMNS).without_rule().indent("");
+            tables.push((&r.section, t));
         }
-        writeln!(
-            out,
-            "{:<w0$}  {:>w1$}  {:>w2$}  {:>w3$}",
-            cells[0], cells[1], cells[2], cells[3]
-        )?;
+        if let Some((_, t)) = tables.last_mut() {
+            t.row(vec![parameter(r), side(&r.base), side(&r.new), pct(r)]);
+        }
+    }
+    let widths = tables.iter().fold(Vec::new(), |w, (_, t)| {
+        let tw = t.widths();
+        (0..tw.len())
+            .map(|i| tw[i].max(w.get(i).copied().unwrap_or(0)))
+            .collect()
+    });
+    for (section, t) in tables {
+        writeln!(out, "\n{section}")?;
+        t.min_widths(&widths).write(out)?;
     }
     if d.rows.is_empty() {
         writeln!(out, "\nno metric is present on both sides")?;
@@ -128,6 +128,8 @@ pub fn markdown(d: &Diff, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "{}", d.footnote)
 }
 
+/// A CSV field (RFC 4180): quoted, with inner quotes doubled, when it
+/// holds a comma, a quote or a line break; else as it is.
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
