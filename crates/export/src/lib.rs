@@ -359,7 +359,7 @@ fn trace_row(trace: &Trace, id: &layout::Identity, s: &mut Sinks) -> Result<(), 
         .u64(trace.event_count())
         .u64(trace.lost)
         .str(Some(env!("CARGO_PKG_VERSION")))
-        .str(Some(sink::SCHEMA_VERSION));
+        .str(Some(schema::SCHEMA_VERSION));
     t.end()
 }
 
