@@ -12,14 +12,16 @@
 //! events are both measured. With `SCHEDSCOPE_BENCH_FILE` a recorded trace
 //! is loaded once instead.
 
-use schedscope_analysis::symbolize::{chain_locations, SymbolTable};
 use schedscope_analysis::{tlb, Context, Options, Timeline};
+use schedscope_trace::symbols::{chain_locations, SymbolTable};
 use schedscope_trace::{
     Cpu, Event, EventData, KernelSymbols, StackId, Sym, Tid, Trace, TraceFormat, Ts,
 };
 use std::sync::OnceLock;
 
 fn main() {
+    // (symbols from the host too, as the binary installs them)
+    schedscope_symbolize::install();
     divan::main();
 }
 

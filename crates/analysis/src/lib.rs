@@ -17,10 +17,13 @@
 //! (lock-holder preemption), [`idle`] (idle under bandwidth control, on the
 //! timeline's CPU states), [`tlb`] (TLB-shootdown and IPI hotspots, and the
 //! cpu-clock profile), [`throttle`] (throttled periods from the recorded
-//! cgroup samples, for the TUI's overlay). [`symbolize`] turns kernel and user addresses into names for
-//! tlb and idle; it is the only module that reads the host for an answer
-//! (/proc/kallsyms, live processes, ELF files; behind its `host` and `elf`
-//! modules). Shared pieces: [`groups`] (which threads form a gang or VM,
+//! cgroup samples, for the TUI's overlay). Code addresses are named through
+//! [`schedscope_trace::symbols`] (tlb, the profile and idle's nohz kicks
+//! ask its installed [`schedscope_trace::symbols::Symbolizer`]; the binary
+//! installs `schedscope-symbolize`'s, which reads the host), so nothing
+//! here reads the host. [`metrics`] turns a report into long-form headline
+//! numbers (the export's `summary_metric` table, what `diff` compares),
+//! entities named by their cross-run [`keys`]. Shared pieces: [`groups`] (which threads form a gang or VM,
 //! for gang and lhp), [`stats`] (percentiles, duration summaries, log2
 //! histograms).
 
@@ -28,12 +31,13 @@ pub mod error;
 pub mod gang;
 pub mod groups;
 pub mod idle;
+pub mod keys;
 pub mod latency;
 pub mod lhp;
+pub mod metrics;
 pub mod report;
 pub mod section;
 pub mod stats;
-pub mod symbolize;
 pub mod throttle;
 pub mod timeline;
 pub mod tlb;
@@ -43,10 +47,17 @@ pub use report::{Report, Sections};
 pub use timeline::{CpuRun, StateInterval, ThreadState, ThreadTimeline, Timeline};
 
 use schedscope_trace::Trace;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// User options shared by the analyses.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
+    /// Called with each step's name and wall time when it ends (timeline,
+    /// each section), e.g. to print timings for the benchmarks; `None`:
+    /// nothing is measured.
+    pub timer: Option<Timer>,
     /// Explicit gang specs from `--gang-of` (`pid=N`, `tids=A,B,C`,
     /// `comm=REGEX`, `cgroup=PATH`); empty = automatic gangs.
     pub gang_specs: Vec<String>,
@@ -54,6 +65,34 @@ pub struct Options {
     /// take `schedscope_render::TextOptions::top`); kept so that front ends
     /// written against it still build.
     pub top: usize,
+}
+
+/// A hook told how long each step of [`Report::compute`] took (its name,
+/// its wall time), right when it ends: sections run in parallel, so what
+/// the hook reads then (e.g. the resident memory) shows who adds how much.
+#[derive(Clone)]
+pub struct Timer(pub Arc<TimerFn>);
+
+/// What a [`Timer`] calls: the step's name and its wall time.
+pub type TimerFn = dyn Fn(&str, Duration) + Send + Sync;
+
+impl fmt::Debug for Timer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Timer")
+    }
+}
+
+impl Options {
+    /// Run `f`, then tell [`Options::timer`] (if any) its wall time under `name`.
+    pub fn timed<T>(&self, name: &str, f: impl FnOnce() -> T) -> T {
+        let Some(timer) = &self.timer else {
+            return f();
+        };
+        let t = Instant::now();
+        let r = f();
+        (timer.0)(name, t.elapsed());
+        r
+    }
 }
 
 /// What every analysis reads.

@@ -213,34 +213,6 @@ fn maybe<T>(on: bool, f: impl FnOnce() -> Result<T, AnalysisError>) -> Option<Se
     on.then(|| Section(f()))
 }
 
-/// Run `f`; with `SCHEDSCOPE_TIMING` set in the environment, print its wall
-/// time and the process's resident memory on stderr (`timing: NAME MS ms
-/// (rss R MiB, peak P MiB)`) for the benchmarks.
-pub fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
-    let t = std::time::Instant::now();
-    let r = f();
-    if std::env::var_os("SCHEDSCOPE_TIMING").is_some() {
-        // (and the memory so far: sections run in parallel, so the
-        // resident size when each ends shows who adds how much)
-        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-        let mib = |key: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(key))
-                .and_then(|v| v.split_whitespace().next())
-                .and_then(|kb| kb.parse::<u64>().ok())
-                .map_or(0, |kb| kb / 1024)
-        };
-        eprintln!(
-            "timing: {name} {:.1} ms (rss {} MiB, peak {} MiB)",
-            t.elapsed().as_secs_f64() * 1e3,
-            mib("VmRSS:"),
-            mib("VmHWM:")
-        );
-    }
-    r
-}
-
 impl Report {
     /// Compute the requested sections of `trace`.
     ///
@@ -287,7 +259,7 @@ impl Report {
             rayon::join(
                 || {
                     let timeline = if sections.need_timeline() {
-                        timed("timeline", || Timeline::build(trace))
+                        opts.timed("timeline", || Timeline::build(trace))
                     } else {
                         Timeline::default()
                     };
@@ -302,7 +274,7 @@ impl Report {
                                 || {
                                     rayon::join(
                                         || {
-                                            timed("gang", || {
+                                            opts.timed("gang", || {
                                                 maybe(sections.gang, || {
                                                     check_input(trace, "gang", true)?;
                                                     gang::analyze(&ctx)
@@ -310,7 +282,7 @@ impl Report {
                                             })
                                         },
                                         || {
-                                            timed("lhp", || {
+                                            opts.timed("lhp", || {
                                                 maybe(sections.lhp, || {
                                                     check_input(trace, "lhp", true)?;
                                                     lhp::analyze(&ctx)
@@ -322,7 +294,9 @@ impl Report {
                                 || {
                                     sections
                                         .tlb
-                                        .then(|| timed("profile", || tlb::analyze_profile(&ctx)))
+                                        .then(|| {
+                                            opts.timed("profile", || tlb::analyze_profile(&ctx))
+                                        })
                                         .flatten()
                                 },
                             )
@@ -330,7 +304,7 @@ impl Report {
                         || {
                             rayon::join(
                                 || {
-                                    timed("idle", || {
+                                    opts.timed("idle", || {
                                         maybe(sections.idle, || {
                                             check_input(trace, "idle", true)?;
                                             idle::analyze(&ctx)
@@ -346,7 +320,7 @@ impl Report {
                 || {
                     rayon::join(
                         || {
-                            timed("latency", || {
+                            opts.timed("latency", || {
                                 maybe(sections.latency, || {
                                     check_input(trace, "latency", false)?;
                                     if sections.need_timeline() {
@@ -363,7 +337,7 @@ impl Report {
                         },
                         || {
                             sections.tlb.then(|| {
-                                timed("tlb prepare", || {
+                                opts.timed("tlb prepare", || {
                                     check_input(trace, "tlb", true)?;
                                     tlb::prepare(&free)
                                 })
@@ -378,7 +352,7 @@ impl Report {
                 timeline: &timeline,
                 opts,
             };
-            Section(p.and_then(|p| timed("tlb finish", || tlb::finish(&ctx, p))))
+            Section(p.and_then(|p| opts.timed("tlb finish", || tlb::finish(&ctx, p))))
         });
         let report = Report {
             trace: TraceSummary::of(trace),

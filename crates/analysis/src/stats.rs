@@ -1,10 +1,11 @@
 //! The statistics every analysis shares: one percentile routine (nearest
-//! rank), one summary of a set of durations ([`Summary`], behind the JSON
-//! shapes `tlb::DurStats` and `idle::DurStats`), one log2 histogram of
-//! durations from one microsecond ([`log2_bucket`]), the population
-//! standard deviation and one-second buckets.
+//! rank), one summary of a set of durations ([`Summary`], behind the two
+//! JSON shapes: [`DurStats`], idle's, and [`HistStats`], tlb's, with its
+//! log2 histogram), one log2 histogram of durations from one microsecond
+//! ([`log2_bucket`], idle's [`GapBucket`]s), the population standard
+//! deviation and one-second buckets. It knows no analysis.
 
-use crate::idle::GapBucket;
+use serde::Serialize;
 
 /// Nearest-rank percentile of an ascending slice: the value at rank
 /// `ceil(p / 100 * n)` (1-based; exact, in integers, for a whole `p`),
@@ -98,10 +99,106 @@ pub fn population_stddev(xs: &[f64]) -> Option<(f64, f64)> {
     Some((mean, var.sqrt()))
 }
 
+/// Distribution of a set of durations.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct DurStats {
+    /// How many.
+    pub count: u64,
+    /// Mean (null when empty).
+    pub avg: Option<f64>,
+    /// Median, nearest rank.
+    pub p50: Option<u64>,
+    /// 99th percentile, nearest rank.
+    pub p99: Option<u64>,
+    /// Largest.
+    pub max: Option<u64>,
+}
+
+/// A log2 bucket of gap lengths.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct GapBucket {
+    /// Lower bound (inclusive), ns.
+    pub lo_ns: u64,
+    /// Upper bound (exclusive), ns.
+    pub hi_ns: u64,
+    /// Gaps in the bucket.
+    pub count: u64,
+    /// Their total length.
+    pub total_ns: u64,
+}
+
+/// Summary of a set of durations (ns) with a log2 histogram (tlb's JSON
+/// shape of delivery and handler times).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct HistStats {
+    /// Number of samples.
+    pub count: u64,
+    /// Mean.
+    pub mean_ns: u64,
+    /// Median.
+    pub p50_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// Maximum.
+    pub max_ns: u64,
+    /// Log2 histogram: `[lo_ns, hi_ns)`, last bucket open (`hi_ns` null).
+    pub hist: Vec<HistBucket>,
+}
+
+/// One histogram bucket.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HistBucket {
+    /// Inclusive lower bound (ns).
+    pub lo_ns: u64,
+    /// Exclusive upper bound (ns); `None` = unbounded.
+    pub hi_ns: Option<u64>,
+    /// Samples in the bucket.
+    pub count: u64,
+}
+
+/// The last [`HistStats::hist`] bucket, open above: `[2^20 us, inf)`.
+const HIST_OPEN: usize = 21;
+
+impl HistStats {
+    /// Statistics of `v` (sorted in place); `None` when empty.
+    pub fn of(v: &mut [u64]) -> Option<HistStats> {
+        let s = Summary::of(v)?;
+        // Log2 buckets (stats::log2_bucket) up to the maximum's, the last
+        // one open; `v` is sorted: count by binary search.
+        let last = log2_bucket(s.max).min(HIST_OPEN);
+        let mut hist: Vec<HistBucket> = (0..=last)
+            .map(|i| {
+                let (lo, hi) = log2_bucket_bounds(i);
+                let from = v.partition_point(|&x| x < lo);
+                let to = if i == HIST_OPEN {
+                    v.len()
+                } else {
+                    v.partition_point(|&x| x < hi)
+                };
+                HistBucket {
+                    lo_ns: lo,
+                    hi_ns: (i != HIST_OPEN).then_some(hi),
+                    count: (to - from) as u64,
+                }
+            })
+            .collect();
+        let empty_head = hist.iter().take_while(|b| b.count == 0).count();
+        hist.drain(..empty_head.min(hist.len() - 1));
+        Some(HistStats {
+            count: s.count,
+            mean_ns: s.mean_floor(),
+            p50_ns: s.p50,
+            p99_ns: s.p99,
+            max_ns: s.max,
+            hist,
+        })
+    }
+}
+
 /// Distribution of `v` (sorted in place) in `idle`'s JSON shape.
-pub(crate) fn dur_stats(v: &mut [u64]) -> crate::idle::DurStats {
+pub(crate) fn dur_stats(v: &mut [u64]) -> DurStats {
     let s = Summary::of(v);
-    crate::idle::DurStats {
+    DurStats {
         count: v.len() as u64,
         avg: s.map(|_| Summary::mean_f64(v)),
         p50: s.map(|s| s.p50),

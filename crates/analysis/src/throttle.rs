@@ -20,10 +20,26 @@
 //!
 //! Only computation here; the TUI draws the periods as an overlay.
 
-use crate::idle::CgroupMapping;
 use schedscope_trace::{CgroupSample, Task, Tid, Trace};
 use serde::Serialize;
 use std::collections::HashMap;
+
+/// How tasks were mapped to the sampled cgroups (JSON `cgroup_mapping`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CgroupMapping {
+    /// By each task's recorded cgroup membership
+    /// ([`schedscope_trace::Task::cgroup`]; `schedscope record` stores it):
+    /// a task belongs to its cgroup and every sampled ancestor.
+    Membership,
+    /// By name: a task belongs to the sampled cgroup whose last path
+    /// component equals its comm (files without membership data).
+    Name,
+    /// No mapping: no samples, or no task maps to a sampled cgroup
+    /// (attribution is then inferred).
+    #[default]
+    None,
+}
 
 /// One sampled cgroup with a quota.
 #[derive(Clone, Debug, PartialEq, Serialize)]

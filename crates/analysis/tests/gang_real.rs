@@ -151,6 +151,7 @@ fn measure(path: &Path) -> Measured {
     let opts = Options {
         gang_specs: vec!["comm=^spin-".into()],
         top: 10,
+        ..Default::default()
     };
     let ctx = Context {
         trace: &trace,

@@ -19,11 +19,11 @@
 //! Needs root, perf and tracefs with the csd/ipi/tlb events; skips with a
 //! message otherwise.
 
-use schedscope_analysis::symbolize::{chain_locations, is_kernel_addr, Location, SymbolTable};
 use schedscope_analysis::tlb::{self, IpiClass, TlbReport};
 use schedscope_analysis::{Context, Options, Timeline};
 use schedscope_render::RenderText;
 use schedscope_testkit::{self as testkit, run, tmpdir};
+use schedscope_trace::symbols::{chain_locations, is_kernel_addr, Location, SymbolTable};
 use schedscope_trace::{EventData, Sym, Tid, Trace};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -160,6 +160,8 @@ fn proc_kallsyms() -> Vec<(u64, Vec<String>)> {
 
 #[test]
 fn real_recording_tlb_shootdowns_match_perf_script() {
+    // (symbols from the host too, as the binary installs them)
+    schedscope_symbolize::install();
     if let Some(why) = skip_reason() {
         println!("SKIPPED tlb real recording: {why}");
         return;
@@ -373,6 +375,8 @@ fn real_recording_tlb_shootdowns_match_perf_script() {
 
 #[test]
 fn perf_record_cpumask_and_tlb_flush_only() {
+    // (symbols from the host too, as the binary installs them)
+    schedscope_symbolize::install();
     if let Some(why) = skip_reason() {
         println!("SKIPPED tlb perf cpumask recording: {why}");
         return;
@@ -418,6 +422,8 @@ fn perf_record_cpumask_and_tlb_flush_only() {
 
 #[test]
 fn cpu_clock_profile_matches_perf_script_leaf_symbols() {
+    // (symbols from the host too, as the binary installs them)
+    schedscope_symbolize::install();
     if let Some(why) = skip_reason() {
         println!("SKIPPED tlb cpu-clock profile: {why}");
         return;

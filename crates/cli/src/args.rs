@@ -14,7 +14,7 @@ pub struct Cli {
 }
 
 /// `schedscope diff`'s options that take a value as the next argument.
-const DIFF_VALUE_OPTIONS: [&str; 3] = ["--by", "--format", "--gang-of"];
+const DIFF_VALUE_OPTIONS: [&str; 4] = ["--by", "--format", "--gang-of", "--top"];
 
 /// `argv` with `schedscope diff`'s options written after the NEW inputs
 /// (`diff b1 b2 -- n1 n2 --idle --format md`, the usage the issue and the
@@ -278,6 +278,10 @@ pub struct DiffArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: DiffFormat,
+    /// Rows per section in text and Markdown output, largest |% change|
+    /// first (0: every row); JSON and CSV always hold every row.
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
 }
 
 #[cfg(test)]

@@ -29,6 +29,10 @@ impl std::fmt::Display for ExitError {
 impl std::error::Error for ExitError {}
 
 fn main() -> ExitCode {
+    // Code addresses are named from the trace, then the host (live
+    // kallsyms, ELF files, live processes): the analyses ask through the
+    // symbolizer installed here.
+    schedscope_symbolize::install();
     let cli = args::Cli::parse_from(args::hoist_diff_options(std::env::args_os().collect()));
     match cmd::run(cli) {
         Ok(code) => code,

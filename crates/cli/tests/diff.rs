@@ -2,7 +2,8 @@
 //! perf.data, as text and as an exported Parquet root gives the same
 //! numbers; several traces per side get a significance mark; and two
 //! recordings of `perf bench sched messaging` with 1 and 4 groups show the
-//! expected direction.
+//! expected direction; the text shows durations in ms/µs, largest change
+//! first, cut to `--top` rows per section, while JSON keeps every row in ns.
 
 #[path = "record_common/mod.rs"]
 mod common;
@@ -287,4 +288,61 @@ fn options_after_the_new_inputs_are_options() {
     );
     assert!(after.contains("| idle |"), "{after}");
     assert!(!after.contains("| latency |"), "only --idle: {after}");
+}
+
+/// Text: durations in the report's units (no ns), each section's rows by
+/// |% change| (largest first), `--top N` rows with the count left out;
+/// JSON and CSV are whole whatever `--top` says.
+#[test]
+fn text_uses_report_units_orders_by_change_and_cuts_to_top() {
+    let a = fixture("sim/mixed-s1.data");
+    let b = fixture("sim/bare-metal-s1.data");
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let d = diff_json(&[a, b]);
+    let latency: Vec<&Value> = rows(&d)
+        .iter()
+        .filter(|r| r["section"] == "latency")
+        .collect();
+    assert!(latency.len() > 3, "{d}");
+    let text = schedscope(&["diff", "--top", "3", a, b]);
+    assert!(!text.contains("(ns)"), "{text}");
+    // The latency table: header, then the 3 rows with the largest |% change|.
+    let lines: Vec<&str> = text.lines().skip_while(|l| *l != "latency").collect();
+    assert!(lines[1].starts_with("Parameter"), "{text}");
+    let mut by_size: Vec<f64> = latency
+        .iter()
+        .map(|r| r["pct_change"].as_f64().unwrap().abs())
+        .collect();
+    by_size.sort_by(|x, y| y.total_cmp(x));
+    for (line, want) in lines[2..5].iter().zip(&by_size) {
+        let got: f64 = line
+            .rsplit(' ')
+            .find(|w| w.ends_with('%'))
+            .and_then(|w| w.trim_end_matches('%').parse().ok())
+            .unwrap_or_else(|| panic!("no % change in {line:?}"));
+        assert!((got.abs() - want).abs() < 0.006, "{line:?}: want |{want}|");
+    }
+    assert_eq!(
+        lines[5],
+        format!(
+            "({} more rows with a smaller |% change| left out; --top 0 shows them all)",
+            latency.len() - 3
+        ),
+        "{text}"
+    );
+    // --top changes neither JSON nor CSV.
+    assert_eq!(diff_json(&["--top", "1", a, b]), d);
+    let csv = schedscope(&["diff", "--format", "csv", "--top", "1", a, b]);
+    assert_eq!(csv.lines().count(), rows(&d).len() + 1);
+    // --top 0: every row.
+    let all = schedscope(&["diff", "--top", "0", a, b]);
+    assert!(!all.contains("left out"), "{all}");
+    // The worst delay, 4471000 ns in mixed-s1 (JSON), prints in ms.
+    let max = row(&d, "latency", "delay", "", "max");
+    assert_eq!(max["base"]["mean"], 4_471_000.0, "{max}");
+    assert!(
+        all.lines()
+            .any(|l| l.starts_with("delay max (ms)") && l.contains(" 4.471 ")),
+        "{all}"
+    );
 }

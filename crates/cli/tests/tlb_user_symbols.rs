@@ -4,7 +4,7 @@
 //! bundled ebizzy workload with `schedscope record --call-graph` and with
 //! Debian's `perf record -g`.
 
-use schedscope_analysis::symbolize::{chain_locations, Location, SymbolTable};
+use schedscope_trace::symbols::{chain_locations, Location, SymbolTable};
 use schedscope_trace::Trace;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -215,6 +215,8 @@ fn setup() -> Option<(PathBuf, PathBuf)> {
 
 #[test]
 fn exited_workload_user_frames_match_perf_script_schedscope_record() {
+    // (symbols from the host too, as the binary installs them)
+    schedscope_symbolize::install();
     let Some((dir, ebizzy)) = setup() else { return };
     let file = dir.join("s.data");
     let out = Command::new(BIN)
@@ -246,6 +248,8 @@ fn exited_workload_user_frames_match_perf_script_schedscope_record() {
 
 #[test]
 fn exited_workload_user_frames_match_perf_script_perf_record() {
+    // (symbols from the host too, as the binary installs them)
+    schedscope_symbolize::install();
     let Some((dir, ebizzy)) = setup() else { return };
     let file = dir.join("p.data");
     let out = Command::new("perf")

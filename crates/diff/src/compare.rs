@@ -4,18 +4,9 @@
 //! each side has at least 3 runs and the 95% confidence intervals of the
 //! means do not overlap.
 
-use crate::metrics::{Better, Metric};
+use schedscope_analysis::metrics::{Better, Metric, Run};
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
-
-/// The metrics of one run (a trace, or one run of a Parquet root).
-#[derive(Clone, Debug)]
-pub struct Run {
-    /// Where it came from (file, or `root run=<id>`).
-    pub label: String,
-    /// Its metrics.
-    pub metrics: Vec<Metric>,
-}
 
 /// One side's summary of a metric.
 #[derive(Clone, Debug, Serialize, PartialEq)]

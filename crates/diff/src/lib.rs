@@ -1,18 +1,13 @@
-//! Headline metrics of schedscope reports and their comparison across runs.
+//! The comparison of schedscope reports across runs: `schedscope diff`.
 //!
-//! [`metrics::of_report`] turns a report (the same structs the text and
-//! JSON reports show) into long-form [`metrics::Metric`]s, each entity named
-//! by its cross-run [`keys`] (process comm, kworkers collapsed; or comm and
-//! start order, or comm and pid), so that runs of different boots can be
-//! matched. The Parquet export writes them as the `summary_metric` table;
-//! `schedscope diff` groups the runs of each side, [`compare::compare`]s
-//! them (mean per side, % change with mmtests' sign, significance with 3 or
-//! more runs per side) and [`render`]s the table.
+//! Each run's headline numbers are [`schedscope_analysis::metrics`] (long
+//! form, entities named by their cross-run [`schedscope_analysis::keys`]),
+//! from a trace or read back from a Parquet export's `summary_metric`
+//! table; [`compare::compare`] groups the runs of each side (mean per side,
+//! % change with mmtests' sign, significance with 3 or more runs per side)
+//! into a [`Diff`], which `schedscope_render::diff` prints.
 
 pub mod compare;
-pub mod keys;
-pub mod metrics;
-pub mod render;
 
-pub use compare::{compare, Diff, Run};
-pub use metrics::{Better, Metric};
+pub use compare::{compare, Diff, Row, Stats};
+pub use schedscope_analysis::metrics::{Better, Metric, Run};

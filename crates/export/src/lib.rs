@@ -22,8 +22,8 @@ pub mod tables;
 
 pub use error::ExportError;
 
+use schedscope_analysis::metrics::{self, Sections};
 use schedscope_analysis::{gang, idle, lhp, tlb, Context, Options, Timeline};
-use schedscope_diff::metrics::{self, Sections};
 use schedscope_trace::Trace;
 use sink::{TableSink, Target};
 use std::path::PathBuf;
@@ -125,7 +125,7 @@ pub fn export(
     let rows = open_and_write(trace, &id, opts, &chosen, &mut writers);
     // The writer thread's error, when it failed, is the cause of any
     // "writer thread stopped" that the row builders saw.
-    let written = timed("close", || writers.finish());
+    let written = timed(opts, "close", || writers.finish());
     let rows = match (rows, written) {
         (_, Err(e)) | (Err(e), Ok(())) => return Err(e),
         (Ok(rows), Ok(())) => rows,
@@ -210,16 +210,12 @@ fn keep_analysed_events(trace: &mut Trace) {
         .map(|n| n.to_string())
         .collect();
     keep.extend(all.tallied_events().iter().map(|n| n.to_string()));
-    let opts = schedscope_parser::LoadOptions {
-        keep: Some(keep),
-        ..Default::default()
-    };
-    schedscope_parser::retain_kept(trace, &opts);
+    trace.retain_kept(Some(&keep));
 }
 
-/// [`schedscope_analysis::report::timed`], the phase named `export NAME`.
-fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
-    schedscope_analysis::report::timed(&format!("export {name}"), f)
+/// [`Options::timed`] (the caller's timing hook), the phase named `export NAME`.
+fn timed<T>(opts: &ExportOptions, name: &str, f: impl FnOnce() -> T) -> T {
+    opts.analysis.timed(&format!("export {name}"), f)
 }
 
 fn write_all(
@@ -232,22 +228,22 @@ fn write_all(
     give_back_free_memory();
     let u = Utids::new(trace);
     trace_row(trace, id, s)?;
-    timed("threads", || threads(trace, s))?;
+    timed(opts, "threads", || threads(trace, s))?;
     s.close(&["trace", "process", "thread"])?;
-    let switch_ins = timed("events", || tables::events(trace, &u, s))?;
+    let switch_ins = timed(opts, "events", || tables::events(trace, &u, s))?;
     s.close(tables::EVENT_TABLES)?;
     // Nothing reads the untyped events' fields after `raw_arg` (the
     // analyses run here do not; only report's cpu-clock profile does):
     // give their store back before the timeline is built.
     drop(std::mem::take(&mut trace.raw_args));
-    timed("stacks", || tables::stacks(trace, s))?;
+    timed(opts, "stacks", || tables::stacks(trace, s))?;
     // Every per-event table is written: from here on the events are read
     // only by the analyses, which see what `report --all` loads.
-    timed("keep analysed events", || keep_analysed_events(trace));
+    timed(opts, "keep analysed events", || keep_analysed_events(trace));
     let trace: &Trace = trace;
     give_back_free_memory();
     let want_metrics = s.wants("summary_metric");
-    let lat = timed("sched_latency", || {
+    let lat = timed(opts, "sched_latency", || {
         tables::latency(trace, &u, s, want_metrics)
     })?;
     s.close(&["stack", "sched_latency"])?;
@@ -263,14 +259,14 @@ fn write_all(
     ]
     .iter()
     .any(|n| s.wants(n));
-    let timeline = timed("timeline build", || {
+    let timeline = timed(opts, "timeline build", || {
         if need_timeline {
             Timeline::build(trace)
         } else {
             Timeline::default()
         }
     });
-    timed("thread_state+sched_slice", || {
+    timed(opts, "thread_state+sched_slice", || {
         tables::timeline(trace, &timeline, &u, &switch_ins, s)
     })?;
     drop(switch_ins);
@@ -289,7 +285,7 @@ fn write_all(
         want(&[]),
     );
     let keep_gaps = s.wants("idle_gap");
-    let (gang_r, ((lhp_r, idle_r), tlb_r)) = timed("analyses", || {
+    let (gang_r, ((lhp_r, idle_r), tlb_r)) = timed(opts, "analyses", || {
         rayon::join(
             || w_gang.then(|| gang::analyze(&ctx).ok()).flatten(),
             || {
@@ -315,7 +311,7 @@ fn write_all(
     s.close(&["gang_summary", "gang_episode"])?;
     tables::ple(&ctx, &u, s)?;
     s.close(&["ple_exit"])?;
-    timed("ipi_request", || tables::ipi_requests(&ctx, &u, s))?;
+    timed(opts, "ipi_request", || tables::ipi_requests(&ctx, &u, s))?;
     s.close(&["ipi_request"])?;
     if let Some((_, gaps)) = &idle_r {
         tables::idle_gaps(gaps, s)?;
@@ -329,7 +325,7 @@ fn write_all(
             idle: idle_r.as_ref().map(|(r, _)| r),
             tlb: tlb_r.as_ref(),
         };
-        for m in metrics::of_sections(trace, &secs, schedscope_diff::keys::By::Comm) {
+        for m in metrics::of_sections(trace, &secs, schedscope_analysis::keys::By::Comm) {
             t.str(Some(&m.section))
                 .str(Some(&m.metric))
                 .str(Some(&m.entity_kind))
@@ -363,13 +359,13 @@ fn trace_row(trace: &Trace, id: &layout::Identity, s: &mut Sinks) -> Result<(), 
         .u64(trace.event_count())
         .u64(trace.lost)
         .str(Some(env!("CARGO_PKG_VERSION")))
-        .str(Some(sink::SCHEMA_VERSION));
+        .str(Some(schema::SCHEMA_VERSION));
     t.end()
 }
 
 /// `process` and `thread`.
 fn threads(trace: &Trace, s: &mut Sinks) -> Result<(), ExportError> {
-    use schedscope_diff::keys::{comm_key, ordinals, process_comm, thread_keys};
+    use schedscope_analysis::keys::{comm_key, ordinals, process_comm, thread_keys};
     use std::collections::BTreeMap;
     // Processes: one per tgid, upid in order of first appearance.
     let mut procs: BTreeMap<i32, (i32, Vec<&schedscope_trace::Task>)> = BTreeMap::new();

@@ -6,7 +6,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, RecordBatch};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use schedscope_diff::{Better, Metric, Run};
+use schedscope_analysis::metrics::{Better, Metric, Run};
 use std::path::{Path, PathBuf};
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), ExportError> {

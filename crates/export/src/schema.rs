@@ -63,6 +63,11 @@ const fn c(name: &'static str, ty: ColType, unit: &'static str, doc: &'static st
 
 use ColType::*;
 
+/// The version of the table schemas (key-value metadata `schema_version`).
+/// 2: `sched_stat_runtime` events of the standard layout moved from
+/// `raw_event`/`raw_arg` to their own typed table.
+pub const SCHEMA_VERSION: &str = "2";
+
 const TS: ColDef = c("ts", I64, "ns", "event time, trace clock");
 const CPU: ColDef = c("cpu", I32, "", "CPU that emitted the event");
 const UTID: ColDef = c(
@@ -517,7 +522,7 @@ pub fn readme() -> String {
 /// `_schedscope/schema.json`: `{schema_version, tables: [...]}`.
 pub fn schema_json() -> String {
     serde_json::to_string_pretty(&serde_json::json!({
-        "schema_version": crate::sink::SCHEMA_VERSION,
+        "schema_version": SCHEMA_VERSION,
         "tables": TABLES,
     }))
     .unwrap_or_default()

@@ -3,7 +3,7 @@
 //! so that memory stays bounded whatever the number of rows.
 
 use crate::error::ExportError;
-use crate::schema::{ColType, TableDef};
+use crate::schema::{ColType, TableDef, SCHEMA_VERSION};
 use arrow_array::builder::{
     BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, ListBuilder, StringBuilder,
 };
@@ -33,10 +33,6 @@ pub const BATCH_BYTES: usize = 1 << 20;
 pub const ROW_GROUP_BYTES: usize = 2 << 20;
 /// At most this many rows per row group.
 pub const ROW_GROUP_ROWS: usize = 1 << 20;
-/// The version of the table schemas (key-value metadata `schema_version`).
-/// 2: `sched_stat_runtime` events of the standard layout moved from
-/// `raw_event`/`raw_arg` to their own typed table.
-pub const SCHEMA_VERSION: &str = "2";
 
 /// One column's builder.
 enum Builder {

@@ -741,7 +741,7 @@ pub fn gangs(
     s: &mut Sinks,
 ) -> Result<(), ExportError> {
     if let Some(t) = s.get("gang_summary") {
-        let keys = schedscope_diff::keys::ProcessKeys::new(&trace.tasks, Default::default());
+        let keys = schedscope_analysis::keys::ProcessKeys::new(&trace.tasks, Default::default());
         for g in &report.gangs {
             let kind = match g.kind {
                 GangKind::Vm => "vm",

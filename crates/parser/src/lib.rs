@@ -84,50 +84,19 @@ pub struct LoadOptions {
 
 impl LoadOptions {
     /// Whether a load with these options keeps the event named `name` in
-    /// [`Trace::events`] (the rule of [`LoadOptions::keep`]: every event
-    /// without a `keep` list; else the names it lists, `*` prefixes, and
-    /// process fork/exit/exec). Tallying is not considered.
+    /// [`Trace::events`] (the rule of [`LoadOptions::keep`],
+    /// [`schedscope_trace::keep::keeps`]: every event without a `keep`
+    /// list; else the names it lists, `*` prefixes, and process
+    /// fork/exit/exec). Tallying is not considered.
     pub fn keeps(&self, name: &str) -> bool {
-        match &self.keep {
-            None => true,
-            Some(k) => {
-                k.iter().any(|pat| name_matches(pat, name))
-                    || perf_data::ALWAYS_KEEP.contains(&name)
-            }
-        }
+        schedscope_trace::keep::keeps(self.keep.as_deref(), name)
     }
 }
 
 /// Whether the `LoadOptions::keep`/`tally` entry `pat` names the event
-/// `name`: equal, or a prefix of it when `pat` ends with `*`.
+/// `name` ([`schedscope_trace::keep::name_matches`]).
 pub(crate) fn name_matches(pat: &str, name: &str) -> bool {
-    match pat.strip_suffix('*') {
-        Some(prefix) => name.starts_with(prefix),
-        None => pat == name,
-    }
-}
-
-/// Apply `opts.keep` to a trace that was loaded whole: leave in
-/// [`Trace::events`] only what a load with `opts` keeps, give the rest of
-/// the vector back, and record in [`Trace::dropped`] (unless a filtered
-/// load already did) the event count and time span of the whole trace, so
-/// that counts and span still describe it, as after a filtered load.
-pub fn retain_kept(trace: &mut Trace, opts: &LoadOptions) {
-    let keep: Vec<bool> = trace.event_names.iter().map(|n| opts.keeps(n)).collect();
-    if keep.iter().all(|k| *k) {
-        return;
-    }
-    if trace.dropped.is_none() {
-        trace.dropped = Some(schedscope_trace::trace::Dropped {
-            total: trace.event_count(),
-            first: trace.start(),
-            last: trace.end(),
-        });
-    }
-    trace
-        .events
-        .retain(|e| keep.get(e.name.0 as usize).copied().unwrap_or(true));
-    trace.events.shrink_to_fit();
+    schedscope_trace::keep::name_matches(pat, name)
 }
 
 /// How messages name standard input (the path `-`).
@@ -294,7 +263,7 @@ mod tests {
                 .iter()
                 .filter(|e| {
                     let n = full.event_name(e.name);
-                    keep.contains(&n) || perf_data::ALWAYS_KEEP.contains(&n)
+                    keep.contains(&n) || schedscope_trace::keep::ALWAYS_KEEP.contains(&n)
                 })
                 .map(|e| norm(&full, e))
                 .collect();
@@ -375,7 +344,7 @@ mod tests {
                     n != tallied
                         && (keep.is_none()
                             || n == "sched:sched_switch"
-                            || perf_data::ALWAYS_KEEP.contains(&n))
+                            || schedscope_trace::keep::ALWAYS_KEEP.contains(&n))
                 };
                 let want_events: Vec<String> = full
                     .events

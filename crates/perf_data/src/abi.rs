@@ -180,3 +180,16 @@ pub const MISC_USER: u16 = 2;
 pub const MISC_COMM_EXEC: u16 = 1 << 13;
 /// PERF_SAMPLE_BRANCH_HW_INDEX bit of branch_sample_type.
 pub const BRANCH_HW_INDEX: u64 = 1 << 17;
+
+/// Strings in feature sections are padded to this alignment (NAME_ALIGN).
+pub(crate) const NAME_ALIGN: usize = 64;
+
+/// perf's `do_write_string`: u32 padded length, then the NUL-terminated
+/// string padded to [`NAME_ALIGN`].
+pub(crate) fn put_string(out: &mut Vec<u8>, s: &str) {
+    let olen = s.len() + 1;
+    let len = olen.div_ceil(NAME_ALIGN) * NAME_ALIGN;
+    out.extend_from_slice(&(len as u32).to_ne_bytes());
+    out.extend_from_slice(s.as_bytes());
+    out.resize(out.len() + (len - s.len()), 0);
+}

@@ -21,8 +21,8 @@
 
 #[cfg(doc)]
 use crate::abi::feature;
+use crate::abi::put_string;
 use crate::sections::SectionError;
-use crate::writer::put_string;
 pub use schedscope_trace::CpuTopology;
 
 /// Encode `t` as perf writes it (per-CPU ids and dies only when `t.cpus`

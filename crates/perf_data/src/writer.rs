@@ -25,12 +25,10 @@
 //! keeps the data section up to the last complete record that reached the
 //! file, so the result is still a valid perf.data file.
 
-use crate::abi::{self, RecordType};
+use crate::abi::{self, put_string, RecordType};
 use crate::attr::{EventAttr, ATTR_SIZE, FILE_ATTR_SIZE};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 
-/// Strings in feature sections are padded to this alignment (NAME_ALIGN).
-const NAME_ALIGN: usize = 64;
 /// Buffer size for small records.
 const BUF_CAP: usize = 1 << 20;
 
@@ -144,16 +142,6 @@ fn put_u32(out: &mut Vec<u8>, v: usize, what: &str) -> io::Result<()> {
     })?;
     out.extend_from_slice(&v.to_ne_bytes());
     Ok(())
-}
-
-/// perf's `do_write_string`: u32 padded length, then the NUL-terminated
-/// string padded to [`NAME_ALIGN`].
-pub(crate) fn put_string(out: &mut Vec<u8>, s: &str) {
-    let olen = s.len() + 1;
-    let len = olen.div_ceil(NAME_ALIGN) * NAME_ALIGN;
-    out.extend_from_slice(&(len as u32).to_ne_bytes());
-    out.extend_from_slice(s.as_bytes());
-    out.resize(out.len() + (len - s.len()), 0);
 }
 
 /// Contents of the feature sections written by [`PerfDataWriter::finish`].

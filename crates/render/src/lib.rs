@@ -20,6 +20,7 @@
 //!
 //! [`Report`]: schedscope_analysis::Report
 
+pub mod diff;
 pub mod fmt;
 pub mod gang;
 pub mod idle;

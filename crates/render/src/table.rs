@@ -42,6 +42,8 @@ pub struct Table {
     align: Vec<Align>,
     rows: Vec<Vec<String>>,
     footer: Vec<Vec<String>>,
+    /// Smallest width of each column ([`Table::min_widths`]).
+    min: Vec<usize>,
 }
 
 impl Table {
@@ -56,6 +58,7 @@ impl Table {
             align: columns.iter().map(|(_, a)| *a).collect(),
             rows: Vec::new(),
             footer: Vec::new(),
+            min: Vec::new(),
         }
     }
 
@@ -122,9 +125,20 @@ impl Table {
         self.rows.is_empty()
     }
 
-    /// Column widths: the widest of the header and every cell.
-    fn widths(&self) -> Vec<usize> {
+    /// Make each column at least as wide as `widths` says (to size
+    /// several tables alike, from their [`Table::widths`]).
+    pub fn min_widths(mut self, widths: &[usize]) -> Table {
+        self.min = widths.to_vec();
+        self
+    }
+
+    /// Column widths: the widest of the header, every cell and
+    /// [`Table::min_widths`].
+    pub fn widths(&self) -> Vec<usize> {
         let mut w: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
+        for (w, &m) in w.iter_mut().zip(&self.min) {
+            *w = (*w).max(m);
+        }
         for r in self.rows.iter().chain(&self.footer) {
             for (i, c) in r.iter().enumerate().take(w.len()) {
                 w[i] = w[i].max(c.chars().count());

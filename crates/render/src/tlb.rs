@@ -5,8 +5,9 @@
 use crate::fmt::{ratio_pct as pct, us};
 use crate::table::{Align, Table};
 use crate::{top_or, RenderText, TextOptions};
+use schedscope_analysis::stats::HistStats;
 use schedscope_analysis::tlb::{
-    ClassReport, DurStats, IpiClass, ProfileReport, Sender, TargetStates, TlbReport,
+    ClassReport, IpiClass, ProfileReport, Sender, TargetStates, TlbReport,
 };
 use std::io::{self, Write};
 
@@ -28,7 +29,7 @@ fn table(
     t.write(out)
 }
 
-fn dur_cells(d: &Option<DurStats>) -> [String; 3] {
+fn dur_cells(d: &Option<HistStats>) -> [String; 3] {
     match d {
         Some(d) => [us(d.p50_ns), us(d.p99_ns), us(d.max_ns)],
         None => ["-".into(), "-".into(), "-".into()],

@@ -42,6 +42,7 @@ fn with_ctx<R>(f: impl Fn(&Context) -> R) -> R {
     let opts = Options {
         gang_specs: Vec::new(),
         top: 20,
+        ..Default::default()
     };
     f(&Context {
         trace,

@@ -19,6 +19,7 @@ fn with_ctx<R>(trace: &Trace, specs: &[&str], f: impl FnOnce(&Context) -> R) -> 
     let opts = Options {
         gang_specs: specs.iter().map(|s| s.to_string()).collect(),
         top: 10,
+        ..Default::default()
     };
     f(&Context {
         trace,

@@ -10,11 +10,15 @@
 //!   [`Tid`], [`Utid`]).
 //! * [`event`]: the typed event model ([`EventData`]) for the tracepoints
 //!   schedscope understands; other tracepoints are kept and counted.
+//! * [`keep`]: the load rule (which events a filtered load keeps), also
+//!   applied to a trace loaded whole ([`Trace::retain_kept`]).
 //! * [`kvm`]: kvm_exit reason names from this kernel's format file.
 //! * [`mem`]: huge-page-backed vectors for the big tables.
 //! * [`raw`]: the fields of events without a typed decoder ([`RawArgs`]),
 //!   kept when the loader is asked to.
 //! * [`strings`]: a string interner ([`Strings`], [`StrId`]).
+//! * [`symbols`]: code locations, their resolved names, and the
+//!   [`symbols::Symbolizer`] seam the analyses ask through.
 //! * [`task`]: the task table (tid -> tgid, comm).
 //! * [`topology`]: which CPUs share a package, die and core.
 //! * [`trace`]: the [`Trace`] container, its metadata and warnings.
@@ -22,10 +26,12 @@
 pub mod event;
 pub mod hash;
 pub mod ids;
+pub mod keep;
 pub mod kvm;
 pub mod mem;
 pub mod raw;
 pub mod strings;
+pub mod symbols;
 pub mod task;
 pub mod topology;
 pub mod trace;

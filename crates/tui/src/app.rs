@@ -4,6 +4,7 @@
 use crate::data::{Data, LoadMsg};
 use crate::index::Tid;
 use crate::keymap::{action_for, Action};
+pub use crate::overlay::Overlay;
 use crate::stats::RegionStats;
 use crate::view::Viewport;
 use ratatui::crossterm::event::{
@@ -41,41 +42,6 @@ pub enum LaneRow {
     Task(Tid),
     /// An overlay strip of a CPU.
     Overlay(usize, Overlay),
-}
-
-/// Overlay strips under the CPU lanes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Overlay {
-    /// Largest wakeup-to-run latency of the switch-ins in the cell.
-    Latency,
-    /// Preemptions in the cell.
-    Preemptions,
-    /// Share of the cell that the CPU idled while some task waited.
-    WastedIdle,
-    /// Pause-loop exits on the CPU in the cell.
-    PleExits,
-    /// IPIs sent from the CPU in the cell (`T` when one is a TLB shootdown).
-    Ipis,
-    /// Share of the cell that the CPU ran a gang member during one of its
-    /// gang's fragmented episodes.
-    GangFragments,
-    /// Throttled time per ns of the cell, from the throttled periods of
-    /// the cgroups whose members ran or waited on the CPU during them
-    /// (recorded cgroup samples; see [`crate::overlay::Throttled`]).
-    Throttled,
-}
-
-impl Overlay {
-    /// All overlays, in strip order.
-    pub const ALL: [Overlay; 7] = [
-        Overlay::Latency,
-        Overlay::Preemptions,
-        Overlay::WastedIdle,
-        Overlay::PleExits,
-        Overlay::Ipis,
-        Overlay::GangFragments,
-        Overlay::Throttled,
-    ];
 }
 
 /// Search prompt state.

@@ -8,7 +8,6 @@
 use crate::data::Data;
 use crate::index::Tid;
 use crate::overlay::{Bursts, BURST_NS};
-use crate::tables::Jump;
 use schedscope_analysis::tlb::profile::leaf_samples;
 use schedscope_analysis::{Context, Options, ThreadState};
 use std::collections::HashMap;
@@ -18,6 +17,21 @@ use std::sync::OnceLock;
 /// symbol (profiles sample at 10 ms to 1 ms per CPU, so 1 ms would hold
 /// one or two).
 pub const PROFILE_BURST_NS: u64 = 10_000_000;
+
+/// Where Enter on a row takes the timeline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Jump {
+    /// What the span is, for the status line.
+    pub what: String,
+    /// Span start (ns, trace clock).
+    pub start: u64,
+    /// Span end.
+    pub end: u64,
+    /// CPU lane to select, when the row names one.
+    pub cpu: Option<u32>,
+    /// Task to select, when the row names one.
+    pub tid: Option<Tid>,
+}
 
 /// A row's jump target, to be searched for.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! Keys -> [`Action`]s. The help overlay is generated from [`BINDINGS`], so
 //! it always says what the keys do.
 
-use crate::app::Overlay;
+use crate::overlay::Overlay;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 /// A UI intent, apart from the trace data.

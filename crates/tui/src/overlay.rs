@@ -13,6 +13,41 @@ use schedscope_analysis::{ThreadState, Timeline};
 use schedscope_trace::{EventData, Sym, Trace};
 use std::collections::HashMap;
 
+/// Overlay strips under the CPU lanes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Overlay {
+    /// Largest wakeup-to-run latency of the switch-ins in the cell.
+    Latency,
+    /// Preemptions in the cell.
+    Preemptions,
+    /// Share of the cell that the CPU idled while some task waited.
+    WastedIdle,
+    /// Pause-loop exits on the CPU in the cell.
+    PleExits,
+    /// IPIs sent from the CPU in the cell (`T` when one is a TLB shootdown).
+    Ipis,
+    /// Share of the cell that the CPU ran a gang member during one of its
+    /// gang's fragmented episodes.
+    GangFragments,
+    /// Throttled time per ns of the cell, from the throttled periods of
+    /// the cgroups whose members ran or waited on the CPU during them
+    /// (recorded cgroup samples; see [`crate::overlay::Throttled`]).
+    Throttled,
+}
+
+impl Overlay {
+    /// All overlays, in strip order.
+    pub const ALL: [Overlay; 7] = [
+        Overlay::Latency,
+        Overlay::Preemptions,
+        Overlay::WastedIdle,
+        Overlay::PleExits,
+        Overlay::Ipis,
+        Overlay::GangFragments,
+        Overlay::Throttled,
+    ];
+}
+
 /// [`EventMarks::ipis`] value of an IPI that is a TLB shootdown.
 pub const SHOOTDOWN: u64 = 2;
 /// [`EventMarks::ipis`] value of any other IPI.

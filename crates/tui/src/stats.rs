@@ -98,13 +98,9 @@ impl RegionStats {
         st
     }
 
-    /// Latency percentile `p` (0..=100), nearest rank.
+    /// Latency percentile `p` (0..=100), nearest rank (the analyses' one
+    /// definition, [`schedscope_analysis::stats::percentile_nearest_rank`]).
     pub fn percentile(&self, p: f64) -> Option<u64> {
-        if self.latencies.is_empty() {
-            return None;
-        }
-        let n = self.latencies.len();
-        let rank = ((p / 100.0) * n as f64).ceil() as usize;
-        Some(self.latencies[rank.clamp(1, n) - 1])
+        schedscope_analysis::stats::percentile_nearest_rank(&self.latencies, p)
     }
 }

@@ -4,29 +4,14 @@
 //! Enter ([`crate::jumps::Find`]: waker pairs, IPI callsites, profile
 //! symbols).
 
-use crate::index::Tid;
 use crate::jumps::Find;
+pub use crate::jumps::Jump;
 use crate::overlay::{Bursts, BURST_NS};
 use schedscope_analysis::report::Section;
 use schedscope_analysis::Report;
 use schedscope_render::fmt;
 use schedscope_render::{RenderText, TextOptions};
 use schedscope_trace::Ts;
-
-/// Where Enter on a row takes the timeline.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Jump {
-    /// What the span is, for the status line.
-    pub what: String,
-    /// Span start (ns, trace clock).
-    pub start: u64,
-    /// Span end.
-    pub end: u64,
-    /// CPU lane to select, when the row names one.
-    pub cpu: Option<u32>,
-    /// Task to select, when the row names one.
-    pub tid: Option<Tid>,
-}
 
 /// One table row.
 #[derive(Clone, Debug)]

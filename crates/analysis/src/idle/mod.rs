@@ -104,7 +104,8 @@ use crate::{AnalysisError, Context};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-pub use crate::stats::{percentile_nearest_rank, population_stddev};
+pub use crate::stats::{percentile_nearest_rank, population_stddev, DurStats, GapBucket};
+pub use crate::throttle::CgroupMapping;
 
 /// Events the analysis cannot do without.
 pub(crate) const REQUIRED: &[&str] = &["sched:sched_switch"];
@@ -132,23 +133,6 @@ pub enum Attribution {
     /// Inferred from the trace alone: a task switched out runnable (prev_state
     /// R) whose CPU then idled while it stayed queued is throttled.
     Inferred,
-}
-
-/// How tasks were mapped to the sampled cgroups (JSON `cgroup_mapping`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CgroupMapping {
-    /// By each task's recorded cgroup membership
-    /// ([`schedscope_trace::Task::cgroup`]; `schedscope record` stores it):
-    /// a task belongs to its cgroup and every sampled ancestor.
-    Membership,
-    /// By name: a task belongs to the sampled cgroup whose last path
-    /// component equals its comm (files without membership data).
-    Name,
-    /// No mapping: no samples, or no task maps to a sampled cgroup
-    /// (attribution is then inferred).
-    #[default]
-    None,
 }
 
 /// One CPU's idle figures.
@@ -196,21 +180,6 @@ pub struct WorkStats {
     pub avg: Option<f64>,
     /// Population standard deviation.
     pub stddev: Option<f64>,
-}
-
-/// Distribution of a set of durations.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct DurStats {
-    /// How many.
-    pub count: u64,
-    /// Mean (null when empty).
-    pub avg: Option<f64>,
-    /// Median, nearest rank.
-    pub p50: Option<u64>,
-    /// 99th percentile, nearest rank.
-    pub p99: Option<u64>,
-    /// Largest.
-    pub max: Option<u64>,
 }
 
 /// How wasted-idle gaps ended.
@@ -265,19 +234,6 @@ pub struct Balance {
     pub wait_before_pull_ns: DurStats,
     /// How wasted-idle gaps ended.
     pub gap_endings: GapEndings,
-}
-
-/// A log2 bucket of gap lengths.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct GapBucket {
-    /// Lower bound (inclusive), ns.
-    pub lo_ns: u64,
-    /// Upper bound (exclusive), ns.
-    pub hi_ns: u64,
-    /// Gaps in the bucket.
-    pub count: u64,
-    /// Their total length.
-    pub total_ns: u64,
 }
 
 /// A runnable task that was stuck when a gap opened.

@@ -18,9 +18,9 @@ use super::{
 use crate::stats::{
     dur_stats, histogram, log2_bucket as gap_bucket, population_stddev, SecondBuckets, SEC,
 };
-use crate::symbolize::{Location, SymbolTable};
 use crate::throttle;
 use crate::timeline::{LossEvidence, Timeline};
+use schedscope_trace::symbols::{Location, SymbolTable};
 use schedscope_trace::{EventData, StrId, Sym, Tid, Trace, WakeKind};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -1365,7 +1365,7 @@ impl<'t> Pass<'t> {
 /// The csd_queue_cpu `func` values that name `nohz_csd_func`: names in text
 /// traces, addresses in perf.data resolved through the trace's kallsyms (or
 /// the live kernel's when the trace was recorded on it), see
-/// [`crate::symbolize`].
+/// [`schedscope_trace::symbols`].
 fn nohz_funcs(trace: &Trace) -> HashSet<u64> {
     // (the decoders give CsdQueue payloads to csd:csd_queue_cpu events
     // only: without that event name, spare the pass over the events)

@@ -20,7 +20,7 @@
 //! `tlb:tlb_flush` gives the receiving side (reason "remote shootdown") and
 //! the pages of each shootdown (reason "remote IPI send"); the
 //! [`crate::Timeline`] tells whether each target CPU was idle at send time.
-//! All code locations are symbolized once through [`crate::symbolize`].
+//! All code locations are symbolized once through [`schedscope_trace::symbols`].
 //!
 //! [`profile`] is the cpu-clock "top callers" table of `record --profile`.
 
@@ -29,11 +29,11 @@ mod requests;
 
 pub use profile::{analyze_profile, ProfileReport, ProfileRow};
 
-use crate::stats::{log2_bucket, log2_bucket_bounds, Summary};
-use crate::symbolize::{chain_locations, Location, SymbolTable};
+use crate::stats::HistStats;
 use crate::{AnalysisError, Context};
 use requests::Request;
 use schedscope_trace::hash::FxMap;
+use schedscope_trace::symbols::{chain_locations, Location, SymbolTable};
 use schedscope_trace::{Cpu, Dur, StackId, Sym, TaskTable, Tid, Trace, Ts};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -125,73 +125,6 @@ impl IpiClass {
     ];
 }
 
-/// Summary of a set of durations (ns).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct DurStats {
-    /// Number of samples.
-    pub count: u64,
-    /// Mean.
-    pub mean_ns: u64,
-    /// Median.
-    pub p50_ns: u64,
-    /// 99th percentile.
-    pub p99_ns: u64,
-    /// Maximum.
-    pub max_ns: u64,
-    /// Log2 histogram: `[lo_ns, hi_ns)`, last bucket open (`hi_ns` null).
-    pub hist: Vec<HistBucket>,
-}
-
-/// One histogram bucket.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct HistBucket {
-    /// Inclusive lower bound (ns).
-    pub lo_ns: u64,
-    /// Exclusive upper bound (ns); `None` = unbounded.
-    pub hi_ns: Option<u64>,
-    /// Samples in the bucket.
-    pub count: u64,
-}
-
-/// The last [`DurStats::hist`] bucket, open above: `[2^20 us, inf)`.
-const HIST_OPEN: usize = 21;
-
-impl DurStats {
-    /// Statistics of `v` (sorted in place); `None` when empty.
-    pub fn of(v: &mut [u64]) -> Option<DurStats> {
-        let s = Summary::of(v)?;
-        // Log2 buckets (stats::log2_bucket) up to the maximum's, the last
-        // one open; `v` is sorted: count by binary search.
-        let last = log2_bucket(s.max).min(HIST_OPEN);
-        let mut hist: Vec<HistBucket> = (0..=last)
-            .map(|i| {
-                let (lo, hi) = log2_bucket_bounds(i);
-                let from = v.partition_point(|&x| x < lo);
-                let to = if i == HIST_OPEN {
-                    v.len()
-                } else {
-                    v.partition_point(|&x| x < hi)
-                };
-                HistBucket {
-                    lo_ns: lo,
-                    hi_ns: (i != HIST_OPEN).then_some(hi),
-                    count: (to - from) as u64,
-                }
-            })
-            .collect();
-        let empty_head = hist.iter().take_while(|b| b.count == 0).count();
-        hist.drain(..empty_head.min(hist.len() - 1));
-        Some(DurStats {
-            count: s.count,
-            mean_ns: s.mean_floor(),
-            p50_ns: s.p50,
-            p99_ns: s.p99,
-            max_ns: s.max,
-            hist,
-        })
-    }
-}
-
 /// What the target CPUs were doing when the IPI was sent.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct TargetStates {
@@ -262,9 +195,9 @@ pub struct ClassReport {
     /// Target CPU states at send time.
     pub targets_at_send: TargetStates,
     /// Queue (`csd_queue_cpu`) to `csd_function_entry` on the target.
-    pub delivery: Option<DurStats>,
+    pub delivery: Option<HistStats>,
     /// `csd_function_entry` to `csd_function_exit` on the target.
-    pub handler: Option<DurStats>,
+    pub handler: Option<HistStats>,
     /// Top sending processes.
     pub senders: Vec<Sender>,
 }
@@ -528,8 +461,8 @@ pub(crate) fn finish(ctx: &Context, p: Prepared<'_>) -> Result<TlbReport, Analys
             ipis_sent: a.ipis,
             targets_hist: a.targets_hist.clone(),
             targets_at_send: a.states.clone(),
-            delivery: DurStats::of(&mut a.delivery),
-            handler: DurStats::of(&mut a.handler),
+            delivery: HistStats::of(&mut a.delivery),
+            handler: HistStats::of(&mut a.handler),
             senders: senders(ctx, &mut tgids, &a.senders, a.count, 10),
         });
     }

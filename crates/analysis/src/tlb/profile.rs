@@ -9,8 +9,8 @@
 //! `native_flush_tlb_multi` shows even when the leaf is a helper it called.
 
 use super::FLUSH_FUNCTIONS;
-use crate::symbolize::{chain_locations, Location, Resolved, SymbolTable};
 use crate::Context;
+use schedscope_trace::symbols::{chain_locations, Location, Resolved, SymbolTable};
 use schedscope_trace::{Event, EventData, Sym, Tid};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};

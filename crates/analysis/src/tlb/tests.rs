@@ -1,8 +1,8 @@
 //! Generated traces with hand-computed answers.
 
 use super::*;
-use crate::symbolize::PERF_CONTEXT_MAX;
 use crate::{CpuRun, Options, Timeline};
+use schedscope_trace::symbols::PERF_CONTEXT_MAX;
 use schedscope_trace::{
     Cpu, CpuMask, Event, EventData, KernelSymbols, MaskId, NameId, StackId, Trace, TraceFormat,
 };

@@ -5,9 +5,10 @@ use crate::args::{DiffArgs, DiffBy, DiffFormat};
 use crate::cmd::report::{load_options, load_with, Progress};
 use crate::ExitError;
 use schedscope_analysis::gang::GangSpec;
+use schedscope_analysis::keys::By;
+use schedscope_analysis::metrics::{self, Run};
 use schedscope_analysis::{Options, Report, Sections};
-use schedscope_diff::keys::By;
-use schedscope_diff::{metrics, render, Run};
+use schedscope_render::diff::{self as render, DiffView};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -60,6 +61,7 @@ fn config(a: DiffArgs) -> anyhow::Result<Config> {
         opts: Options {
             gang_specs: a.sections.gang_of,
             top: 0,
+            timer: crate::cmd::report::timer(),
         },
     })
 }
@@ -103,6 +105,7 @@ fn runs(path: &Path, cfg: &Config, progress: &Progress) -> anyhow::Result<Vec<Ru
 /// Run `schedscope diff`.
 pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     let format = args.format;
+    let view = DiffView { top: args.top };
     let cfg = config(args)?;
     let progress = Progress::new();
     let side = |paths: &[PathBuf]| -> anyhow::Result<Vec<Run>> {
@@ -119,8 +122,8 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match format {
-        DiffFormat::Text => render::text(&d, &mut out)?,
-        DiffFormat::Md => render::markdown(&d, &mut out)?,
+        DiffFormat::Text => render::text(&d, &view, &mut out)?,
+        DiffFormat::Md => render::markdown(&d, &view, &mut out)?,
         DiffFormat::Csv => render::csv(&d, &mut out)?,
         DiffFormat::Json => {
             serde_json::to_writer_pretty(&mut out, &d)?;

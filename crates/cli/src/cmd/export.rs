@@ -30,6 +30,7 @@ fn config(a: &ExportArgs) -> anyhow::Result<ExportOptions> {
         analysis: schedscope_analysis::Options {
             gang_specs: a.gang_of.clone(),
             top: 0,
+            timer: crate::cmd::report::timer(),
         },
     })
 }

@@ -14,13 +14,14 @@
 use crate::args::{OutputFormat, ReportArgs};
 use crate::ExitError;
 use schedscope_analysis::gang::GangSpec;
-use schedscope_analysis::{Options, Report, Sections};
+use schedscope_analysis::{Options, Report, Sections, Timer};
 use schedscope_render::{RenderText, TextOptions};
 use schedscope_trace::Trace;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The validated configuration of one `report` run.
 struct Config {
@@ -48,10 +49,38 @@ impl Config {
             opts: Options {
                 gang_specs: a.sections.gang_of.clone(),
                 top: a.top,
+                timer: timer(),
             },
             text: TextOptions { top: a.top },
         })
     }
+}
+
+/// With `SCHEDSCOPE_TIMING` set in the environment, a hook that prints each
+/// analysis step's wall time and the process's resident memory on stderr
+/// when it ends (`timing: NAME MS ms (rss R MiB, peak P MiB)`), for the
+/// benchmarks; else `None`.
+pub(crate) fn timer() -> Option<Timer> {
+    std::env::var_os("SCHEDSCOPE_TIMING")?;
+    Some(Timer(Arc::new(|name: &str, took: Duration| {
+        // (and the memory so far: sections run in parallel, so the
+        // resident size when each ends shows who adds how much)
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let mib = |key: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|kb| kb.parse::<u64>().ok())
+                .map_or(0, |kb| kb / 1024)
+        };
+        eprintln!(
+            "timing: {name} {:.1} ms (rss {} MiB, peak {} MiB)",
+            took.as_secs_f64() * 1e3,
+            mib("VmRSS:"),
+            mib("VmHWM:")
+        );
+    })))
 }
 
 /// Progress messages on stderr, only when stderr is a terminal.

@@ -91,14 +91,6 @@ pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
     decode_with(name, data, &crate::LoadOptions::default(), &|_| {})
 }
 
-/// Event names every filtered load keeps: the task table falls back on them
-/// when the file has no FORK/EXIT records.
-pub(crate) const ALWAYS_KEEP: [&str; 3] = [
-    "sched:sched_process_fork",
-    "sched:sched_process_exit",
-    "sched:sched_process_exec",
-];
-
 /// [`decode`] with options. `release(range)` is called with byte ranges of
 /// `data` that the decoder has finished reading (it may read them again,
 /// rarely: strings are borrowed until the merge), so that the caller can

@@ -1,14 +1,15 @@
-//! The headline numbers of a report, long form: what the `summary_metric`
-//! table holds and what `schedscope diff` compares.
+//! The headline numbers of a report, long form: what the Parquet export's
+//! `summary_metric` table holds and what `schedscope diff` compares (one
+//! [`Run`] per trace).
 //!
 //! Each number is read from the report structs (the same ones the text and
 //! JSON reports show); entities are named by their cross-run
 //! [`crate::keys`] so that runs can be compared.
 
 use crate::keys::{By, ProcessKeys, ThreadKeys};
-use schedscope_analysis::report::Section;
-use schedscope_analysis::stats::percentile_nearest_rank;
-use schedscope_analysis::{gang, idle, latency, lhp, tlb, Report};
+use crate::report::Section;
+use crate::stats::percentile_nearest_rank;
+use crate::{gang, idle, latency, lhp, tlb, Report};
 use schedscope_trace::{Tid, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -65,6 +66,15 @@ pub struct Metric {
     pub better: Better,
     /// How many items the number summarises.
     pub n: u64,
+}
+
+/// The metrics of one run (a trace, or one run of a Parquet root).
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// Where it came from (file, or `root run=<id>`).
+    pub label: String,
+    /// Its metrics.
+    pub metrics: Vec<Metric>,
 }
 
 /// Unit and direction of a metric.

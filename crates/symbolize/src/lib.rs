@@ -1,5 +1,10 @@
 //! Turning code addresses (IPI callsites, callbacks, call-chain frames,
-//! profile samples) into symbol names.
+//! profile samples) into symbol names, from the trace and from the host:
+//! [`HostSymbolizer`], the [`Symbolizer`] the binary [`install`]s. The
+//! analyses only ask through that trait (`schedscope_trace::symbols`, where
+//! [`Location`], [`Resolved`] and [`SymbolTable`] live), so they compute
+//! over a trace without reading the host; this crate is the only one that
+//! reads `/proc/kallsyms`, live processes and ELF files for an answer.
 //!
 //! * Kernel addresses are resolved through the kallsyms stored in the trace
 //!   file ([`Trace::kernel_symbols`]), so a trace is symbolized correctly on
@@ -32,7 +37,7 @@
 //! Host I/O sits behind two modules: `host` (the running system: hostname,
 //! kernel release, uptime, `/proc/kallsyms`, live processes through
 //! blazesym) and `elf` (ELF files: headers, symbol tables, blazesym's ELF
-//! source); `kallsyms` parses a kallsyms stream it is handed. This module
+//! source); `kallsyms` parses a kallsyms stream it is handed. This crate
 //! decides, per address, which source may answer (the trace's own data
 //! first) and keeps the answers in a [`SymbolTable`].
 //!
@@ -53,202 +58,41 @@ use host::{live_comm, process_start_ns, read_trimmed};
 use host::{live_kernel, resolve_user, trace_end_wall};
 
 use rayon::prelude::*;
+pub use schedscope_trace::symbols::{
+    self, chain_locations, frames, is_context_marker, is_kernel_addr, Location, Resolved,
+    SymbolTable, Symbolizer, KERNEL_MODULE, KERNEL_START, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX,
+    PERF_CONTEXT_USER,
+};
 use schedscope_trace::{Mapping, Sym, Tid, Trace, Ts};
-use serde::Serialize;
 use std::collections::{HashMap, HashSet};
-use std::fmt;
-
-/// Values at or above this in a perf call chain are `PERF_CONTEXT_*`
-/// markers, not addresses ((u64)-4095).
-pub const PERF_CONTEXT_MAX: u64 = (-4095i64) as u64;
-
-/// Lowest kernel address on x86-64 (upper canonical half).
-pub const KERNEL_START: u64 = 0xffff_8000_0000_0000;
-
-/// Offsets at or beyond this are not trusted to be inside the preceding symbol.
-const MAX_SYMBOL_SIZE: u64 = 1 << 20;
-
-/// Module name used for kernel symbols (as `perf report` spells it).
-pub const KERNEL_MODULE: &str = "[kernel.kallsyms]";
-
-/// Whether a call-chain value is a `PERF_CONTEXT_*` marker.
-pub fn is_context_marker(v: u64) -> bool {
-    v >= PERF_CONTEXT_MAX
-}
-
-/// Whether `addr` is a kernel address (x86-64 upper half).
-pub fn is_kernel_addr(addr: u64) -> bool {
-    addr >= KERNEL_START && !is_context_marker(addr)
-}
-
-/// `PERF_CONTEXT_KERNEL`: the frames that follow are kernel addresses.
-pub const PERF_CONTEXT_KERNEL: u64 = (-128i64) as u64;
-/// `PERF_CONTEXT_USER`: the frames that follow are user addresses.
-pub const PERF_CONTEXT_USER: u64 = (-512i64) as u64;
-
-/// A code location to symbolize: a kernel address, a user address in a
-/// process, or a name that a text trace already printed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Location {
-    /// The process (tgid) of a user address; `None` for kernel addresses and names.
-    pub pid: Option<Tid>,
-    /// The raw value ([`Sym`] encoding: address or tagged name).
-    pub sym: Sym,
-    /// A user-space address (from the call chain's context, or the address range).
-    pub user: bool,
-}
-
-impl Location {
-    /// A kernel address or a name (no process).
-    pub fn kernel(sym: Sym) -> Location {
-        Location {
-            pid: None,
-            sym,
-            user: false,
-        }
-    }
-    /// A user-space address of process `pid`, whatever its value (frames
-    /// after `PERF_CONTEXT_USER` can be garbage that looks like a kernel address).
-    pub fn user(pid: Option<Tid>, sym: Sym) -> Location {
-        Location {
-            pid,
-            sym,
-            user: sym.addr().is_some(),
-        }
-    }
-    /// An address seen in process `pid`, kernel or user told by its range.
-    pub fn in_process(pid: Option<Tid>, sym: Sym) -> Location {
-        match sym.addr() {
-            Some(a) if !is_kernel_addr(a) => Location::user(pid, sym),
-            _ => Location::kernel(sym),
-        }
-    }
-}
-
-/// The frames of a call chain of process `pid` as locations, innermost
-/// first: `PERF_CONTEXT_KERNEL` / `PERF_CONTEXT_USER` markers say which
-/// space the following frames are in (other contexts, e.g. guest frames,
-/// are kept as user frames without a process, hence unsymbolized); without
-/// markers the address range decides.
-pub fn chain_locations(chain: &[u64], pid: Option<Tid>) -> Vec<Location> {
-    let mut space: Option<Option<Option<Tid>>> = None; // None = by range
-    let mut out = Vec::with_capacity(chain.len());
-    for &v in chain {
-        if is_context_marker(v) {
-            space = Some(match v {
-                PERF_CONTEXT_KERNEL => None,
-                PERF_CONTEXT_USER => Some(pid),
-                _ => Some(None),
-            });
-            continue;
-        }
-        let sym = Sym(v);
-        out.push(match space {
-            None => Location::in_process(pid, sym),
-            Some(None) => Location::kernel(sym),
-            Some(Some(p)) => Location::user(p, sym),
-        });
-    }
-    out
-}
-
-/// The outcome of symbolizing one location.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub struct Resolved {
-    /// Symbol name; `None` = unsymbolized.
-    pub name: Option<String>,
-    /// Offset of the address into the symbol.
-    pub offset: u64,
-    /// `[kernel.kallsyms]`, the ELF path, or `[unknown]`.
-    pub module: String,
-    /// Why it is unsymbolized (for a symbolized frame: empty, or a note
-    /// that its file could not be verified against the recording).
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub reason: String,
-    /// The raw address (0 for names from text traces).
-    pub addr: u64,
-}
-
-impl Resolved {
-    /// An unsymbolized address with the reason.
-    pub fn unsymbolized(addr: u64, module: &str, reason: impl Into<String>) -> Resolved {
-        Resolved {
-            name: None,
-            offset: 0,
-            module: module.to_string(),
-            reason: reason.into(),
-            addr,
-        }
-    }
-
-    /// The symbol name, or `[unsymbolized 0xADDR]`.
-    pub fn function(&self) -> String {
-        match &self.name {
-            Some(n) => n.clone(),
-            None => format!("[unsymbolized 0x{:x}]", self.addr),
-        }
-    }
-
-    /// `name+0xoff` (as `perf script` prints `%pS`), or the unsymbolized marker.
-    pub fn with_offset(&self) -> String {
-        match &self.name {
-            Some(n) if self.offset > 0 => format!("{n}+0x{:x}", self.offset),
-            _ => self.function(),
-        }
-    }
-
-    /// Whether a name was found.
-    pub fn is_symbolized(&self) -> bool {
-        self.name.is_some()
-    }
-}
-
-impl fmt::Display for Resolved {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.function())
-    }
-}
 
 /// The addresses of one process with their resolutions.
 type UserResolved = (Option<Tid>, Vec<(u64, Resolved)>);
 
-/// Symbols for a set of locations, each resolved once.
-#[derive(Clone, Debug, Default)]
-pub struct SymbolTable {
-    map: HashMap<Location, Resolved>,
-    /// Which kernel source was used (`trace kallsyms`, `live /proc/kallsyms`, or `none`).
-    pub kernel_source: &'static str,
+/// Symbols from the trace first, then the host: names of text traces,
+/// kernel addresses through the trace's kallsyms (else the live
+/// `/proc/kallsyms` of the same kernel), user addresses through the ELF
+/// files of the trace's mappings (else the live process). See the crate
+/// docs for the rules.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HostSymbolizer;
+
+/// Make [`HostSymbolizer`] the process's symbolizer
+/// ([`schedscope_trace::symbols::install`]); the binary calls it once at
+/// start. `false` when one was already installed.
+pub fn install() -> bool {
+    symbols::install(Box::new(HostSymbolizer))
 }
 
-impl SymbolTable {
-    /// Resolve every distinct location of `locs` against `trace`.
-    pub fn build(trace: &Trace, locs: impl IntoIterator<Item = Location>) -> SymbolTable {
-        let distinct: HashSet<Location> = locs.into_iter().collect();
+impl Symbolizer for HostSymbolizer {
+    fn resolve(&self, trace: &Trace, distinct: HashSet<Location>) -> SymbolTable {
         let mut kernel = Vec::new();
         let mut user: HashMap<Option<Tid>, Vec<u64>> = HashMap::new();
         let mut map = HashMap::with_capacity(distinct.len());
         for loc in distinct {
             match loc.sym.addr() {
                 None => {
-                    let name = loc
-                        .sym
-                        .name_id()
-                        .map(|id| trace.strings.get(id).to_string())
-                        .unwrap_or_default();
-                    let r = if name.is_empty() || name == "0x0" || name == "(nil)" {
-                        Resolved::unsymbolized(0, "[unknown]", "empty name in text trace")
-                    } else {
-                        // `%pS` text is `name+0xoff/0xsize`: keep the function name.
-                        let (base, offset) = split_offset(&name);
-                        Resolved {
-                            name: Some(base.to_string()),
-                            offset,
-                            module: String::new(),
-                            reason: String::new(),
-                            addr: 0,
-                        }
-                    };
-                    map.insert(loc, r);
+                    map.insert(loc, symbols::text_name(trace, loc.sym));
                 }
                 Some(a) if !loc.user => kernel.push(a),
                 Some(a) => user.entry(loc.pid).or_default().push(a),
@@ -280,59 +124,8 @@ impl SymbolTable {
                 map.insert(Location::user(pid, Sym::from_addr(a)), r);
             }
         }
-        SymbolTable { map, kernel_source }
+        SymbolTable::new(map, kernel_source)
     }
-
-    /// The resolution of `loc` (an unsymbolized marker if it was not in the build set).
-    pub fn get(&self, loc: Location) -> Resolved {
-        self.map.get(&loc).cloned().unwrap_or_else(|| {
-            Resolved::unsymbolized(loc.sym.addr().unwrap_or(0), "[unknown]", "not looked up")
-        })
-    }
-
-    /// The resolution of `loc`, borrowed, if it was in the build set.
-    pub fn resolved(&self, loc: Location) -> Option<&Resolved> {
-        self.map.get(&loc)
-    }
-
-    /// Function name of `loc` (see [`Resolved::function`]).
-    pub fn name(&self, loc: Location) -> String {
-        match self.map.get(&loc) {
-            Some(r) => r.function(),
-            None => format!("[unsymbolized 0x{:x}]", loc.sym.0),
-        }
-    }
-
-    /// Number of distinct locations without a name.
-    pub fn unsymbolized_count(&self) -> usize {
-        self.map.values().filter(|r| !r.is_symbolized()).count()
-    }
-
-    /// Number of distinct locations resolved.
-    pub fn len(&self) -> usize {
-        self.map.len()
-    }
-
-    /// Whether nothing was resolved.
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
-}
-
-/// Split `name+0xoff/0xsize` (as `%pS` prints) into the name and offset.
-fn split_offset(s: &str) -> (&str, u64) {
-    match s.split_once("+0x") {
-        Some((base, rest)) if !base.is_empty() => {
-            let hex = rest.split('/').next().unwrap_or("");
-            (base, u64::from_str_radix(hex, 16).unwrap_or(0))
-        }
-        _ => (s, 0),
-    }
-}
-
-/// The frames of a call chain with `PERF_CONTEXT_*` markers removed (innermost first).
-pub fn frames(chain: &[u64]) -> impl Iterator<Item = u64> + '_ {
-    chain.iter().copied().filter(|&v| !is_context_marker(v))
 }
 
 fn resolve_kernel(trace: &Trace, addrs: &[u64]) -> (&'static str, Vec<Resolved>) {
@@ -343,20 +136,7 @@ fn resolve_kernel(trace: &Trace, addrs: &[u64]) -> (&'static str, Vec<Resolved>)
     if !ks.syms.is_empty() {
         let r = addrs
             .par_iter()
-            .map(|&a| match ks.lookup(a) {
-                // No kernel function spans 1 MiB: a larger offset means the
-                // address lies in a gap the table does not cover (module
-                // area past the last symbol, per-CPU offsets, or a garbage
-                // user frame that looks like a kernel address).
-                Some((name, off)) if off < MAX_SYMBOL_SIZE => Resolved {
-                    name: Some(name.to_string()),
-                    offset: off,
-                    module: KERNEL_MODULE.to_string(),
-                    reason: String::new(),
-                    addr: a,
-                },
-                _ => Resolved::unsymbolized(a, KERNEL_MODULE, "outside the trace's kallsyms"),
-            })
+            .map(|&a| symbols::stored_kernel_symbol(trace, a))
             .collect();
         return ("trace kallsyms", r);
     }
@@ -642,6 +422,10 @@ mod tests {
     use super::*;
     use schedscope_trace::{KernelSymbols, TraceFormat};
 
+    fn host<const N: usize>(t: &Trace, locs: [Location; N]) -> SymbolTable {
+        HostSymbolizer.resolve(t, locs.into_iter().collect())
+    }
+
     #[test]
     fn kernel_addresses_use_the_trace_kallsyms() {
         let mut t = Trace::new("t", TraceFormat::PerfData);
@@ -654,7 +438,7 @@ mod tests {
         let a = Location::kernel(Sym::from_addr(0xffff_ffff_8100_0010));
         let b = Location::kernel(Sym::from_addr(0xffff_ffff_8100_0400));
         let below = Location::kernel(Sym::from_addr(0xffff_9000_0000_0000));
-        let st = SymbolTable::build(&t, [a, b, a, below]);
+        let st = host(&t, [a, b, a, below]);
         assert_eq!(st.len(), 3, "duplicates are resolved once");
         assert_eq!(st.kernel_source, "trace kallsyms");
         assert_eq!(st.get(a).with_offset(), "flush_tlb_func+0x10");
@@ -669,11 +453,11 @@ mod tests {
         let mut t = Trace::new("t", TraceFormat::FtraceText);
         let id = t.strings.intern("sched_ttwu_pending");
         let loc = Location::kernel(Sym::from_name(id));
-        let st = SymbolTable::build(&t, [loc]);
+        let st = host(&t, [loc]);
         assert_eq!(st.name(loc), "sched_ttwu_pending");
         let id = t.strings.intern("smp_call_function_many_cond+0x1a0/0x2e0");
         let loc = Location::kernel(Sym::from_name(id));
-        let st = SymbolTable::build(&t, [loc]);
+        let st = host(&t, [loc]);
         assert_eq!(
             st.get(loc).with_offset(),
             "smp_call_function_many_cond+0x1a0"
@@ -684,7 +468,7 @@ mod tests {
     fn user_addresses_of_a_dead_or_unknown_process_are_marked() {
         let t = Trace::new("t", TraceFormat::PerfData);
         let loc = Location::in_process(None, Sym::from_addr(0x40_1000));
-        let st = SymbolTable::build(&t, [loc]);
+        let st = host(&t, [loc]);
         let r = st.get(loc);
         assert!(!r.is_symbolized());
         assert!(r.reason.contains("without a known process"), "{r:?}");
@@ -699,7 +483,7 @@ mod tests {
         t.tasks.set_comm(Tid(me), &comm);
         let addr = marker_fn_for_symbolizer as *const () as usize as u64;
         let loc = Location::in_process(Some(Tid(me)), Sym::from_addr(addr));
-        let st = SymbolTable::build(&t, [loc]);
+        let st = host(&t, [loc]);
         let r = st.get(loc);
         assert!(
             r.function().contains("marker_fn_for_symbolizer"),
@@ -714,7 +498,7 @@ mod tests {
         t.meta.hostname = Some("not-this-host.invalid".into());
         let addr = marker_fn_for_symbolizer as *const () as usize as u64;
         let loc = Location::in_process(Some(Tid(me)), Sym::from_addr(addr));
-        let r = SymbolTable::build(&t, [loc]).get(loc);
+        let r = host(&t, [loc]).get(loc);
         assert!(!r.is_symbolized());
         assert!(
             r.reason.contains("recorded on host not-this-host.invalid"),
@@ -723,7 +507,7 @@ mod tests {
         // Kernel addresses without stored kallsyms: no live fallback either.
         t.meta.os_release = read_trimmed("/proc/sys/kernel/osrelease");
         let k = Location::kernel(Sym::from_addr(0xffff_ffff_8100_0000));
-        let st = SymbolTable::build(&t, [k]);
+        let st = host(&t, [k]);
         assert_eq!(st.kernel_source, "none");
         assert!(!st.get(k).is_symbolized());
     }
@@ -806,7 +590,7 @@ mod tests {
         // an address no mapping covers
         let hole = Location::user(Some(gone), Sym::from_addr(0x10));
         // No events: the file cannot be dated against the recording.
-        let r = SymbolTable::build(&t, [loc]).get(loc);
+        let r = host(&t, [loc]).get(loc);
         assert_eq!(r.function(), "marker_fn_for_symbolizer", "{r:?}");
         assert!(r.reason.contains("not verified"), "{r:?}");
         // A recording that ended 1 ns after boot predates this executable.
@@ -819,7 +603,7 @@ mod tests {
             data: schedscope_trace::EventData::Other(None),
         };
         t.events.push(ev(1));
-        let r = SymbolTable::build(&t, [loc]).get(loc);
+        let r = host(&t, [loc]).get(loc);
         assert!(
             r.reason.starts_with("file changed after the recording"),
             "{r:?}"
@@ -828,7 +612,7 @@ mod tests {
         let up = read_trimmed("/proc/uptime").unwrap();
         let up: f64 = up.split_whitespace().next().unwrap().parse().unwrap();
         t.events.push(ev((up * 1e9) as u64));
-        let st = SymbolTable::build(&t, [loc, hole]);
+        let st = host(&t, [loc, hole]);
         let r = st.get(loc);
         assert_eq!(r.function(), "marker_fn_for_symbolizer", "{r:?}");
         assert_eq!(r.reason, "", "verified: {r:?}");
@@ -844,7 +628,7 @@ mod tests {
         for m in &mut t.mappings {
             m.filename = "/nonexistent/schedscope-test.so".into();
         }
-        let r = SymbolTable::build(&t, [loc]).get(loc);
+        let r = host(&t, [loc]).get(loc);
         assert!(
             !r.is_symbolized() && r.reason.starts_with("file gone"),
             "{r:?}"
@@ -853,7 +637,7 @@ mod tests {
         for m in &mut t.mappings {
             m.filename = "[vdso]".into();
         }
-        let r = SymbolTable::build(&t, [loc]).get(loc);
+        let r = host(&t, [loc]).get(loc);
         assert!(r.reason.starts_with("no file backs"), "{r:?}");
     }
 
@@ -936,41 +720,5 @@ mod tests {
     #[no_mangle]
     extern "C" fn marker_fn_for_symbolizer() -> u64 {
         std::hint::black_box(42)
-    }
-
-    #[test]
-    fn chain_context_decides_the_address_space() {
-        let pid = Some(Tid(7));
-        let chain = [
-            PERF_CONTEXT_KERNEL,
-            0xffff_ffff_8100_0000,
-            PERF_CONTEXT_USER,
-            0x40_1000,
-            0xffff_f5b8_c0c7_4859, // garbage user frame that looks like a kernel address
-        ];
-        let l = chain_locations(&chain, pid);
-        assert_eq!(l.len(), 3);
-        assert!(!l[0].user && l[0].pid.is_none());
-        assert!(l[1].user && l[1].pid == pid);
-        assert!(l[2].user, "frames after PERF_CONTEXT_USER are user frames");
-        // Without markers the range decides.
-        let l = chain_locations(&[0xffff_ffff_8100_0000, 0x40_1000], pid);
-        assert!(!l[0].user && l[1].user);
-    }
-
-    #[test]
-    fn context_markers_are_skipped() {
-        let chain = [
-            u64::MAX - 127,
-            0xffff_ffff_8100_0000,
-            u64::MAX - 511,
-            0x1000,
-        ];
-        assert_eq!(
-            frames(&chain).collect::<Vec<_>>(),
-            vec![0xffff_ffff_8100_0000, 0x1000]
-        );
-        assert!(is_kernel_addr(0xffff_ffff_8100_0000));
-        assert!(!is_kernel_addr(0x7fff_0000_0000));
     }
 }
