@@ -37,6 +37,15 @@ pub enum AnalysisError {
         /// All switches.
         total: u64,
     },
+    /// The trace's sched_switch states cannot tell runnable from sleeping
+    /// switch-outs (see [`Trace::state_doubt`]).
+    #[error("{analysis}: needs to know which switch-outs left a task runnable and which left it sleeping, but the trace's prev_state letters cannot tell: {why}; no numbers are given (record the trace on a kernel with the fix, or as perf.data or trace.dat, whose values carry their own format)")]
+    AmbiguousStates {
+        /// Which analysis.
+        analysis: String,
+        /// Why (the decoder's reason).
+        why: String,
+    },
     /// The analysis works per CPU, but the trace does not say on which CPU
     /// its events happened.
     #[error("{analysis}: needs the CPU of every event, but {path} has no CPU column (perf script printed without `cpu`): print it again with `cpu` among the `perf script -F` fields, or give the perf.data file itself")]
@@ -62,8 +71,10 @@ pub enum AnalysisError {
 const UNTYPED_SWITCH_LIMIT_PERMILLE: u64 = 10;
 
 /// Whether `analysis` can run on `trace`: its sched_switch events must be
-/// typed (fewer than 1% left untyped), and a per-CPU analysis needs the
-/// CPU of every event ([`Trace::cpu_unknown`] unset).
+/// typed (fewer than 1% left untyped), their states must tell runnable
+/// from sleeping ([`Trace::state_doubt`] unset; tlb does not need that),
+/// and a per-CPU analysis needs the CPU of every event
+/// ([`Trace::cpu_unknown`] unset).
 pub fn check_input(trace: &Trace, analysis: &str, per_cpu: bool) -> Result<(), AnalysisError> {
     let total = trace.count("sched:sched_switch");
     let untyped = trace
@@ -78,6 +89,12 @@ pub fn check_input(trace: &Trace, analysis: &str, per_cpu: bool) -> Result<(), A
             analysis: analysis.to_string(),
             untyped,
             total,
+        });
+    }
+    if let Some(why) = trace.state_doubt.as_ref().filter(|_| analysis != "tlb") {
+        return Err(AnalysisError::AmbiguousStates {
+            analysis: analysis.to_string(),
+            why: why.clone(),
         });
     }
     if per_cpu && trace.cpu_unknown {

@@ -24,6 +24,7 @@
 mod body;
 mod kvm;
 mod prefix;
+mod shifted;
 
 use crate::ParseError;
 use body::{Payload, SymText};
@@ -1103,6 +1104,7 @@ impl Builder {
             t.nr_cpus = t.nr_cpus.max(self.header_cpus);
         }
         t.finish();
+        shifted::resolve(t);
         self.trace
     }
 }
