@@ -380,7 +380,7 @@ impl Report {
             };
             Section(p.and_then(|p| timed("tlb finish", || tlb::finish(&ctx, p))))
         });
-        let report = Report {
+        let mut report = Report {
             trace: TraceSummary::of(trace),
             latency,
             gang,
@@ -389,7 +389,24 @@ impl Report {
             tlb,
             profile,
         };
+        report.note_recorded(trace);
         (report, timeline, extra)
+    }
+
+    /// Let the sections' missing-events errors say which of the events the
+    /// recording enabled but has no samples of
+    /// ([`AnalysisError::note_recorded`]).
+    fn note_recorded(&mut self, trace: &Trace) {
+        fn note<T>(s: &mut Option<Section<T>>, trace: &Trace) {
+            if let Some(Section(Err(e))) = s {
+                e.note_recorded(trace);
+            }
+        }
+        note(&mut self.latency, trace);
+        note(&mut self.gang, trace);
+        note(&mut self.lhp, trace);
+        note(&mut self.idle, trace);
+        note(&mut self.tlb, trace);
     }
 
     /// Errors of the sections that failed, in report order.
