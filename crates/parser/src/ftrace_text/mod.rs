@@ -154,6 +154,26 @@ pub fn describe_not_trace(data: &[u8]) -> String {
     }
 }
 
+/// A trace-cmd trace.dat next to the text file `path` (`trace.dat`, or the
+/// text's name with `.dat` for its extension), which holds the states the
+/// plugin text loses; checked by its magic bytes.
+fn dat_beside(path: &str) -> Option<String> {
+    let p = std::path::Path::new(path);
+    if path == "-" || !p.is_file() {
+        return None;
+    }
+    let mut candidates = vec![p.with_file_name("trace.dat"), p.with_extension("dat")];
+    if let Some(stem) = p.file_stem() {
+        candidates.push(p.with_file_name(format!("{}.trace.dat", stem.to_string_lossy())));
+    }
+    candidates.into_iter().find_map(|c| {
+        let mut magic = [0u8; 10];
+        let mut f = std::fs::File::open(&c).ok()?;
+        std::io::Read::read_exact(&mut f, &mut magic).ok()?;
+        (magic == *crate::trace_dat::MAGIC).then(|| c.display().to_string())
+    })
+}
+
 /// `cpus=N` (trace-cmd report header).
 fn is_cpus_header(line: &str) -> Option<u32> {
     line.strip_prefix("cpus=")?.trim().parse().ok()
@@ -564,6 +584,9 @@ struct Builder {
     unknown_states: (u64, u64, String),
     /// Event lines without a CPU column: (count, first line).
     no_cpu: (u64, u64),
+    /// sched_switch lines in trace-cmd's plugin short form: (count, how
+    /// many printed `R`, whether any printed a `+`).
+    short_switches: (u64, u64, bool),
 }
 
 impl Builder {
@@ -588,6 +611,7 @@ impl Builder {
             numeric_states: Vec::new(),
             unknown_states: (0, 0, String::new()),
             no_cpu: (0, 0),
+            short_switches: (0, 0, false),
         }
     }
 
@@ -727,7 +751,22 @@ impl Builder {
                     }
                 },
                 None => EventData::Other(None),
-                Some(p) => self.payload(p, ts, line),
+                Some(p) => {
+                    if let Payload::Switch {
+                        prev_state,
+                        raw_state: None,
+                        ..
+                    } = p
+                    {
+                        if !l.body.starts_with("prev_comm=") {
+                            let s = &mut self.short_switches;
+                            s.0 += 1;
+                            s.1 += u64::from(prev_state.bits == 0);
+                            s.2 |= prev_state.preempted;
+                        }
+                    }
+                    self.payload(p, ts, line)
+                }
             };
             if l.bad_body {
                 let full = self.trace.event_name(name).to_string();
@@ -1006,6 +1045,20 @@ impl Builder {
                     self.unknown_states.0, self.unknown_states.1
                 ),
                 self.unknown_states.0,
+            );
+        }
+        let (short, short_r, plus) = self.short_switches;
+        if t.format == TraceFormat::TraceCmdText && short > 0 && !plus {
+            let dat = match dat_beside(&t.path) {
+                Some(p) => format!("{p}, beside this text,"),
+                None => "the trace.dat this text was printed from".to_string(),
+            };
+            t.warn(
+                Severity::Info,
+                format!(
+                    "sched:sched_switch: trace-cmd report's sched_switch plugin prints a preempted switch-out (R+) as R, so this text cannot tell them apart: latency counts all {short_r} R switch-outs as waits that start at a runnable switch-out, though the preempted ones start none; give schedscope {dat} for exact states"
+                ),
+                short_r,
             );
         }
         if self.no_cpu.0 > 0 {
