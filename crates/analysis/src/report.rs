@@ -162,6 +162,10 @@ pub struct TraceSummary {
     /// contract; the text header and other views print it.
     #[serde(skip)]
     pub host: Option<String>,
+    /// Some event lines had no CPU column ([`Trace::cpu_unknown`]): `cpus`
+    /// counts only the CPUs named. Not in the JSON, as `host`.
+    #[serde(skip)]
+    pub cpu_unknown: bool,
 }
 
 impl TraceSummary {
@@ -179,6 +183,7 @@ impl TraceSummary {
             events_by_name: trace.events_by_name.clone(),
             warnings: trace.warnings.clone(),
             host: trace.meta.hostname.clone(),
+            cpu_unknown: trace.cpu_unknown,
         }
     }
 }

@@ -144,6 +144,24 @@ fn has_later_tracepoint(data: &[u8]) -> bool {
         .any(|p| is_tracepoint_name(p.event))
 }
 
+/// The error for text that [`detect`] does not take for a trace: a perf
+/// script dump of hardware/software samples only is named as such
+/// ([`ParseError::Unsupported`]); anything else is of an unknown format.
+pub fn not_trace_error(name: &str, data: &[u8]) -> ParseError {
+    let detail = describe_not_trace(data);
+    if sniff(data).perf_samples.is_some() {
+        ParseError::Unsupported {
+            path: name.to_string(),
+            detail,
+        }
+    } else {
+        ParseError::UnknownFormat {
+            path: name.to_string(),
+            detail,
+        }
+    }
+}
+
 /// Why text is not a trace, for the error message.
 pub fn describe_not_trace(data: &[u8]) -> String {
     match sniff(data).perf_samples {
@@ -203,11 +221,85 @@ pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
 /// [`Trace::raw_args`] (as printed, `key=value` split into pairs; a body
 /// that is not `key=value` is kept whole under the name `body`).
 pub fn decode_with(name: &str, data: &[u8], raw_fields: bool) -> Result<Trace, ParseError> {
-    let format = detect(data).ok_or_else(|| ParseError::UnknownFormat {
-        path: name.to_string(),
-        detail: describe_not_trace(data),
-    })?;
-    Ok(decode_chunked(name, data, format, CHUNK_BYTES, raw_fields))
+    let format = detect(data).ok_or_else(|| not_trace_error(name, data))?;
+    let Some(html) = systrace_html(data) else {
+        return Ok(decode_chunked(name, data, format, CHUNK_BYTES, raw_fields));
+    };
+    let mut t = decode_chunked(name, &html.text, format, CHUNK_BYTES, raw_fields);
+    if html.wrapper > 0 || html.json > 0 {
+        let json = if html.json > 0 {
+            format!(
+                " and {} lines of JSON trace data in them (not ftrace text)",
+                html.json
+            )
+        } else {
+            String::new()
+        };
+        t.warn(
+            Severity::Info,
+            format!(
+                "systrace HTML: skipped {} lines of the page around the trace data (outside its <script class=\"trace-data\"> blocks; not events){json}",
+                html.wrapper
+            ),
+            html.wrapper + html.json,
+        );
+    }
+    Ok(t)
+}
+
+/// A systrace HTML file with everything but its ftrace text blanked.
+struct SystraceHtml {
+    /// The file with the page's lines (and JSON trace data) emptied, so
+    /// that line numbers stay those of the file.
+    text: Vec<u8>,
+    /// Non-blank lines of the page outside the trace-data blocks.
+    wrapper: u64,
+    /// Lines of JSON trace data inside the blocks.
+    json: u64,
+}
+
+/// For a systrace HTML page (`<!DOCTYPE html` or `<html` first), keep
+/// only the text of its `<script class="trace-data">` blocks; `None` for
+/// other input.
+fn systrace_html(data: &[u8]) -> Option<SystraceHtml> {
+    let start = data.iter().position(|c| !c.is_ascii_whitespace())?;
+    let head = &data[start..data.len().min(start + 16)];
+    let lower = head.to_ascii_lowercase();
+    if !lower.starts_with(b"<!doctype html") && !lower.starts_with(b"<html") {
+        return None;
+    }
+    let mut out = SystraceHtml {
+        text: Vec::with_capacity(data.len()),
+        wrapper: 0,
+        json: 0,
+    };
+    let mut inside = false;
+    for line in data.split_inclusive(|&c| c == b'\n') {
+        let t = line.trim_ascii();
+        let keep = if inside {
+            if t.starts_with(b"</script") {
+                inside = false;
+                false
+            } else if t.starts_with(b"{") || t.starts_with(b"[") {
+                inside = !t.ends_with(b"</script>");
+                out.json += 1;
+                false
+            } else {
+                true
+            }
+        } else {
+            let opens = t.starts_with(b"<script") && t.windows(10).any(|w| w == b"trace-data");
+            inside = opens;
+            out.wrapper += u64::from(!t.is_empty() && !opens);
+            false
+        };
+        if keep {
+            out.text.extend_from_slice(line);
+        } else if line.ends_with(b"\n") {
+            out.text.push(b'\n');
+        }
+    }
+    Some(out)
 }
 
 /// [`decode`] with an explicit chunk size (tests compare chunkings).
