@@ -10,7 +10,7 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum AnalysisError {
     /// The trace lacks events the analysis needs; zeros would be a lie.
-    #[error("{analysis}: the trace has no {} events; record them with `{record_command}` (or `{perf_command}`){}", missing.join(", "), improves_text(analysis, improves))]
+    #[error("{analysis}: {}{}", missing_text(missing, recorded.as_deref(), record_command, perf_command), improves_text(analysis, improves))]
     MissingEvents {
         /// Which analysis.
         analysis: String,
@@ -25,6 +25,12 @@ pub enum AnalysisError {
         record_command: String,
         /// perf command that captures them.
         perf_command: String,
+        /// Of `missing`, the events the recording did enable (they are in
+        /// the file's event list) but that have no samples: the message
+        /// says so instead of asking to record them (see
+        /// [`AnalysisError::note_recorded`]). Boxed: the error stays small.
+        #[serde(flatten, skip_serializing_if = "Option::is_none")]
+        recorded: Option<Box<RecordedEmpty>>,
     },
     /// Too many of the trace's sched_switch events could not be decoded
     /// (fields in an unknown form): every thread state would be a guess.
@@ -36,6 +42,15 @@ pub enum AnalysisError {
         untyped: u64,
         /// All switches.
         total: u64,
+    },
+    /// The trace's sched_switch states cannot tell runnable from sleeping
+    /// switch-outs (see [`Trace::state_doubt`]).
+    #[error("{analysis}: needs to know which switch-outs left a task runnable and which left it sleeping, but the trace's prev_state letters cannot tell: {why}; no numbers are given (record the trace on a kernel with the fix, or as perf.data or trace.dat, whose values carry their own format)")]
+    AmbiguousStates {
+        /// Which analysis.
+        analysis: String,
+        /// Why (the decoder's reason).
+        why: String,
     },
     /// The analysis works per CPU, but the trace does not say on which CPU
     /// its events happened.
@@ -56,14 +71,28 @@ pub enum AnalysisError {
     },
 }
 
+/// Events a recording enabled but has no samples of (in a
+/// [`AnalysisError::MissingEvents`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct RecordedEmpty {
+    /// Their `system:event` names (a subset of `missing`).
+    pub recorded_empty: Vec<String>,
+    /// Tracepoint samples in the file came without their raw payload
+    /// (PERF_SAMPLE_RAW) and were skipped: why they may have none.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub no_payload: bool,
+}
+
 /// Share of untyped sched_switch events (per mille) from which analyses
 /// refuse to run: below it they are counted losses (a decoder warning), like
 /// lost events; at or above it the thread states would be guesses.
 const UNTYPED_SWITCH_LIMIT_PERMILLE: u64 = 10;
 
 /// Whether `analysis` can run on `trace`: its sched_switch events must be
-/// typed (fewer than 1% left untyped), and a per-CPU analysis needs the
-/// CPU of every event ([`Trace::cpu_unknown`] unset).
+/// typed (fewer than 1% left untyped), their states must tell runnable
+/// from sleeping ([`Trace::state_doubt`] unset; tlb does not need that),
+/// and a per-CPU analysis needs the CPU of every event
+/// ([`Trace::cpu_unknown`] unset).
 pub fn check_input(trace: &Trace, analysis: &str, per_cpu: bool) -> Result<(), AnalysisError> {
     let total = trace.count("sched:sched_switch");
     let untyped = trace
@@ -78,6 +107,12 @@ pub fn check_input(trace: &Trace, analysis: &str, per_cpu: bool) -> Result<(), A
             analysis: analysis.to_string(),
             untyped,
             total,
+        });
+    }
+    if let Some(why) = trace.state_doubt.as_ref().filter(|_| analysis != "tlb") {
+        return Err(AnalysisError::AmbiguousStates {
+            analysis: analysis.to_string(),
+            why: why.clone(),
         });
     }
     if per_cpu && trace.cpu_unknown {
@@ -109,6 +144,45 @@ pub(crate) fn wakeup_needs(
     if !has_waking {
         improves.push("sched:sched_waking");
     }
+}
+
+/// The start of a [`AnalysisError::MissingEvents`] message: which events
+/// are missing, and what to change (record them; or, for events the
+/// recording enabled but has no samples of, why there are none).
+fn missing_text(
+    missing: &[String],
+    recorded: Option<&RecordedEmpty>,
+    record_command: &str,
+    perf_command: &str,
+) -> String {
+    let (recorded_empty, no_payload) =
+        recorded.map_or((&[][..], false), |r| (&r.recorded_empty[..], r.no_payload));
+    let absent: Vec<&str> = missing
+        .iter()
+        .filter(|m| !recorded_empty.contains(m))
+        .map(String::as_str)
+        .collect();
+    let mut parts = Vec::new();
+    if !recorded_empty.is_empty() {
+        let (names, n) = (recorded_empty.join(", "), recorded_empty.len());
+        let (is, has) = if n == 1 {
+            ("is", "has")
+        } else {
+            ("are", "have")
+        };
+        parts.push(if no_payload {
+            format!("{names} {is} in the recording's event list, but its samples were written without their raw payload (PERF_SAMPLE_RAW; see the warnings) and none could be read: record them with their raw data (`{perf_command}`, or `{record_command}`)")
+        } else {
+            format!("{names} {is} in the recording's event list but {has} 0 samples: the recording enabled {} and nothing was traced (a --filter, a CPU list (-C) or a per-task recording can do that); record system-wide without a filter: `{record_command}` (or `{perf_command}`)", if n == 1 { "it" } else { "them" })
+        });
+    }
+    if !absent.is_empty() {
+        parts.push(format!(
+            "the trace has no {} events; record them with `{record_command}` (or `{perf_command}`)",
+            absent.join(", ")
+        ));
+    }
+    parts.join("; ")
 }
 
 /// The end of a [`AnalysisError::MissingEvents`] message: what would improve
@@ -167,6 +241,35 @@ impl AnalysisError {
             improves: improves.iter().map(|s| s.to_string()).collect(),
             record_command: format!("schedscope record -e +{} -- COMMAND", all.join(" -e +")),
             perf_command: format!("perf record -a -e {} -- COMMAND", all.join(",")),
+            recorded: None,
+        }
+    }
+
+    /// For a [`AnalysisError::MissingEvents`] on `trace`: note which missing
+    /// events the recording enabled (perf.data lists every event it
+    /// recorded, with or without samples) but has no samples of, and
+    /// whether tracepoint samples came without their raw payload, so that
+    /// the message says what is true. Other errors are left alone.
+    pub fn note_recorded(&mut self, trace: &Trace) {
+        if let AnalysisError::MissingEvents {
+            missing, recorded, ..
+        } = self
+        {
+            let listed: Vec<String> = missing
+                .iter()
+                .filter(|m| trace.count(m) == 0 && trace.event_names.contains(m))
+                .cloned()
+                .collect();
+            if !listed.is_empty() {
+                let no_payload = trace
+                    .warnings
+                    .iter()
+                    .any(|w| w.message.contains("carry no RAW payload"));
+                *recorded = Some(Box::new(RecordedEmpty {
+                    recorded_empty: listed,
+                    no_payload,
+                }));
+            }
         }
     }
 }

@@ -162,6 +162,10 @@ pub struct TraceSummary {
     /// contract; the text header and other views print it.
     #[serde(skip)]
     pub host: Option<String>,
+    /// Some event lines had no CPU column ([`Trace::cpu_unknown`]): `cpus`
+    /// counts only the CPUs named. Not in the JSON, as `host`.
+    #[serde(skip)]
+    pub cpu_unknown: bool,
 }
 
 impl TraceSummary {
@@ -179,6 +183,7 @@ impl TraceSummary {
             events_by_name: trace.events_by_name.clone(),
             warnings: trace.warnings.clone(),
             host: trace.meta.hostname.clone(),
+            cpu_unknown: trace.cpu_unknown,
         }
     }
 }
@@ -354,7 +359,7 @@ impl Report {
             };
             Section(p.and_then(|p| opts.timed("tlb finish", || tlb::finish(&ctx, p))))
         });
-        let report = Report {
+        let mut report = Report {
             trace: TraceSummary::of(trace),
             latency,
             gang,
@@ -363,7 +368,24 @@ impl Report {
             tlb,
             profile,
         };
+        report.note_recorded(trace);
         (report, timeline, extra)
+    }
+
+    /// Let the sections' missing-events errors say which of the events the
+    /// recording enabled but has no samples of
+    /// ([`AnalysisError::note_recorded`]).
+    fn note_recorded(&mut self, trace: &Trace) {
+        fn note<T>(s: &mut Option<Section<T>>, trace: &Trace) {
+            if let Some(Section(Err(e))) = s {
+                e.note_recorded(trace);
+            }
+        }
+        note(&mut self.latency, trace);
+        note(&mut self.gang, trace);
+        note(&mut self.lhp, trace);
+        note(&mut self.idle, trace);
+        note(&mut self.tlb, trace);
     }
 
     /// Errors of the sections that failed, in report order.

@@ -30,6 +30,16 @@ pub enum ParseError {
         /// What was found.
         detail: String,
     },
+    /// A file of a kind schedscope recognises but does not read, or text
+    /// that holds no scheduler events; `detail` says what it is and what
+    /// to give schedscope instead.
+    #[error("{path}: {detail}")]
+    Unsupported {
+        /// File.
+        path: String,
+        /// What the file is and what to do.
+        detail: String,
+    },
     /// The file ends before a structure it announces.
     #[error("{path}: truncated at byte offset {offset}: expected {expected}")]
     Truncated {

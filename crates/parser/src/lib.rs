@@ -173,23 +173,25 @@ pub fn load_bytes_with(name: &str, data: &[u8], opts: &LoadOptions) -> Result<Tr
         Some(TraceFormat::PerfData) => perf_data::decode_with(name, data, opts, &|_| {}),
         Some(TraceFormat::TraceDat) => trace_dat::decode_with(name, data, opts.raw_fields),
         Some(_) => ftrace_text::decode_with(name, data, opts.raw_fields),
-        None => Err(ParseError::UnknownFormat {
-            path: name.to_string(),
-            detail: describe_unknown(data),
-        }),
+        None => Err(unknown(name, data)),
     }
 }
 
-fn describe_unknown(data: &[u8]) -> String {
-    if data.starts_with(b"PERFFILE") || data.starts_with(b"PERFILE") {
-        "a perf.data file of an unsupported version (only PERFILE2 is read)".into()
+/// The error for data no decoder takes.
+fn unknown(name: &str, data: &[u8]) -> ParseError {
+    let detail = if data.starts_with(b"PERFFILE") || data.starts_with(b"PERFILE") {
+        "a perf.data file of an unsupported version (only PERFILE2 is read)".to_string()
     } else if data.iter().take(4096).any(|&b| b == 0) {
         format!(
             "binary data that is not perf.data (starts with {:02x?}; expected magic \"PERFILE2\" at offset 0)",
             &data[..data.len().min(8)]
         )
     } else {
-        ftrace_text::describe_not_trace(data)
+        return ftrace_text::not_trace_error(name, data);
+    };
+    ParseError::UnknownFormat {
+        path: name.to_string(),
+        detail,
     }
 }
 

@@ -5,6 +5,18 @@ use crate::{fmt, RenderText, TextOptions};
 use schedscope_analysis::report::{Report, Section};
 use std::io::{self, Write};
 
+/// Where the events happened, for the one-line summaries of `report` and
+/// `info`: `on 4 CPUs`, `on 1 CPU`; for text without a CPU column, that the
+/// CPU is unknown (of all events, or of some when other lines name CPUs).
+pub fn on_cpus(cpus: u32, cpu_unknown: bool) -> String {
+    let n = |c: u32| format!("{c} CPU{}", if c == 1 { "" } else { "s" });
+    match (cpu_unknown, cpus) {
+        (false, c) => format!("on {}", n(c)),
+        (true, 0 | 1) => "on unknown CPUs (the text has no CPU column)".to_string(),
+        (true, c) => format!("on {} (some lines have no CPU column)", n(c)),
+    }
+}
+
 impl RenderText for Report {
     /// The trace summary line, then every section present; decoder
     /// warnings are not printed here (the CLI puts them on stderr).
@@ -12,7 +24,7 @@ impl RenderText for Report {
         let t = &self.trace;
         writeln!(
             out,
-            "{}: {}{}, {} events over {:.3} s on {} CPUs{}",
+            "{}: {}{}, {} events over {:.3} s {}{}",
             t.path,
             t.format.as_str(),
             t.host
@@ -21,7 +33,7 @@ impl RenderText for Report {
                 .unwrap_or_default(),
             t.events,
             t.end_ns.saturating_sub(t.start_ns) as f64 / 1e9,
-            t.cpus,
+            on_cpus(t.cpus, t.cpu_unknown),
             if t.lost > 0 {
                 format!(
                     ", {} lost ({}%)",

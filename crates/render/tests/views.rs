@@ -180,6 +180,7 @@ fn a_hand_made_summary_prints_as_given() {
             events_by_name: Default::default(),
             warnings: Vec::new(),
             host: None,
+            cpu_unknown: false,
         },
         latency: None,
         gang: None,
@@ -192,4 +193,15 @@ fn a_hand_made_summary_prints_as_given() {
         text(&r, 20),
         "x.data: perf.data, 10 events over 1.500 s on 2 CPUs, 5 lost (33.3%)\n"
     );
+    // perf script text without a CPU column: the CPU is unknown, not "1 CPUs".
+    let mut r = r;
+    r.trace.lost = 0;
+    r.trace.cpus = 1;
+    r.trace.cpu_unknown = true;
+    assert_eq!(
+        text(&r, 20),
+        "x.data: perf.data, 10 events over 1.500 s on unknown CPUs (the text has no CPU column)\n"
+    );
+    r.trace.cpu_unknown = false;
+    assert!(text(&r, 20).contains(" on 1 CPU\n"));
 }

@@ -184,6 +184,11 @@ pub struct Trace {
     /// event's `cpu` is 0 and means "unknown", so per-CPU analyses cannot
     /// run; per-task ones (latency) can.
     pub cpu_unknown: bool,
+    /// Set by a decoder when the sched_switch `prev_state` values cannot
+    /// tell runnable from sleeping switch-outs (text from a kernel that
+    /// prints them shifted by one letter, with mixed evidence): why. The
+    /// analyses that depend on that distinction refuse to run.
+    pub state_doubt: Option<String>,
     /// Threads.
     pub tasks: TaskTable,
     /// Number of CPUs (highest CPU seen + 1, or as recorded).
@@ -327,6 +332,7 @@ impl Trace {
             raw_args: crate::raw::RawArgs::new(),
             untyped: BTreeMap::new(),
             cpu_unknown: false,
+            state_doubt: None,
             tasks: TaskTable::new(),
             nr_cpus: 0,
             lost: 0,

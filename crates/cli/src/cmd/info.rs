@@ -33,6 +33,10 @@ struct Info {
     tasks: u64,
     /// Distinct thread-group ids among them.
     processes: u64,
+    /// Some event lines had no CPU column: `cpus` counts only those named
+    /// (text only; the JSON keeps its keys).
+    #[serde(skip)]
+    cpu_unknown: bool,
     /// Comms that emitted the most events.
     top_comms: Vec<CommCount>,
     warnings: Vec<Warning>,
@@ -97,6 +101,7 @@ impl Info {
             lost_by_cpu: trace.lost_by_cpu.clone(),
             tasks: trace.tasks.len() as u64,
             processes: processes.len() as u64,
+            cpu_unknown: trace.cpu_unknown,
             top_comms,
             warnings: trace.warnings.clone(),
             meta: trace.meta.clone(),
@@ -106,11 +111,11 @@ impl Info {
     fn render_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(
             out,
-            "{}: {} events in {:.3} s on {} CPUs ({})",
+            "{}: {} events in {:.3} s {} ({})",
             self.path,
             self.events,
             self.duration_ns as f64 / 1e9,
-            self.cpus,
+            schedscope_render::report::on_cpus(self.cpus, self.cpu_unknown),
             match self.format {
                 TraceFormat::PerfData => "perf.data",
                 f => f.as_str(),
@@ -141,11 +146,19 @@ impl Info {
             };
             writeln!(out, "    {cpu:<7} {} events lost, {when}", l.lost)?;
         }
-        writeln!(
-            out,
-            "  tasks     {} threads in {} processes",
-            self.tasks, self.processes
-        )?;
+        if self.processes == 0 && self.tasks > 0 {
+            writeln!(
+                out,
+                "  tasks     {} threads (the trace has no process ids)",
+                self.tasks
+            )?;
+        } else {
+            writeln!(
+                out,
+                "  tasks     {} threads in {} processes",
+                self.tasks, self.processes
+            )?;
+        }
         let m = &self.meta;
         if m.hostname.is_some() || m.os_release.is_some() || m.arch.is_some() {
             writeln!(

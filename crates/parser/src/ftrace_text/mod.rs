@@ -24,6 +24,7 @@
 mod body;
 mod kvm;
 mod prefix;
+mod shifted;
 
 use crate::ParseError;
 use body::{Payload, SymText};
@@ -143,6 +144,24 @@ fn has_later_tracepoint(data: &[u8]) -> bool {
         .any(|p| is_tracepoint_name(p.event))
 }
 
+/// The error for text that [`detect`] does not take for a trace: a perf
+/// script dump of hardware/software samples only is named as such
+/// ([`ParseError::Unsupported`]); anything else is of an unknown format.
+pub fn not_trace_error(name: &str, data: &[u8]) -> ParseError {
+    let detail = describe_not_trace(data);
+    if sniff(data).perf_samples.is_some() {
+        ParseError::Unsupported {
+            path: name.to_string(),
+            detail,
+        }
+    } else {
+        ParseError::UnknownFormat {
+            path: name.to_string(),
+            detail,
+        }
+    }
+}
+
 /// Why text is not a trace, for the error message.
 pub fn describe_not_trace(data: &[u8]) -> String {
     match sniff(data).perf_samples {
@@ -151,6 +170,26 @@ pub fn describe_not_trace(data: &[u8]) -> String {
         ),
         None => "text that is not a trace: no ftrace, trace-cmd or perf script event line in the first 1000 lines".into(),
     }
+}
+
+/// A trace-cmd trace.dat next to the text file `path` (`trace.dat`, or the
+/// text's name with `.dat` for its extension), which holds the states the
+/// plugin text loses; checked by its magic bytes.
+fn dat_beside(path: &str) -> Option<String> {
+    let p = std::path::Path::new(path);
+    if path == "-" || !p.is_file() {
+        return None;
+    }
+    let mut candidates = vec![p.with_file_name("trace.dat"), p.with_extension("dat")];
+    if let Some(stem) = p.file_stem() {
+        candidates.push(p.with_file_name(format!("{}.trace.dat", stem.to_string_lossy())));
+    }
+    candidates.into_iter().find_map(|c| {
+        let mut magic = [0u8; 10];
+        let mut f = std::fs::File::open(&c).ok()?;
+        std::io::Read::read_exact(&mut f, &mut magic).ok()?;
+        (magic == *crate::trace_dat::MAGIC).then(|| c.display().to_string())
+    })
 }
 
 /// `cpus=N` (trace-cmd report header).
@@ -182,11 +221,85 @@ pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
 /// [`Trace::raw_args`] (as printed, `key=value` split into pairs; a body
 /// that is not `key=value` is kept whole under the name `body`).
 pub fn decode_with(name: &str, data: &[u8], raw_fields: bool) -> Result<Trace, ParseError> {
-    let format = detect(data).ok_or_else(|| ParseError::UnknownFormat {
-        path: name.to_string(),
-        detail: describe_not_trace(data),
-    })?;
-    Ok(decode_chunked(name, data, format, CHUNK_BYTES, raw_fields))
+    let format = detect(data).ok_or_else(|| not_trace_error(name, data))?;
+    let Some(html) = systrace_html(data) else {
+        return Ok(decode_chunked(name, data, format, CHUNK_BYTES, raw_fields));
+    };
+    let mut t = decode_chunked(name, &html.text, format, CHUNK_BYTES, raw_fields);
+    if html.wrapper > 0 || html.json > 0 {
+        let json = if html.json > 0 {
+            format!(
+                " and {} lines of JSON trace data in them (not ftrace text)",
+                html.json
+            )
+        } else {
+            String::new()
+        };
+        t.warn(
+            Severity::Info,
+            format!(
+                "systrace HTML: skipped {} lines of the page around the trace data (outside its <script class=\"trace-data\"> blocks; not events){json}",
+                html.wrapper
+            ),
+            html.wrapper + html.json,
+        );
+    }
+    Ok(t)
+}
+
+/// A systrace HTML file with everything but its ftrace text blanked.
+struct SystraceHtml {
+    /// The file with the page's lines (and JSON trace data) emptied, so
+    /// that line numbers stay those of the file.
+    text: Vec<u8>,
+    /// Non-blank lines of the page outside the trace-data blocks.
+    wrapper: u64,
+    /// Lines of JSON trace data inside the blocks.
+    json: u64,
+}
+
+/// For a systrace HTML page (`<!DOCTYPE html` or `<html` first), keep
+/// only the text of its `<script class="trace-data">` blocks; `None` for
+/// other input.
+fn systrace_html(data: &[u8]) -> Option<SystraceHtml> {
+    let start = data.iter().position(|c| !c.is_ascii_whitespace())?;
+    let head = &data[start..data.len().min(start + 16)];
+    let lower = head.to_ascii_lowercase();
+    if !lower.starts_with(b"<!doctype html") && !lower.starts_with(b"<html") {
+        return None;
+    }
+    let mut out = SystraceHtml {
+        text: Vec::with_capacity(data.len()),
+        wrapper: 0,
+        json: 0,
+    };
+    let mut inside = false;
+    for line in data.split_inclusive(|&c| c == b'\n') {
+        let t = line.trim_ascii();
+        let keep = if inside {
+            if t.starts_with(b"</script") {
+                inside = false;
+                false
+            } else if t.starts_with(b"{") || t.starts_with(b"[") {
+                inside = !t.ends_with(b"</script>");
+                out.json += 1;
+                false
+            } else {
+                true
+            }
+        } else {
+            let opens = t.starts_with(b"<script") && t.windows(10).any(|w| w == b"trace-data");
+            inside = opens;
+            out.wrapper += u64::from(!t.is_empty() && !opens);
+            false
+        };
+        if keep {
+            out.text.extend_from_slice(line);
+        } else if line.ends_with(b"\n") {
+            out.text.push(b'\n');
+        }
+    }
+    Some(out)
 }
 
 /// [`decode`] with an explicit chunk size (tests compare chunkings).
@@ -563,6 +676,9 @@ struct Builder {
     unknown_states: (u64, u64, String),
     /// Event lines without a CPU column: (count, first line).
     no_cpu: (u64, u64),
+    /// sched_switch lines in trace-cmd's plugin short form: (count, how
+    /// many printed `R`, whether any printed a `+`).
+    short_switches: (u64, u64, bool),
 }
 
 impl Builder {
@@ -587,6 +703,7 @@ impl Builder {
             numeric_states: Vec::new(),
             unknown_states: (0, 0, String::new()),
             no_cpu: (0, 0),
+            short_switches: (0, 0, false),
         }
     }
 
@@ -726,7 +843,22 @@ impl Builder {
                     }
                 },
                 None => EventData::Other(None),
-                Some(p) => self.payload(p, ts, line),
+                Some(p) => {
+                    if let Payload::Switch {
+                        prev_state,
+                        raw_state: None,
+                        ..
+                    } = p
+                    {
+                        if !l.body.starts_with("prev_comm=") {
+                            let s = &mut self.short_switches;
+                            s.0 += 1;
+                            s.1 += u64::from(prev_state.bits == 0);
+                            s.2 |= prev_state.preempted;
+                        }
+                    }
+                    self.payload(p, ts, line)
+                }
             };
             if l.bad_body {
                 let full = self.trace.event_name(name).to_string();
@@ -1007,6 +1139,20 @@ impl Builder {
                 self.unknown_states.0,
             );
         }
+        let (short, short_r, plus) = self.short_switches;
+        if t.format == TraceFormat::TraceCmdText && short > 0 && !plus {
+            let dat = match dat_beside(&t.path) {
+                Some(p) => format!("{p}, beside this text,"),
+                None => "the trace.dat this text was printed from".to_string(),
+            };
+            t.warn(
+                Severity::Info,
+                format!(
+                    "sched:sched_switch: trace-cmd report's sched_switch plugin prints a preempted switch-out (R+) as R, so this text cannot tell them apart: latency counts all {short_r} R switch-outs as waits that start at a runnable switch-out, though the preempted ones start none; give schedscope {dat} for exact states"
+                ),
+                short_r,
+            );
+        }
         if self.no_cpu.0 > 0 {
             t.cpu_unknown = true;
             t.warn(
@@ -1103,6 +1249,7 @@ impl Builder {
             t.nr_cpus = t.nr_cpus.max(self.header_cpus);
         }
         t.finish();
+        shifted::resolve(t);
         self.trace
     }
 }

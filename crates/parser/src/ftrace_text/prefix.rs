@@ -150,7 +150,12 @@ fn after_cpu<'a>(
         }
     };
     let ts = parse_ts(ts_tok)?;
-    let (ev, tail) = split_token(rest.trim_start());
+    let (mut ev, mut tail) = split_token(rest.trim_start());
+    // perf script's period column (`-F +period`, or its default when the
+    // samples have a period): a bare number between the time and the event.
+    if !ev.is_empty() && ev.bytes().all(|c| c.is_ascii_digit()) {
+        (ev, tail) = split_token(tail.trim_start());
+    }
     let event = ev.strip_suffix(':')?;
     if event.is_empty()
         || !event
@@ -346,6 +351,29 @@ mod tests {
         assert_eq!((p.tid, p.tgid), (8673, Some(8672)));
         let l = "  CPU 0/KVM  4242 [001] 1.000000001: kvm:kvm_exit: reason pause rip 0x1 info 0 0";
         assert_eq!(parse(l, Style::Perf).unwrap().comm, "CPU 0/KVM");
+    }
+
+    #[test]
+    fn perf_script_period_column() {
+        let l = "  perf 8672 [000]   369.561690:          1 sched:sched_switch: prev_comm=perf prev_pid=8672";
+        let p = parse(l, Style::Perf).unwrap();
+        assert_eq!(
+            (p.tid, p.cpu, p.ts, p.event, p.body),
+            (
+                8672,
+                Some(0),
+                369_561_690_000,
+                "sched:sched_switch",
+                "prev_comm=perf prev_pid=8672"
+            )
+        );
+        let l = "  Timer 2301/2310 [003] 194010.024771:     250000 cpu-cycles:  ffffffff8104f1b6 x ([kernel.kallsyms])";
+        let p = parse(l, Style::Perf).unwrap();
+        assert_eq!((p.tid, p.tgid, p.event), (2310, Some(2301), "cpu-cycles"));
+        let l = "swapper 0 194010.024867: 1 sched:sched_switch: prev_comm=swapper/1";
+        assert_eq!(parse(l, Style::Perf).unwrap().event, "sched:sched_switch");
+        // A number alone after the time is not an event.
+        assert_eq!(parse("  perf 8672 [000] 369.561690: 1", Style::Perf), None);
     }
 
     #[test]

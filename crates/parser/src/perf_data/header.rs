@@ -42,6 +42,27 @@ pub struct FileHeader {
     pub features: [u64; 4],
 }
 
+/// Why a simpleperf file is refused, and what to do instead.
+pub const SIMPLEPERF: &str = "a perf.data written by Android's simpleperf, which schedscope does not read (simpleperf stores its records, tracepoint formats included, in a layout of its own): print it as perf-script-style text with simpleperf's `report_sample.py -i FILE --show_tracing_data > FILE.txt` and give that text, or record the scheduler on the device with ftrace (`atrace`/systrace, or /sys/kernel/tracing/trace) or Linux perf (`perf record -a -e sched:sched_switch,sched:sched_wakeup`)";
+
+/// simpleperf's own feature bits (`FEAT_FILE` = 128 to `FEAT_INIT_MAP` =
+/// 134 in its record_file_format.md; Linux perf's end far below 128) and
+/// record types (`SIMPLE_PERF_RECORD_KERNEL_SYMBOL` = 32769 to
+/// `SIMPLE_PERF_RECORD_TRACING_DATA` = 32777 in its record.h).
+const SIMPLEPERF_FEATURES: std::ops::RangeInclusive<u32> = 128..=134;
+const SIMPLEPERF_RECORDS: std::ops::RangeInclusive<u32> = 32769..=32777;
+
+/// Whether the file is simpleperf's: one of its feature bits is set, or its
+/// data section starts with one of its record types.
+fn is_simpleperf(data: &[u8], h: &FileHeader) -> bool {
+    let first_record = usize::try_from(h.data.offset)
+        .ok()
+        .and_then(|o| data.get(o..o.checked_add(4)?))
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    SIMPLEPERF_FEATURES.clone().any(|b| h.has_feature(b))
+        || (h.data.size >= 8 && first_record.is_some_and(|t| SIMPLEPERF_RECORDS.contains(&t)))
+}
+
 impl FileHeader {
     /// Parse and validate the 104-byte header.
     pub fn parse(name: &str, data: &[u8]) -> Result<FileHeader, ParseError> {
@@ -98,6 +119,12 @@ impl FileHeader {
             data: Section::read(data, 40).unwrap_or_default(),
             features,
         };
+        if is_simpleperf(data, &h) {
+            return Err(ParseError::Unsupported {
+                path: name.into(),
+                detail: SIMPLEPERF.into(),
+            });
+        }
         if h.attr_size < 64 + 16 || h.attr_size > 4096 {
             return Err(corrupt(
                 16,

@@ -546,7 +546,13 @@ fn parse_v6<'a>(f: &File<'a>, i: &'a [u8], m: &mut Meta<'a>) -> Result<(), Parse
                 ))
             }
             b"flyrecord\0" => {
-                let (_, cpus_data) = flyrecord_v6(f, r, cpus, m)?;
+                let (rest, cpus_data) = flyrecord_v6(f, r, cpus, m)?;
+                if clock.as_deref() == Some("") {
+                    // Version 6's TRACECLOCK option is an empty flag: the
+                    // trace_clock listing follows the CPU offsets (where
+                    // trace-cmd reads it); unreadable, the clock is unknown.
+                    clock = trace_clock_v6(rest);
+                }
                 m.buffers.push(Buffer {
                     name: String::new(),
                     clock: clock.clone().map(|c| selected_clock(&c)),
@@ -584,6 +590,18 @@ fn parse_v6<'a>(f: &File<'a>, i: &'a [u8], m: &mut Meta<'a>) -> Result<(), Parse
         }
     }
     Ok(())
+}
+
+/// The `trace_clock` listing that version 6 stores after the flyrecord CPU
+/// offsets when its TRACECLOCK option is set: a u64 size, then the text
+/// (`[local] global counter ...`). `None` unless it is there and names a
+/// selected clock in brackets.
+fn trace_clock_v6(i: &[u8]) -> Option<String> {
+    let (i, n) = le_u64::<_, nom::error::Error<&[u8]>>(i).ok()?;
+    let (_, text) = sized(n)(i).ok()?;
+    let text = lossy(text);
+    text.contains('[')
+        .then(|| text.trim_matches(['\0', '\n', ' ']).to_string())
 }
 
 /// The clock in brackets in a `trace_clock` listing (`local [global] ...`).

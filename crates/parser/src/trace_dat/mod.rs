@@ -32,8 +32,14 @@ use std::collections::HashMap;
 
 pub use meta::MAGIC;
 
-/// Clocks whose timestamps are nanoseconds.
-const NS_CLOCKS: &[&str] = &["local", "global", "mono", "mono_raw", "boot", "tai", "perf"];
+/// Clocks whose timestamps are nanoseconds (`tsc2nsec`: trace-cmd's
+/// TSC converted to ns).
+const NS_CLOCKS: &[&str] = &[
+    "local", "global", "mono", "mono_raw", "boot", "tai", "perf", "tsc2nsec",
+];
+/// The kernel's trace clocks whose timestamps are not nanoseconds (a
+/// counter, jiffies, the TSC, the PowerPC time base).
+const NOT_NS_CLOCKS: &[&str] = &["counter", "uptime", "x86-tsc", "ppc-tb"];
 
 /// Decode a trace.dat file held in memory; `name` is used in messages.
 /// The fields of events without a typed decoder are kept in
@@ -71,15 +77,24 @@ pub fn decode_with(name: &str, data: &[u8], raw_fields: bool) -> Result<Trace, P
     let mut lost_unknown = 0u64;
     let ts_offset = meta.ts_offset;
     for b in &meta.buffers {
-        if let Some(c) = b.clock.as_deref().filter(|c| !NS_CLOCKS.contains(c)) {
-            trace.warn(
+        match b.clock.as_deref() {
+            Some(c) if NOT_NS_CLOCKS.contains(&c) => trace.warn(
                 Severity::DataLoss,
                 format!(
                     "instance {:?} was recorded with the {c:?} trace clock: its timestamps are not nanoseconds",
                     b.name
                 ),
                 1,
-            );
+            ),
+            Some(c) if !c.is_empty() && !NS_CLOCKS.contains(&c) => trace.warn(
+                Severity::Info,
+                format!(
+                    "instance {:?} was recorded with the {c:?} trace clock, which schedscope does not know: its timestamps are read as nanoseconds",
+                    b.name
+                ),
+                1,
+            ),
+            _ => {}
         }
         for cd in &b.cpus {
             let cpu = Cpu(cd.cpu);
