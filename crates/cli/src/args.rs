@@ -85,8 +85,11 @@ pub struct RecordArgs {
     /// Output file (an existing one is renamed to FILE.old).
     #[arg(short = 'o', long = "output", default_value = "schedscope.data")]
     pub output: PathBuf,
-    /// Tracepoint (system:event). Replaces the default set; `+system:event` adds to it.
-    #[arg(short = 'e', long = "event")]
+    /// Tracepoints: `system:event`, comma-separated lists of them, and
+    /// globs (`sched:*`, `irq:softirq_*`) expanded against the kernel's
+    /// tracefs events. They replace the default set; `+system:event` (or
+    /// `+sched:*`) adds to it. Repeatable.
+    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
     pub events: Vec<String>,
     /// Stop recording after this many seconds. A COMMAND still running then
     /// is left to finish (its output and exit status still pass through);
