@@ -7,6 +7,7 @@
 
 mod args;
 mod cmd;
+mod progress;
 
 /// The version `--version` prints: the package version and, when built
 /// from a git checkout, the commit (`0.1.0 (7e7406a1b)`; see build.rs).

@@ -42,6 +42,41 @@ pub struct ExportOptions {
     pub tables: Option<Vec<String>>,
     /// Analysis options (explicit gangs).
     pub analysis: Options,
+    /// Told the name of each phase of [`export`] as it starts, for
+    /// progress displays.
+    pub on_phase: Option<PhaseHook>,
+}
+
+/// A callback given the name of each phase of [`export`] as it starts
+/// (`threads`, `events`, `timeline build`, ..., `close`), on the thread
+/// that called [`export`].
+#[derive(Clone)]
+pub struct PhaseHook(pub std::sync::Arc<dyn Fn(&str) + Send + Sync>);
+
+impl std::fmt::Debug for PhaseHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PhaseHook")
+    }
+}
+
+thread_local! {
+    /// The running [`export`]'s [`ExportOptions::on_phase`], told by [`timed`].
+    static ON_PHASE: std::cell::RefCell<Option<PhaseHook>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Installs a phase hook for the current thread until dropped.
+struct PhaseGuard(Option<PhaseHook>);
+
+impl PhaseGuard {
+    fn install(hook: Option<PhaseHook>) -> PhaseGuard {
+        PhaseGuard(ON_PHASE.replace(hook))
+    }
+}
+
+impl Drop for PhaseGuard {
+    fn drop(&mut self) {
+        ON_PHASE.set(self.0.take());
+    }
 }
 
 /// What one trace's export wrote.
@@ -91,6 +126,7 @@ pub fn export(
     if let Some(t) = &opts.tables {
         check_tables(t)?;
     }
+    let _phases = PhaseGuard::install(opts.on_phase.clone());
     let id = layout::Identity::of(trace, file);
     let chosen: Vec<bool> = schema::TABLES
         .iter()
@@ -219,6 +255,11 @@ fn keep_analysed_events(trace: &mut Trace) {
 
 /// [`schedscope_analysis::report::timed`], the phase named `export NAME`.
 fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
+    ON_PHASE.with_borrow(|h| {
+        if let Some(h) = h {
+            (h.0)(name);
+        }
+    });
     schedscope_analysis::report::timed(&format!("export {name}"), f)
 }
 
