@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 /// Record what the Linux scheduler did and explain it.
 #[derive(Debug, Parser)]
-#[command(name = "schedscope", version, about, long_about = None)]
+#[command(name = "schedscope", version = crate::VERSION, propagate_version = true, about, long_about = None)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -67,6 +67,29 @@ pub enum Command {
     Export(ExportArgs),
     /// Compare runs: `Parameter | Base | New | % change` tables (positive = better; every section unless some are named).
     Diff(DiffArgs),
+    /// Print a shell completion script on standard output (e.g.
+    /// `schedscope completions bash > /etc/bash_completion.d/schedscope`).
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) on standard output, or write every page to a directory.
+    Man(ManArgs),
+}
+
+/// `schedscope completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `schedscope man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Print this subcommand's page (schedscope-SUBCOMMAND(1)) instead of schedscope(1).
+    pub subcommand: Option<String>,
+    /// Write schedscope.1 and one schedscope-SUBCOMMAND.1 per subcommand into DIR instead.
+    #[arg(long, value_name = "DIR", conflicts_with = "subcommand")]
+    pub dir: Option<PathBuf>,
 }
 
 /// Output format of reports.
@@ -85,8 +108,11 @@ pub struct RecordArgs {
     /// Output file (an existing one is renamed to FILE.old).
     #[arg(short = 'o', long = "output", default_value = "schedscope.data")]
     pub output: PathBuf,
-    /// Tracepoint (system:event). Replaces the default set; `+system:event` adds to it.
-    #[arg(short = 'e', long = "event")]
+    /// Tracepoints: `system:event`, comma-separated lists of them, and
+    /// globs (`sched:*`, `irq:softirq_*`) expanded against the kernel's
+    /// tracefs events. They replace the default set; `+system:event` (or
+    /// `+sched:*`) adds to it. Repeatable.
+    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
     pub events: Vec<String>,
     /// Stop recording after this many seconds. A COMMAND still running then
     /// is left to finish (its output and exit status still pass through);

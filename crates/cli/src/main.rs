@@ -7,6 +7,11 @@
 
 mod args;
 mod cmd;
+mod progress;
+
+/// The version `--version` prints: the package version and, when built
+/// from a git checkout, the commit (`0.1.0 (7e7406a1b)`; see build.rs).
+pub const VERSION: &str = env!("SCHEDSCOPE_VERSION");
 
 use clap::Parser;
 use std::process::ExitCode;

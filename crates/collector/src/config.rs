@@ -39,7 +39,8 @@ pub fn default_buffer_bytes(nr_cpus: usize) -> u64 {
 pub struct RecordConfig {
     /// Output file; an existing one is renamed to `<output>.old`.
     pub output: PathBuf,
-    /// `-e` options as given (see [`crate::events::resolve_event_list`]).
+    /// `-e` options as given: names, comma lists, globs, `+` additions
+    /// (see [`crate::events::resolve_event_list`]).
     pub events: Vec<String>,
     /// Stop after this long.
     pub duration: Option<Duration>,

@@ -57,9 +57,136 @@ pub struct EventRequest {
     pub explicit: bool,
 }
 
-/// Resolve `-e` options: plain names replace the default set, `+name` adds
-/// to it (to the defaults when no plain name is given).
-pub fn resolve_event_list(opts: &[String]) -> Result<Vec<EventRequest>, RecordError> {
+/// Whether `s` holds a glob metacharacter (`*`, `?`, `[`).
+fn is_glob(s: &str) -> bool {
+    s.contains(['*', '?', '['])
+}
+
+/// fnmatch(3)-style match of `name` against `pat`, as perf matches `-e`
+/// globs: `*` any run of characters, `?` one character, `[abc]`, `[a-z]`
+/// and `[!a-z]` (or `[^a-z]`) one character of (or not of) a set.
+pub fn glob_match(pat: &str, name: &str) -> bool {
+    let p: Vec<char> = pat.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    // Iterative matching with one backtrack point (the last `*`): linear
+    // in practice, never exponential.
+    let (mut pi, mut ni) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        let step = match p.get(pi) {
+            Some('*') => {
+                star = Some((pi, ni));
+                pi += 1;
+                continue;
+            }
+            Some('?') => Some(pi + 1),
+            Some('[') => match class_match(&p[pi..], n[ni]) {
+                Some((true, len)) => Some(pi + len),
+                Some((false, _)) => None,
+                // an unclosed '[' is a literal '['
+                None => (n[ni] == '[').then_some(pi + 1),
+            },
+            Some(&c) => (c == n[ni]).then_some(pi + 1),
+            None => None,
+        };
+        match (step, star) {
+            (Some(next), _) => {
+                pi = next;
+                ni += 1;
+            }
+            (None, Some((sp, sn))) => {
+                pi = sp + 1;
+                ni = sn + 1;
+                star = Some((sp, sn + 1));
+            }
+            (None, None) => return false,
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+/// Match `c` against the bracket expression at the start of `p` (which
+/// starts with `[`): whether it matches and the expression's length, or
+/// `None` when the bracket is not closed.
+fn class_match(p: &[char], c: char) -> Option<(bool, usize)> {
+    let mut i = 1;
+    let negate = matches!(p.get(i), Some('!' | '^'));
+    if negate {
+        i += 1;
+    }
+    let mut hit = false;
+    let mut first = true;
+    loop {
+        let lo = *p.get(i)?;
+        if lo == ']' && !first {
+            return Some((hit != negate, i + 1));
+        }
+        first = false;
+        if p.get(i + 1) == Some(&'-') && p.get(i + 2).is_some_and(|&hi| hi != ']') {
+            hit |= (lo..=p[i + 2]).contains(&c);
+            i += 3;
+        } else {
+            hit |= lo == c;
+            i += 1;
+        }
+    }
+}
+
+/// The names of the entries of `dir` that are directories, sorted (a
+/// tracefs `events/` directory: its systems; a system's: its events).
+fn subdirs(dir: &Path) -> Result<Vec<String>, RecordError> {
+    let err = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::PermissionDenied => RecordError::Permission {
+            detail: format!("cannot list {}: {e}", dir.display()),
+        },
+        _ => RecordError::Tracefs {
+            path: dir.to_path_buf(),
+            detail: e.to_string(),
+        },
+    };
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(err)? {
+        let entry = entry.map_err(err)?;
+        if entry.file_type().map_err(err)?.is_dir() {
+            out.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The tracepoints under `events_dir` (a tracefs `events/` directory)
+/// whose `system:event` names match the glob `sys:ev`, sorted by system
+/// then event.
+pub fn expand_glob(events_dir: &Path, sys: &str, ev: &str) -> Result<Vec<String>, RecordError> {
+    let mut out = Vec::new();
+    for s in subdirs(events_dir)? {
+        if !glob_match(sys, &s) {
+            continue;
+        }
+        // (a system named without a glob that does not exist matches nothing)
+        let sys_dir = events_dir.join(&s);
+        for e in subdirs(&sys_dir)? {
+            if glob_match(ev, &e) {
+                out.push(format!("{s}:{e}"));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Resolve `-e` options as perf does: each option is a comma-separated
+/// list of `system:event` names; plain names replace the default set,
+/// `+name` adds to it (to the defaults when no plain name is given). A
+/// name may be a glob (`sched:*`, `sched:sched_wak*`, `*:*_entry`; see
+/// [`glob_match`]), expanded against the tracepoints under `events_dir`
+/// (tracefs `events/`, read only when a glob is given), in name order; a
+/// glob that matches nothing is an error naming it. Names without a glob
+/// are checked against the kernel when the events are opened.
+pub fn resolve_event_list(
+    opts: &[String],
+    events_dir: &Path,
+) -> Result<Vec<EventRequest>, RecordError> {
     let mut plain = Vec::new();
     let mut extra = Vec::new();
     for o in opts {
@@ -71,24 +198,54 @@ pub fn resolve_event_list(opts: &[String]) -> Result<Vec<EventRequest>, RecordEr
             let Some((sys, ev)) = name.split_once(':') else {
                 return Err(RecordError::BadEvent {
                     name: part.to_string(),
-                    detail: "expected system:event, e.g. sched:sched_switch".into(),
+                    detail: "expected system:event, e.g. sched:sched_switch or sched:*".into(),
                 });
             };
             if sys.is_empty()
                 || ev.is_empty()
-                || !name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+                || ev.contains(':')
+                || !name.chars().all(|c| {
+                    c.is_ascii_alphanumeric()
+                        || matches!(c, '_' | ':' | '*' | '?' | '[' | ']' | '!' | '^' | '-')
+                })
             {
+                return Err(RecordError::BadEvent {
+                    name: part.to_string(),
+                    detail: "expected system:event made of letters, digits and '_', \
+                             or a glob of them with *, ? and [...]"
+                        .into(),
+                });
+            }
+            let names = if is_glob(name) {
+                let found = expand_glob(events_dir, sys, ev)?;
+                if found.is_empty() {
+                    // (point at the system's events when it is named)
+                    let list = match is_glob(sys) {
+                        true => events_dir.join("*"),
+                        false => events_dir.join(sys),
+                    };
+                    return Err(RecordError::BadEvent {
+                        name: part.to_string(),
+                        detail: format!(
+                            "matches no tracepoint under {} (list them with `ls {}`)",
+                            events_dir.display(),
+                            list.display()
+                        ),
+                    });
+                }
+                found
+            } else if name.contains(['!', '^', '-', ']']) {
                 return Err(RecordError::BadEvent {
                     name: part.to_string(),
                     detail: "expected system:event made of letters, digits and '_'".into(),
                 });
-            }
-            if add {
-                extra.push(name.to_string());
             } else {
-                plain.push(name.to_string());
+                vec![name.to_string()]
+            };
+            if add {
+                extra.extend(names);
+            } else {
+                plain.extend(names);
             }
         }
     }
@@ -225,13 +382,44 @@ fn read_whole(p: &Path) -> std::io::Result<Vec<u8>> {
 mod tests {
     use super::*;
 
+    /// A fake tracefs `events/` directory holding these `system:event`
+    /// directories (and the files tracefs keeps beside them).
+    fn fake_events(tag: &str, names: &[&str]) -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "schedscope-fake-events-{}-{tag}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("enable"), "0\n").unwrap();
+        std::fs::write(d.join("header_page"), "").unwrap();
+        for n in names {
+            let (sys, ev) = n.split_once(':').unwrap();
+            let dir = d.join(sys).join(ev);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("id"), "1\n").unwrap();
+            std::fs::write(d.join(sys).join("enable"), "0\n").unwrap();
+        }
+        d
+    }
+
+    fn names(r: &[EventRequest]) -> Vec<&str> {
+        r.iter().map(|e| e.name.as_str()).collect()
+    }
+
+    /// A directory that does not exist: resolving names without a glob
+    /// never reads it.
+    fn nowhere() -> PathBuf {
+        PathBuf::from("/nonexistent/schedscope/events")
+    }
+
     #[test]
     fn plain_events_replace_and_plus_events_extend() {
-        let d = resolve_event_list(&[]).unwrap();
+        let d = resolve_event_list(&[], &nowhere()).unwrap();
         assert_eq!(d.len(), DEFAULT_EVENTS.len());
         assert!(d.iter().all(|e| !e.explicit));
 
-        let r = resolve_event_list(&["sched:sched_switch".into()]).unwrap();
+        let r = resolve_event_list(&["sched:sched_switch".into()], &nowhere()).unwrap();
         assert_eq!(
             r,
             vec![EventRequest {
@@ -240,19 +428,129 @@ mod tests {
             }]
         );
 
-        let a = resolve_event_list(&["+sched:sched_stat_runtime".into()]).unwrap();
+        let a = resolve_event_list(&["+sched:sched_stat_runtime".into()], &nowhere()).unwrap();
         assert_eq!(a.len(), DEFAULT_EVENTS.len() + 1);
         assert_eq!(a.last().unwrap().name, "sched:sched_stat_runtime");
         assert!(a.last().unwrap().explicit);
 
-        let both = resolve_event_list(&["sched:sched_switch,+sched:sched_waking".into()]).unwrap();
-        assert_eq!(both.len(), 2);
+        let both = resolve_event_list(
+            &["sched:sched_switch,+sched:sched_waking".into()],
+            &nowhere(),
+        )
+        .unwrap();
+        assert_eq!(names(&both), ["sched:sched_switch", "sched:sched_waking"]);
+        let list = resolve_event_list(
+            &["sched:sched_switch,sched:sched_wakeup".into()],
+            &nowhere(),
+        )
+        .unwrap();
+        assert_eq!(names(&list), ["sched:sched_switch", "sched:sched_wakeup"]);
     }
 
     #[test]
     fn malformed_event_names_are_rejected_with_the_name() {
-        let e = resolve_event_list(&["sched_switch".into()]).unwrap_err();
+        let e = resolve_event_list(&["sched_switch".into()], &nowhere()).unwrap_err();
         assert!(e.to_string().contains("sched_switch"), "{e}");
-        assert!(resolve_event_list(&["sched:../x".into()]).is_err());
+        for bad in ["sched:../x", "sched:a:b", "sched:x-y", ":x", "sched:"] {
+            let e = resolve_event_list(&[bad.into()], &nowhere()).unwrap_err();
+            assert!(e.to_string().contains(bad) && e.is_environment(), "{e}");
+        }
+    }
+
+    #[test]
+    fn globs_follow_fnmatch() {
+        assert!(glob_match("*", "sched_switch"));
+        assert!(glob_match("sched_*", "sched_switch"));
+        assert!(!glob_match("sched_*", "irq_entry"));
+        assert!(glob_match("*_entry", "softirq_entry"));
+        assert!(!glob_match("*_entry", "softirq_exit"));
+        assert!(glob_match("sched_wak*", "sched_waking"));
+        assert!(glob_match("sched_wakeup*", "sched_wakeup_new"));
+        assert!(glob_match("sched_wakeup?new", "sched_wakeup_new"));
+        assert!(!glob_match("sched_wakeup?", "sched_wakeup"));
+        assert!(glob_match("*a*b*c", "xaybzc"));
+        assert!(!glob_match("*a*b*c", "xaybzcd"));
+        assert!(glob_match("csd_function_e[nx]*", "csd_function_exit"));
+        assert!(!glob_match("csd_function_e[!nx]*", "csd_function_exit"));
+        assert!(glob_match("ipi_[a-s]*", "ipi_send_cpu"));
+        assert!(!glob_match("ipi_[t-z]*", "ipi_send_cpu"));
+        assert!(glob_match("a[", "a["), "an unclosed bracket is literal");
+        assert!(glob_match("", ""));
+        assert!(!glob_match("", "a"));
+    }
+
+    #[test]
+    fn globs_expand_against_the_events_directory() {
+        let dir = fake_events(
+            "glob",
+            &[
+                "sched:sched_wakeup",
+                "sched:sched_switch",
+                "sched:sched_waking",
+                "irq:softirq_entry",
+                "irq:softirq_exit",
+                "irq:irq_handler_entry",
+            ],
+        );
+        let r = resolve_event_list(&["sched:*".into()], &dir).unwrap();
+        assert_eq!(
+            names(&r),
+            [
+                "sched:sched_switch",
+                "sched:sched_wakeup",
+                "sched:sched_waking"
+            ],
+            "name order; the system's `enable` file is no event"
+        );
+        assert!(r.iter().all(|e| e.explicit));
+
+        let r = resolve_event_list(&["*:*_entry,sched:sched_wak*".into()], &dir).unwrap();
+        assert_eq!(
+            names(&r),
+            [
+                "irq:irq_handler_entry",
+                "irq:softirq_entry",
+                "sched:sched_wakeup",
+                "sched:sched_waking"
+            ]
+        );
+
+        // `+glob` adds to the defaults; events already there are not repeated
+        let r = resolve_event_list(&["+sched:*".into()], &dir).unwrap();
+        assert_eq!(r.len(), DEFAULT_EVENTS.len());
+        for n in [
+            "sched:sched_switch",
+            "sched:sched_waking",
+            "sched:sched_wakeup",
+        ] {
+            let e = r.iter().find(|e| e.name == n).unwrap();
+            assert!(e.explicit, "{n} named by the glob");
+        }
+        assert_eq!(r.iter().filter(|e| e.explicit).count(), 3);
+        let r = resolve_event_list(&["+irq:irq_*".into()], &dir).unwrap();
+        assert_eq!(r.len(), DEFAULT_EVENTS.len() + 1);
+        assert_eq!(r.last().unwrap().name, "irq:irq_handler_entry");
+
+        // a glob that matches nothing names itself and the directory
+        for bad in ["sched:nomatch_*", "nosuch:*", "+kvm:*"] {
+            let e = resolve_event_list(&[bad.into()], &dir).unwrap_err();
+            let msg = e.to_string();
+            assert!(
+                msg.starts_with(&format!(
+                    "event '{bad}': matches no tracepoint under {}",
+                    dir.display()
+                )),
+                "{msg}"
+            );
+            assert!(e.is_environment());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+
+        // an unreadable events directory is an error naming it
+        let e = resolve_event_list(&["sched:*".into()], &nowhere()).unwrap_err();
+        assert!(
+            e.to_string().contains("/nonexistent/schedscope/events"),
+            "{e}"
+        );
     }
 }

@@ -73,7 +73,7 @@ pub(crate) fn plan(
     notice: &mut dyn FnMut(&str),
     skipped: &mut Vec<String>,
 ) -> Result<Vec<Planned>, RecordError> {
-    let reqs: Vec<EventRequest> = events::resolve_event_list(&cfg.events)?;
+    let reqs: Vec<EventRequest> = events::resolve_event_list(&cfg.events, &tracefs.join("events"))?;
     let mut out = Vec::new();
     for r in reqs {
         match events::tracepoint_id(tracefs, &r.name)? {

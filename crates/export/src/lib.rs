@@ -42,6 +42,21 @@ pub struct ExportOptions {
     pub tables: Option<Vec<String>>,
     /// Analysis options (explicit gangs).
     pub analysis: Options,
+    /// Told the name of each phase of [`export`] as it starts, for
+    /// progress displays.
+    pub on_phase: Option<PhaseHook>,
+}
+
+/// A callback given the name of each phase of [`export`] as it starts
+/// (`threads`, `events`, `timeline build`, ..., `close`), on the thread
+/// that called [`export`].
+#[derive(Clone)]
+pub struct PhaseHook(pub std::sync::Arc<dyn Fn(&str) + Send + Sync>);
+
+impl std::fmt::Debug for PhaseHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PhaseHook")
+    }
 }
 
 /// What one trace's export wrote.
@@ -213,8 +228,12 @@ fn keep_analysed_events(trace: &mut Trace) {
     trace.retain_kept(Some(&keep));
 }
 
-/// [`Options::timed`] (the caller's timing hook), the phase named `export NAME`.
+/// [`Options::timed`] (the caller's timing hook), the phase named `export
+/// NAME`, first told to [`ExportOptions::on_phase`].
 fn timed<T>(opts: &ExportOptions, name: &str, f: impl FnOnce() -> T) -> T {
+    if let Some(h) = &opts.on_phase {
+        (h.0)(name);
+    }
     opts.analysis.timed(&format!("export {name}"), f)
 }
 

@@ -3,8 +3,10 @@
 
 use crate::args::ExportArgs;
 use crate::cmd::report::{load_with, print_warnings, Progress};
-use schedscope_export::{ExportOptions, Exported};
+use crate::progress::phase_line;
+use schedscope_export::{ExportOptions, Exported, PhaseHook};
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 
 /// The validated configuration of one `export` run.
 fn config(a: &ExportArgs) -> anyhow::Result<ExportOptions> {
@@ -32,6 +34,7 @@ fn config(a: &ExportArgs) -> anyhow::Result<ExportOptions> {
             top: 0,
             timer: crate::cmd::report::timer(),
         },
+        on_phase: None,
     })
 }
 
@@ -50,8 +53,16 @@ fn summary(file: &std::path::Path, e: &Exported) {
 
 /// Run `schedscope export`.
 pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
-    let opts = config(&args)?;
+    let mut opts = config(&args)?;
     let progress = Progress::new();
+    // the phase export is in, for the progress line
+    let phase = Arc::new(Mutex::new(String::new()));
+    let told = phase.clone();
+    opts.on_phase = Some(PhaseHook(Arc::new(move |p: &str| {
+        if let Ok(mut now) = told.lock() {
+            p.clone_into(&mut now);
+        }
+    })));
     let load = schedscope_parser::LoadOptions {
         // No spare decoder memory for the timeline: keeping it holds about
         // 95 MiB more resident from the load on (the rows are written
@@ -65,10 +76,19 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     for file in &args.files {
         let mut trace = load_with(file, &progress, &load)?;
         print_warnings(&trace);
-        progress.say(&format!("exporting {}...", file.display()));
-        let e = schedscope_export::export(&mut trace, file, &opts)
+        let shown = file.display().to_string();
+        if let Ok(mut now) = phase.lock() {
+            now.clear();
+        }
+        let e = progress
+            .while_running(
+                |elapsed| {
+                    let now = phase.lock().map(|p| p.clone()).unwrap_or_default();
+                    phase_line("exporting", &shown, &now, elapsed)
+                },
+                || schedscope_export::export(&mut trace, file, &opts),
+            )
             .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-        progress.done();
         summary(file, &e);
     }
     Ok(ExitCode::SUCCESS)

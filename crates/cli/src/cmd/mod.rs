@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+mod completions;
 mod demo;
 mod diff;
 mod export;
@@ -21,5 +22,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tui(a) => tui::run(a),
         Command::Export(a) => export::run(a),
         Command::Diff(a) => diff::run(a),
+        Command::Completions(a) => completions::completions(a),
+        Command::Man(a) => completions::man(a),
     }
 }

@@ -12,14 +12,16 @@
 //! JSON.
 
 use crate::args::{OutputFormat, ReportArgs};
+use crate::progress::{load_line, phase_line};
 use crate::ExitError;
 use schedscope_analysis::gang::GangSpec;
 use schedscope_analysis::{Options, Report, Sections, Timer};
 use schedscope_render::{RenderText, TextOptions};
 use schedscope_trace::Trace;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -83,32 +85,7 @@ pub(crate) fn timer() -> Option<Timer> {
     })))
 }
 
-/// Progress messages on stderr, only when stderr is a terminal.
-pub(crate) struct Progress {
-    on: bool,
-}
-
-impl Progress {
-    pub(crate) fn new() -> Progress {
-        Progress {
-            on: std::io::stderr().is_terminal(),
-        }
-    }
-
-    /// Replace the current progress line.
-    pub(crate) fn say(&self, msg: &str) {
-        if self.on {
-            eprint!("\r\x1b[K{msg}");
-        }
-    }
-
-    /// Clear the progress line.
-    pub(crate) fn done(&self) {
-        if self.on {
-            eprint!("\r\x1b[K");
-        }
-    }
-}
+pub(crate) use crate::progress::Progress;
 
 /// Load `path`, with progress on a terminal. Parser errors already name
 /// the file (`<file>: <what>`).
@@ -123,27 +100,19 @@ pub(crate) fn load_with(
     opts: &schedscope_parser::LoadOptions,
 ) -> anyhow::Result<Trace> {
     let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    progress.say(&format!(
-        "loading {} ({:.1} MB)...",
-        path.display(),
-        size as f64 / 1e6
-    ));
+    let shown = path.display().to_string();
+    let decoded = AtomicU64::new(0);
     let t0 = Instant::now();
-    let trace = schedscope_parser::load_with(path, opts);
+    let trace = progress.while_running(
+        |elapsed| load_line(&shown, decoded.load(Ordering::Relaxed), size, elapsed),
+        || schedscope_parser::load_with_progress(path, opts, &decoded),
+    );
     if std::env::var_os("SCHEDSCOPE_TIMING").is_some() {
         eprintln!("timing: load {:.1} ms", t0.elapsed().as_secs_f64() * 1e3);
     }
-    progress.done();
     // The parser's message already names the file and the cause; print it
     // once (not followed by its source chain).
     let trace = trace.map_err(|e| anyhow::anyhow!("{e}"))?;
-    if t0.elapsed().as_secs_f64() > 0.5 {
-        progress.say(&format!(
-            "loaded {} events in {:.1} s; analysing...",
-            schedscope_render::fmt::count(trace.events.len() as u64),
-            t0.elapsed().as_secs_f64()
-        ));
-    }
     Ok(trace)
 }
 
@@ -189,11 +158,14 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let load_opts = load_options(&cfg.sections);
     let trace = load_with(&args.file, &progress, &load_opts)?;
     let t1 = Instant::now();
-    let (report, timeline) = Report::compute_with_timeline(&trace, cfg.sections, &cfg.opts);
+    let shown = args.file.display().to_string();
+    let (report, timeline) = progress.while_running(
+        |elapsed| phase_line("analysing", &shown, "", elapsed),
+        || Report::compute_with_timeline(&trace, cfg.sections, &cfg.opts),
+    );
     if std::env::var_os("SCHEDSCOPE_TIMING").is_some() {
         eprintln!("timing: compute {:.1} ms", t1.elapsed().as_secs_f64() * 1e3);
     }
-    progress.done();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
     match args.format {
