@@ -147,8 +147,9 @@ pub fn draw_buf(buf: &mut Buffer, area: Rect, app: &mut App) {
 /// Events listed in the detail pane.
 const EVENTS_ROWS: u16 = 5;
 
-/// The events of the selected CPU in the cursor's column: every field,
-/// strings resolved, addresses symbolized ([`crate::events`]).
+/// The events of the selected CPU in the cursor's column, one `perf
+/// script` line each ([`crate::events`]), timed to the microsecond from
+/// the trace start.
 fn events_pane(buf: &mut Buffer, area: Rect, app: &App) {
     let Some(d) = app.data() else { return };
     let v = &app.view;
@@ -176,7 +177,8 @@ fn events_pane(buf: &mut Buffer, area: Rect, app: &App) {
     );
     put_str(buf, area, area.x, area.y, &head, bold);
     for (i, (t, text)) in evs.iter().enumerate() {
-        let line = format!("{} {text}", rel(*t));
+        let at = crate::view::fmt_rel(t.saturating_sub(v.lo), 1_000_000);
+        let line = format!("{at} {text}");
         put_str(
             buf,
             area,
