@@ -218,7 +218,7 @@ fn status_line(buf: &mut Buffer, area: Rect, app: &App) {
         .file_name()
         .map_or(app.path.clone(), |n| n.to_string_lossy().into_owned());
     let text = if app.search.typing {
-        format!("/{}_  (Enter: search, Esc: quit)", app.search.query)
+        format!("/{}_  (Enter: search, Esc: cancel)", app.search.query)
     } else {
         match &app.load {
             Load::Ready(d) => {
