@@ -320,4 +320,40 @@ fn the_events_pane_prints_perf_script_lines() {
         assert_eq!(rest, format!("{} {w}", comms[i]), "pane line {i}");
         assert!(!line.contains('{') && !line.contains("Tid("), "{line}");
     }
+    let wide: Vec<String> = (0..5)
+        .map(|i| s[head + 1 + i].trim_end().to_string())
+        .collect();
+    // at 80 columns a line wraps onto indented rows, whole events only:
+    // joined again, the rows give the same lines
+    app.view.start = t0;
+    app.view.width = (t4 + 1 - t0) * 72;
+    app.view.cursor = t0;
+    let s = screen(&mut app, 80, 30);
+    let head = s
+        .iter()
+        .position(|l| l.starts_with("events on CPU0"))
+        .expect("pane header");
+    let mut events: Vec<String> = Vec::new();
+    for row in &s[head + 1..head + 6] {
+        let row = row.trim_end();
+        match row.strip_prefix("    ") {
+            Some(cont) => events
+                .last_mut()
+                .expect("a first row")
+                .push_str(&format!(" {cont}")),
+            None if !row.is_empty() => events.push(row.to_string()),
+            None => {}
+        }
+    }
+    assert!(!events.is_empty() && events.len() < 5, "{events:?}");
+    assert!(
+        s[head].contains(&format!(
+            "({} shown, {} more)",
+            events.len(),
+            5 - events.len()
+        )),
+        "{}",
+        s[head]
+    );
+    assert_eq!(events, wide[..events.len()], "wrapped rows joined");
 }
