@@ -5,12 +5,16 @@
 //! stored as sorted columns. For a cell `[a, b)` the index answers:
 //! - the busy time (non-idle), exactly, from prefix sums of run lengths
 //!   with the two edge runs clipped;
-//! - the dominant task (most time in the cell) and whether several tasks
+//! - the dominant task (most time in the cell), the dominant process (the
+//!   colour key, most time summed over its tasks) and whether several tasks
 //!   share the cell: exactly by scanning when the cell holds at most
 //!   [`EXACT_RUNS`] runs, otherwise from a mipmap of fixed-width buckets
-//!   (each level 4x coarser than the one below, as Perfetto's mipmaps) whose
-//!   per-bucket dominant tasks are merged, weighted by their overlap with
-//!   the cell;
+//!   (each level 4x coarser than the one below, as Perfetto's mipmaps): the
+//!   cell is covered by the buckets wholly inside it, coarse ones in the
+//!   middle and finer ones towards its edges (as a segment tree), plus a
+//!   scan of the few runs left at the edges, and the buckets' dominant
+//!   tasks and processes are merged. So a cell only ever names a task or
+//!   process that ran in it;
 //! - the mean number of tasks waiting (Runnable) for this CPU, exactly,
 //!   from the integral of a step function (the Runnable-pressure strip).
 //!
@@ -33,8 +37,21 @@ pub struct Cell {
     pub busy: f64,
     /// The task with the most time in the cell (None when only idle).
     pub task: Option<Tid>,
+    /// The process (colour key: tgid, else tid) with the most time in the
+    /// cell, summed over its tasks (None when only idle).
+    pub process: Option<Tid>,
     /// Whether two or more non-idle tasks ran in the cell.
     pub several: bool,
+}
+
+/// What [`CpuLane::census`] counts in a cell.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Census {
+    /// Distinct non-idle tasks that ran in the cell.
+    pub tasks: usize,
+    /// The process (colour key) with the most time in the cell, and that
+    /// time (ns).
+    pub process: Option<(Tid, u64)>,
 }
 
 /// One bucket of a mipmap level.
@@ -44,6 +61,10 @@ struct Bucket {
     tid: Tid,
     /// Its time in the bucket.
     ns: u64,
+    /// Dominant process (0 = none).
+    key: Tid,
+    /// Its time in the bucket (all its tasks).
+    key_ns: u64,
     /// Two or more non-idle tasks ran in the bucket.
     several: bool,
 }
@@ -170,6 +191,8 @@ pub struct CpuLane {
     starts: Vec<u64>,
     ends: Vec<u64>,
     tids: Vec<Tid>,
+    /// The process (colour key) of each run's task; 0 for idle.
+    keys: Vec<Tid>,
     /// `busy_prefix[i]` = non-idle time of runs `0..i`.
     busy_prefix: Vec<u64>,
     /// `idle_prefix[i]` = idle time of runs `0..i`.
@@ -182,12 +205,19 @@ pub struct CpuLane {
 
 impl CpuLane {
     /// Index the runs `(start, end, tid)` of one CPU (time-ordered; an
-    /// end past the next start is clipped to it so the columns stay sorted).
-    pub fn new(cpu: u32, runs: &[(u64, u64, Tid)], waiting: &[(u64, u64)]) -> CpuLane {
+    /// end past the next start is clipped to it so the columns stay
+    /// sorted); `process` gives the process (colour key) of a task.
+    pub fn new(
+        cpu: u32,
+        runs: &[(u64, u64, Tid)],
+        waiting: &[(u64, u64)],
+        process: impl Fn(Tid) -> Tid,
+    ) -> CpuLane {
         let n = runs.len();
         let mut starts = Vec::with_capacity(n);
         let mut ends = Vec::with_capacity(n);
         let mut tids = Vec::with_capacity(n);
+        let mut keys = Vec::with_capacity(n);
         let mut busy_prefix = Vec::with_capacity(n + 1);
         busy_prefix.push(0);
         let mut idle_prefix = Vec::with_capacity(n + 1);
@@ -200,6 +230,11 @@ impl CpuLane {
             starts.push(s);
             ends.push(e);
             tids.push(tid);
+            keys.push(match (tid, process(tid)) {
+                (0, _) => 0,
+                (t, 0) => t,
+                (_, k) => k,
+            });
             if tid != 0 {
                 acc += e - s;
             } else {
@@ -214,6 +249,7 @@ impl CpuLane {
             starts,
             ends,
             tids,
+            keys,
             busy_prefix,
             idle_prefix,
             levels: Vec::new(),
@@ -245,9 +281,10 @@ impl CpuLane {
         let nb = (span / width0 + 1) as usize;
         let mut buckets = vec![Bucket::default(); nb];
         let mut tally = Tally::default();
+        let mut ktally = Tally::default();
         let mut cur = 0usize;
         for i in 0..n {
-            let (s, e, tid) = (self.starts[i], self.ends[i], self.tids[i]);
+            let (s, e, tid, key) = (self.starts[i], self.ends[i], self.tids[i], self.keys[i]);
             let mut t = s;
             while t < e {
                 let b = ((t - first) / width0) as usize;
@@ -255,18 +292,20 @@ impl CpuLane {
                     break;
                 }
                 if b != cur {
-                    flush(&mut buckets[cur], &tally);
+                    flush(&mut buckets[cur], &tally, &ktally);
                     tally.clear();
+                    ktally.clear();
                     cur = b;
                 }
                 let bend = first + (b as u64 + 1) * width0;
                 let piece_end = e.min(bend);
                 tally.add(tid, (piece_end - t) as f64);
+                ktally.add(key, (piece_end - t) as f64);
                 t = piece_end;
             }
         }
         if let Some(b) = buckets.get_mut(cur) {
-            flush(b, &tally);
+            flush(b, &tally, &ktally);
         }
         let mut levels = vec![Level {
             width: width0,
@@ -279,19 +318,16 @@ impl CpuLane {
             let mut next = Vec::with_capacity(prev.buckets.len() / 4 + 1);
             for chunk in prev.buckets.chunks(4) {
                 tally.clear();
+                ktally.clear();
                 let mut several = false;
                 for b in chunk {
                     several |= b.several;
                     tally.add(b.tid, b.ns as f64);
+                    ktally.add(b.key, b.key_ns as f64);
                 }
                 let mut out = Bucket::default();
-                if let Some((t, v, sev)) = tally.top() {
-                    out = Bucket {
-                        tid: t,
-                        ns: v as u64,
-                        several: several || sev,
-                    };
-                }
+                flush(&mut out, &tally, &ktally);
+                out.several |= several;
                 next.push(out);
             }
             let width = prev.width.saturating_mul(4);
@@ -302,11 +338,13 @@ impl CpuLane {
         }
         self.levels = levels;
 
-        fn flush(b: &mut Bucket, tally: &Tally) {
-            if let Some((t, v, several)) = tally.top() {
+        fn flush(b: &mut Bucket, tally: &Tally, ktally: &Tally) {
+            if let (Some((t, v, several)), Some((k, kv, _))) = (tally.top(), ktally.top()) {
                 *b = Bucket {
                     tid: t,
                     ns: v as u64,
+                    key: k,
+                    key_ns: kv as u64,
                     several,
                 };
             }
@@ -363,46 +401,121 @@ impl CpuLane {
         let i0 = self.first_after(a);
         let i1 = self.starts.partition_point(|&s| s < b);
         let mut tally = Tally::default();
+        let mut ktally = Tally::default();
+        let mut several = false;
         if i1.saturating_sub(i0) <= EXACT_RUNS {
-            for i in i0..i1 {
-                let ov = self.ends[i].min(b).saturating_sub(self.starts[i].max(a));
-                tally.add(self.tids[i], ov as f64);
-            }
+            self.scan(i0, i1, a, b, &mut tally, &mut ktally);
         } else {
-            let w = b - a;
-            let level = self
-                .levels
-                .iter()
-                .rev()
-                .find(|l| l.width <= w)
-                .or(self.levels.first());
-            if let Some(level) = level {
-                let mut several = false;
-                let lo = (a.saturating_sub(self.origin) / level.width) as usize;
-                let hi = (b.saturating_sub(self.origin).div_ceil(level.width)) as usize;
-                for j in lo..hi.min(level.buckets.len()) {
-                    let bs = self.origin + j as u64 * level.width;
-                    let be = bs + level.width;
-                    let ov = be.min(b).saturating_sub(bs.max(a)) as f64 / level.width as f64;
-                    let bk = level.buckets[j];
-                    if bk.tid != 0 && ov > 0.0 {
-                        several |= bk.several;
-                        tally.add(bk.tid, bk.ns as f64 * ov);
-                    }
-                }
-                let top = tally.top();
-                return Cell {
-                    busy,
-                    task: top.map(|t| t.0),
-                    several: several || top.is_some_and(|t| t.2),
-                };
-            }
+            several = self.merge_buckets(a, b, &mut tally, &mut ktally);
         }
         let top = tally.top();
         Cell {
             busy,
             task: top.map(|t| t.0),
-            several: top.is_some_and(|t| t.2),
+            process: ktally.top().map(|t| t.0),
+            several: several || top.is_some_and(|t| t.2),
+        }
+    }
+
+    /// Add the time of runs `i0..i1` inside `[a, b)` to the tallies.
+    fn scan(&self, i0: usize, i1: usize, a: u64, b: u64, tally: &mut Tally, ktally: &mut Tally) {
+        for i in i0..i1 {
+            let ov = self.ends[i].min(b).saturating_sub(self.starts[i].max(a)) as f64;
+            tally.add(self.tids[i], ov);
+            ktally.add(self.keys[i], ov);
+        }
+    }
+
+    /// Cover `[a, b)` with mipmap buckets that lie wholly inside it, as a
+    /// segment tree does: the coarsest level's buckets first, each leftover
+    /// edge (shorter than a bucket) with the next finer level's, and the
+    /// last leftovers (shorter than a level-0 bucket, a few runs) by
+    /// scanning the runs. A bucket adds its dominant task's and process's
+    /// time, so every task or process a cell names ran in it. Returns
+    /// whether a bucket saw several tasks. At most about 4 + 6 x levels
+    /// buckets and two short scans per cell.
+    fn merge_buckets(&self, a: u64, b: u64, tally: &mut Tally, ktally: &mut Tally) -> bool {
+        let Some(top) = self.levels.iter().rposition(|l| l.width <= b - a) else {
+            let (i0, i1) = (self.first_after(a), self.starts.partition_point(|&s| s < b));
+            self.scan(i0, i1, a, b, tally, ktally);
+            return false;
+        };
+        let mut several = false;
+        // pieces left to cover: [lo, hi) with buckets of level `li` or finer
+        let mut todo: Vec<(u64, u64, usize)> = vec![(a.max(self.origin), b, top)];
+        while let Some((lo, hi, li)) = todo.pop() {
+            if lo >= hi {
+                continue;
+            }
+            let level = &self.levels[li];
+            let w = level.width;
+            let jlo = (lo - self.origin).div_ceil(w);
+            let jhi = (hi - self.origin) / w;
+            if jlo < jhi {
+                let n = level.buckets.len() as u64;
+                for bk in &level.buckets[jlo.min(n) as usize..jhi.min(n) as usize] {
+                    if bk.tid != 0 {
+                        several |= bk.several;
+                        tally.add(bk.tid, bk.ns as f64);
+                        ktally.add(bk.key, bk.key_ns as f64);
+                    }
+                }
+                let (ca, cb) = (self.origin + jlo * w, self.origin + jhi * w);
+                match li.checked_sub(1) {
+                    Some(finer) => {
+                        todo.push((lo, ca, finer));
+                        todo.push((cb, hi, finer));
+                    }
+                    None => {
+                        for (x, y) in [(lo, ca), (cb, hi)] {
+                            let i0 = self.first_after(x);
+                            let i1 = self.starts.partition_point(|&s| s < y);
+                            self.scan(i0, i1, x, y, tally, ktally);
+                        }
+                    }
+                }
+            } else {
+                match li.checked_sub(1) {
+                    Some(finer) => todo.push((lo, hi, finer)),
+                    None => {
+                        let i0 = self.first_after(lo);
+                        let i1 = self.starts.partition_point(|&s| s < hi);
+                        self.scan(i0, i1, lo, hi, tally, ktally);
+                    }
+                }
+            }
+        }
+        several
+    }
+
+    /// Exact census of the cell `[a, b)`: distinct tasks and the process
+    /// with the most time (for the detail line; O(runs in the cell), so
+    /// for one cell per frame, not for every cell).
+    pub fn census(&self, a: u64, b: u64) -> Census {
+        let mut tids: Vec<Tid> = Vec::new();
+        let mut per: std::collections::HashMap<Tid, u64> = std::collections::HashMap::new();
+        let i0 = self.first_after(a);
+        let i1 = self.starts.partition_point(|&s| s < b).max(i0);
+        for i in i0..i1 {
+            if self.tids[i] == 0 {
+                continue;
+            }
+            let ov = self.ends[i].min(b).saturating_sub(self.starts[i].max(a));
+            if ov == 0 {
+                continue;
+            }
+            tids.push(self.tids[i]);
+            *per.entry(self.keys[i]).or_default() += ov;
+        }
+        tids.sort_unstable();
+        tids.dedup();
+        // ties go to the lower process id, as in the cells
+        let process = per
+            .into_iter()
+            .max_by_key(|&(k, ns)| (ns, std::cmp::Reverse(k)));
+        Census {
+            tasks: tids.len(),
+            process,
         }
     }
 
@@ -482,6 +595,13 @@ impl Lanes {
             }
         }
         let any_waiting = Spans::new(all_waiting);
+        // the process each task's colour follows (tgid, else the tid; the
+        // last incarnation of a reused tid wins, as for the lane labels)
+        let process: std::collections::HashMap<Tid, Tid> = tl
+            .threads
+            .iter()
+            .map(|th| (th.tid.0, th.tgid.map_or(th.tid.0, |p| p.0)))
+            .collect();
         let cpus: Vec<CpuLane> = tl
             .cpus
             .iter()
@@ -491,7 +611,9 @@ impl Lanes {
                     .iter()
                     .map(|r| (r.ts.0, r.end.map_or(end, |e| e.0).max(r.ts.0), r.tid.0))
                     .collect();
-                CpuLane::new(c as u32, &runs, &waiting[c])
+                CpuLane::new(c as u32, &runs, &waiting[c], |t| {
+                    process.get(&t).copied().unwrap_or(t)
+                })
             })
             .collect();
         let wasted = cpus
@@ -553,7 +675,7 @@ mod tests {
     #[test]
     fn busy_time_is_exact_at_any_cell() {
         let r = runs(5000);
-        let lane = CpuLane::new(0, &r, &[]);
+        let lane = CpuLane::new(0, &r, &[], |t| t);
         let end = r.last().unwrap().1;
         for (a, b) in [
             (0, end + 10),
@@ -576,7 +698,7 @@ mod tests {
     #[test]
     fn small_cells_are_exact_and_idle_is_the_rest() {
         let r = runs(2000);
-        let lane = CpuLane::new(0, &r, &[]);
+        let lane = CpuLane::new(0, &r, &[], |t| t);
         let mut a = 1000;
         while a < 200_000 {
             let b = a + 1500; // a few runs per cell: exact path
@@ -603,13 +725,99 @@ mod tests {
             r.push((t, t + 90, 7));
             r.push((t + 90, t + 100, 8));
         }
-        let lane = CpuLane::new(0, &r, &[]);
+        let lane = CpuLane::new(0, &r, &[], |t| t);
         for (a, b) in [(0, 10_000_000), (123_456, 5_000_000), (0, 100_000)] {
             let c = lane.cell(a, b);
             assert_eq!(c.task, Some(7));
             assert!(c.several);
             assert!((c.busy - 1.0).abs() < 1e-12);
         }
+    }
+
+    #[test]
+    fn wide_cells_only_name_tasks_and_processes_that_ran_in_them() {
+        // 60 tasks in 12 processes, in runs of random lengths with idle
+        // gaps; a task runs only in its own stretch of the trace, so that
+        // a cell summarised from buckets reaching outside it would name
+        // tasks that did not run in it
+        let mut r = Vec::new();
+        let mut t = 0u64;
+        let mut x: u64 = 99;
+        for i in 0..200_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let len = 1 + (x >> 33) % 300;
+            let tid = ((i / 3000) % 60) as i32 * 10 + ((x >> 20) % 3) as i32 + 1;
+            let tid = if (x >> 40).is_multiple_of(5) { 0 } else { tid };
+            r.push((t, t + len, tid));
+            t += len + (x >> 50) % 4;
+        }
+        let process = |t: Tid| t / 50 + 1;
+        let lane = CpuLane::new(0, &r, &[], process);
+        let end = t;
+        let mut checked = 0;
+        for cols in [7u64, 64, 200, 1000] {
+            for i in 0..cols {
+                let (a, b) = (end * i / cols + 13, end * (i + 1) / cols + 13);
+                let c = lane.cell(a, b);
+                let i0 = r.partition_point(|run| run.1 <= a);
+                let ran: Vec<Tid> = r[i0..]
+                    .iter()
+                    .take_while(|run| run.0 < b)
+                    .filter(|&&(s, e, tid)| tid != 0 && e.min(b) > s.max(a))
+                    .map(|&(_, _, tid)| tid)
+                    .collect();
+                let (Some(task), Some(p)) = (c.task, c.process) else {
+                    assert!(ran.is_empty(), "[{a},{b})");
+                    continue;
+                };
+                assert!(ran.contains(&task), "[{a},{b}) {task}");
+                assert!(ran.iter().any(|&t| process(t) == p), "[{a},{b}) {p}");
+                assert_eq!(c.several, ran.iter().any(|&t| t != ran[0]), "[{a},{b})");
+                checked += 1;
+            }
+        }
+        assert!(checked > 1000);
+    }
+
+    #[test]
+    fn the_dominant_process_sums_its_tasks_time() {
+        // Per 100 ns: tasks 1 and 2 of process 10 run 20 ns each, task 3
+        // (its own process) 30 ns, then 30 ns idle. Task 3 is the dominant
+        // task (30 > 20), process 10 the dominant process (40 > 30); busy
+        // is 70%. Cells of one period use the exact path, cells of
+        // thousands of periods the mipmap: both must agree.
+        let mut r = Vec::new();
+        for i in 0..50_000u64 {
+            let t = i * 100;
+            r.push((t, t + 20, 1));
+            r.push((t + 20, t + 40, 2));
+            r.push((t + 40, t + 70, 3));
+            r.push((t + 70, t + 100, 0));
+        }
+        let lane = CpuLane::new(0, &r, &[], |t| if t <= 2 { 10 } else { t });
+        for (a, b) in [(0, 100), (500, 600), (0, 5_000_000), (12_300, 4_012_300)] {
+            let c = lane.cell(a, b);
+            assert_eq!(c.task, Some(3), "[{a},{b})");
+            assert_eq!(c.process, Some(10), "[{a},{b})");
+            assert!(c.several);
+            assert!((c.busy - 0.7).abs() < 1e-9, "[{a},{b}) {}", c.busy);
+        }
+        let c = lane.census(0, 1000);
+        assert_eq!(
+            c,
+            Census {
+                tasks: 3,
+                process: Some((10, 400))
+            }
+        );
+        assert_eq!(lane.census(20, 110).tasks, 3);
+        assert_eq!(lane.census(45, 95).tasks, 1);
+        assert_eq!(lane.census(75, 95), Census::default());
+        // idle alone: no task, no process
+        let c = lane.cell(75, 95);
+        assert_eq!((c.task, c.process, c.busy), (None, None, 0.0));
     }
 
     #[test]
