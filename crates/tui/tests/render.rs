@@ -111,6 +111,11 @@ fn several_tasks_in_a_cell_show_the_busy_height_in_the_main_process_colour() {
     let mut app = App::with_data("two", shared(), true);
     let s = screen(&mut app, 9, 12);
     assert_eq!(s[2], "CPU0    ▆");
+    // and the legend names only tasks whose code is drawn: beta alone on
+    // CPU1 [250, 1000), not alpha (only ever in shared cells)
+    let s = screen(&mut app, 168, 12);
+    assert_eq!(s[4].trim_end(), "CPU1    A");
+    assert_eq!(s[9].trim_end(), "tasks   A1=beta[200]");
     // with colour: the same block in beta's colour
     let mut app = App::with_data("two", shared(), false);
     let buf = buffer(&mut app, 9, 12);

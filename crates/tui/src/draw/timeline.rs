@@ -303,13 +303,22 @@ fn lane_row(
                         ('░', None)
                     }
                     (Some(t), Some(p)) => {
-                        // the legend names the process by its dominant
-                        // task when that task is its own, else by its pid
-                        let shown = if d.colour_key(t) == p { t } else { p };
-                        match seen.iter().position(|(t, _)| *t == shown) {
-                            Some(k) => seen[k].1 += 1,
-                            None if seen.len() < LEGEND_MAX => seen.push((shown, 1)),
-                            None => {}
+                        // the legend names what the cell shows: in colour
+                        // the process (by its dominant task when that task
+                        // is its own, else by its pid), else the task whose
+                        // code is drawn (none for a busy block)
+                        let shown = match (app.no_color, cell.several) {
+                            (false, _) if d.colour_key(t) == p => Some(t),
+                            (false, _) => Some(p),
+                            (true, false) => Some(t),
+                            (true, true) => None,
+                        };
+                        if let Some(shown) = shown {
+                            match seen.iter().position(|(t, _)| *t == shown) {
+                                Some(k) => seen[k].1 += 1,
+                                None if seen.len() < LEGEND_MAX => seen.push((shown, 1)),
+                                None => {}
+                            }
                         }
                         let col = colour(p);
                         if app.no_color {
