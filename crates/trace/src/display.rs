@@ -20,8 +20,9 @@
 //! vCPU of kvm_entry). Code addresses print as the kernel's `%pS` does
 //! (`name+0xoff`) when the file carries kernel symbols, else in hex, as
 //! `perf script` prints them in that case; `%ps` fields (a function) lose
-//! the offset. CPU masks print as the kernel's `%*pb` (hex, a comma every
-//! 32 bits).
+//! the offset. CPU masks print in hex, a comma every 32 bits, every chunk
+//! zero-padded, as libtraceevent prints bitmask fields (over the 64-bit
+//! words the mask holds: the field's own size is not kept).
 
 use crate::event::{CpuMask, Event, EventData, Sym};
 use crate::trace::Trace;
@@ -118,8 +119,9 @@ impl Payload<'_> {
     }
 }
 
-/// A CPU mask as the kernel's `%*pb` prints it: hex, most significant
-/// first, 32 bits per comma-separated chunk, every chunk zero-padded.
+/// A CPU mask as libtraceevent prints a bitmask field: hex, most
+/// significant first, 32 bits per comma-separated chunk, every chunk
+/// zero-padded (`00000002,00000001` for CPUs 0 and 33).
 pub fn hex_mask(m: &CpuMask) -> String {
     let words = if m.words.is_empty() {
         &[0u64][..]
