@@ -11,21 +11,27 @@
 //!   [`EXACT_RUNS`] runs, otherwise from a mipmap of fixed-width buckets
 //!   (each level 4x coarser than the one below, as Perfetto's mipmaps): the
 //!   cell is covered by the buckets wholly inside it, coarse ones in the
-//!   middle and finer ones towards its edges (as a segment tree), plus a
-//!   scan of the few runs left at the edges, and the buckets' dominant
+//!   middle and finer ones towards its edges (as a segment tree) down to
+//!   edges under 1/[`EDGE_SHARE`] of the cell, and the buckets' dominant
 //!   tasks and processes are merged. So a cell only ever names a task or
 //!   process that ran in it;
 //! - the mean number of tasks waiting (Runnable) for this CPU, exactly,
 //!   from the integral of a step function (the Runnable-pressure strip).
 //!
 //! Building costs O(runs + buckets) per lane once after loading; a frame
-//! costs O(columns x (log runs + [`EXACT_RUNS`])) per lane.
+//! costs O(columns x (log runs + [`EXACT_RUNS`] + buckets per cell)) per
+//! lane, the last about 4 + 6 x log4([`EDGE_SHARE`]).
 
 use crate::overlay::{Marks, Spans};
 use schedscope_analysis::{ThreadState, Timeline};
 
 /// Cells holding at most this many runs are summarised exactly.
 pub const EXACT_RUNS: usize = 32;
+
+/// Edges of a wide cell shorter than this share of it are left out of its
+/// dominant task and process (see `CpuLane::merge_buckets`): the cost of a
+/// cell stays a few dozen buckets whatever the lane's length.
+pub const EDGE_SHARE: u64 = 64;
 
 /// A task id as the lanes see it; 0 = idle.
 pub type Tid = i32;
@@ -76,10 +82,17 @@ struct Level {
     buckets: Vec<Bucket>,
 }
 
-/// Small accumulator of time per task (cells and buckets hold few tasks).
+/// Tasks a [`Tally`] holds without allocating.
+const INLINE: usize = 24;
+
+/// Small accumulator of time per task (cells and buckets hold few tasks):
+/// the first [`INLINE`] in place, more on the heap, so that summarising a
+/// cell allocates nothing in the common case.
 #[derive(Default)]
 struct Tally {
-    items: Vec<(Tid, f64)>,
+    inline: [(Tid, f64); INLINE],
+    len: usize,
+    spill: Vec<(Tid, f64)>,
 }
 
 impl Tally {
@@ -87,26 +100,39 @@ impl Tally {
         if tid == 0 || ns <= 0.0 {
             return;
         }
-        match self.items.iter_mut().find(|(t, _)| *t == tid) {
-            Some((_, v)) => *v += ns,
-            None => self.items.push((tid, ns)),
+        if let Some((_, v)) = self.inline[..self.len]
+            .iter_mut()
+            .chain(self.spill.iter_mut())
+            .find(|(t, _)| *t == tid)
+        {
+            *v += ns;
+        } else if self.len < INLINE {
+            self.inline[self.len] = (tid, ns);
+            self.len += 1;
+        } else {
+            self.spill.push((tid, ns));
         }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// (dominant task, its time, several tasks?)
     fn top(&self) -> Option<(Tid, f64, bool)> {
         let mut best: Option<(Tid, f64)> = None;
-        for &(t, v) in &self.items {
+        for &(t, v) in self.inline[..self.len].iter().chain(&self.spill) {
             // ties go to the lower tid so that results are deterministic
             if best.is_none_or(|(bt, bv)| v > bv || (v == bv && t < bt)) {
                 best = Some((t, v));
             }
         }
-        best.map(|(t, v)| (t, v, self.items.len() > 1))
+        best.map(|(t, v)| (t, v, self.len + self.spill.len() > 1))
     }
 
     fn clear(&mut self) {
-        self.items.clear();
+        self.len = 0;
+        self.spill.clear();
     }
 }
 
@@ -428,64 +454,107 @@ impl CpuLane {
 
     /// Cover `[a, b)` with mipmap buckets that lie wholly inside it, as a
     /// segment tree does: the coarsest level's buckets first, each leftover
-    /// edge (shorter than a bucket) with the next finer level's, and the
-    /// last leftovers (shorter than a level-0 bucket, a few runs) by
-    /// scanning the runs. A bucket adds its dominant task's and process's
-    /// time, so every task or process a cell names ran in it. Returns
-    /// whether a bucket saw several tasks. At most about 4 + 6 x levels
-    /// buckets and two short scans per cell.
+    /// edge (shorter than a bucket) with the next finer level's, down to
+    /// edges shorter than 1/[`EDGE_SHARE`] of the cell, which are left out
+    /// (or down to level 0, whose leftovers, a few runs, are scanned). A
+    /// bucket adds its dominant task's and process's time, so every task
+    /// or process a cell names ran in it; what the left-out edges hold
+    /// (under 2/[`EDGE_SHARE`] of the cell) is scanned only when nothing
+    /// else ran in the cell. Returns whether a bucket saw several tasks.
+    /// At most about 4 + 6 x log4([`EDGE_SHARE`]) buckets per cell.
     fn merge_buckets(&self, a: u64, b: u64, tally: &mut Tally, ktally: &mut Tally) -> bool {
         let Some(top) = self.levels.iter().rposition(|l| l.width <= b - a) else {
-            let (i0, i1) = (self.first_after(a), self.starts.partition_point(|&s| s < b));
-            self.scan(i0, i1, a, b, tally, ktally);
+            self.scan_range(a, b, tally, ktally);
             return false;
         };
+        let o = self.origin;
+        let (lo, hi) = (a.max(o), b);
+        if lo >= hi {
+            return false;
+        }
+        let min = (b - a) / EDGE_SHARE;
         let mut several = false;
-        // pieces left to cover: [lo, hi) with buckets of level `li` or finer
-        let mut todo: Vec<(u64, u64, usize)> = vec![(a.max(self.origin), b, top)];
-        while let Some((lo, hi, li)) = todo.pop() {
-            if lo >= hi {
-                continue;
-            }
-            let level = &self.levels[li];
-            let w = level.width;
-            let jlo = (lo - self.origin).div_ceil(w);
-            let jhi = (hi - self.origin) / w;
+        // the coarsest level with a whole bucket inside [lo, hi)
+        let mut li = top;
+        let (ca, cb) = loop {
+            let w = self.levels[li].width;
+            let (jlo, jhi) = ((lo - o).div_ceil(w), (hi - o) / w);
             if jlo < jhi {
-                let n = level.buckets.len() as u64;
-                for bk in &level.buckets[jlo.min(n) as usize..jhi.min(n) as usize] {
-                    if bk.tid != 0 {
-                        several |= bk.several;
-                        tally.add(bk.tid, bk.ns as f64);
-                        ktally.add(bk.key, bk.key_ns as f64);
-                    }
+                several |= self.add_buckets(li, jlo, jhi, tally, ktally);
+                break (o + jlo * w, o + jhi * w);
+            }
+            match li.checked_sub(1) {
+                Some(finer) => li = finer,
+                None => {
+                    self.scan_range(lo, hi, tally, ktally);
+                    return several;
                 }
-                let (ca, cb) = (self.origin + jlo * w, self.origin + jhi * w);
-                match li.checked_sub(1) {
-                    Some(finer) => {
-                        todo.push((lo, ca, finer));
-                        todo.push((cb, hi, finer));
-                    }
-                    None => {
-                        for (x, y) in [(lo, ca), (cb, hi)] {
-                            let i0 = self.first_after(x);
-                            let i1 = self.starts.partition_point(|&s| s < y);
-                            self.scan(i0, i1, x, y, tally, ktally);
-                        }
-                    }
+            }
+        };
+        // then the left edge [lo, ca) and the right edge [cb, hi), each with
+        // finer and finer buckets towards the cell's boundary
+        let mut left_out = [(0, 0); 2];
+        for (side, (mut x, mut y)) in [(lo, ca), (cb, hi)].into_iter().enumerate() {
+            let mut l = li;
+            while y > x {
+                if y - x < min {
+                    left_out[side] = (x, y);
+                    break;
                 }
-            } else {
-                match li.checked_sub(1) {
-                    Some(finer) => todo.push((lo, hi, finer)),
-                    None => {
-                        let i0 = self.first_after(lo);
-                        let i1 = self.starts.partition_point(|&s| s < hi);
-                        self.scan(i0, i1, lo, hi, tally, ktally);
+                let Some(finer) = l.checked_sub(1) else {
+                    self.scan_range(x, y, tally, ktally);
+                    break;
+                };
+                l = finer;
+                let w = self.levels[l].width;
+                let (jlo, jhi) = ((x - o).div_ceil(w), (y - o) / w);
+                if jlo < jhi {
+                    several |= self.add_buckets(l, jlo, jhi, tally, ktally);
+                    // the edge left is on the cell's side of these buckets
+                    if side == 0 {
+                        y = o + jlo * w;
+                    } else {
+                        x = o + jhi * w;
                     }
                 }
             }
         }
+        if tally.is_empty() {
+            for (x, y) in left_out {
+                self.scan_range(x, y, tally, ktally);
+            }
+        }
         several
+    }
+
+    /// Add buckets `jlo..jhi` of level `li` to the tallies; whether one
+    /// saw several tasks.
+    fn add_buckets(
+        &self,
+        li: usize,
+        jlo: u64,
+        jhi: u64,
+        tally: &mut Tally,
+        ktally: &mut Tally,
+    ) -> bool {
+        let buckets = &self.levels[li].buckets;
+        let n = buckets.len() as u64;
+        let mut several = false;
+        for bk in &buckets[jlo.min(n) as usize..jhi.min(n) as usize] {
+            if bk.tid != 0 {
+                several |= bk.several;
+                tally.add(bk.tid, bk.ns as f64);
+                ktally.add(bk.key, bk.key_ns as f64);
+            }
+        }
+        several
+    }
+
+    /// Add the time in `[x, y)` of every run to the tallies.
+    fn scan_range(&self, x: u64, y: u64, tally: &mut Tally, ktally: &mut Tally) {
+        let i0 = self.first_after(x);
+        let i1 = self.starts.partition_point(|&s| s < y);
+        self.scan(i0, i1, x, y, tally, ktally);
     }
 
     /// Exact census of the cell `[a, b)`: distinct tasks and the process
