@@ -8,6 +8,7 @@
 //!
 //! * [`ids`]: newtypes for units and identifiers ([`Ts`], [`Dur`], [`Cpu`],
 //!   [`Tid`], [`Utid`]).
+//! * [`display`]: events printed as `perf script` prints them.
 //! * [`event`]: the typed event model ([`EventData`]) for the tracepoints
 //!   schedscope understands; other tracepoints are kept and counted.
 //! * [`keep`]: the load rule (which events a filtered load keeps), also
@@ -23,6 +24,7 @@
 //! * [`topology`]: which CPUs share a package, die and core.
 //! * [`trace`]: the [`Trace`] container, its metadata and warnings.
 
+pub mod display;
 pub mod event;
 pub mod hash;
 pub mod ids;

@@ -269,7 +269,8 @@ impl App {
             return;
         }
         if self.help {
-            // any key closes the help; quitting keys still quit
+            // any key closes the help (Esc only closes it); the quitting
+            // keys q and Ctrl-C also quit
             self.help = false;
             if action_for(key) != Some(Action::Quit) {
                 return;
@@ -284,7 +285,11 @@ impl App {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         match key.code {
             KeyCode::Char('c') if ctrl => self.quit = true,
-            KeyCode::Esc => self.quit = true,
+            KeyCode::Esc => {
+                self.search.typing = false;
+                self.search.query.clear();
+                self.message = "search cancelled".into();
+            }
             KeyCode::Enter => {
                 self.search.typing = false;
                 self.run_search();
@@ -329,6 +334,7 @@ impl App {
     pub fn act(&mut self, a: Action) {
         match a {
             Action::Quit => self.quit = true,
+            Action::Close => self.message = "nothing to close (q quits)".into(),
             Action::Help => self.help = !self.help,
             Action::ZoomIn => self.view.zoom(0.5),
             Action::ZoomOut => self.view.zoom(2.0),

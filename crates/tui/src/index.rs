@@ -5,23 +5,33 @@
 //! stored as sorted columns. For a cell `[a, b)` the index answers:
 //! - the busy time (non-idle), exactly, from prefix sums of run lengths
 //!   with the two edge runs clipped;
-//! - the dominant task (most time in the cell) and whether several tasks
+//! - the dominant task (most time in the cell), the dominant process (the
+//!   colour key, most time summed over its tasks) and whether several tasks
 //!   share the cell: exactly by scanning when the cell holds at most
 //!   [`EXACT_RUNS`] runs, otherwise from a mipmap of fixed-width buckets
-//!   (each level 4x coarser than the one below, as Perfetto's mipmaps) whose
-//!   per-bucket dominant tasks are merged, weighted by their overlap with
-//!   the cell;
+//!   (each level 4x coarser than the one below, as Perfetto's mipmaps): the
+//!   cell is covered by the buckets wholly inside it, coarse ones in the
+//!   middle and finer ones towards its edges (as a segment tree) down to
+//!   edges under 1/[`EDGE_SHARE`] of the cell, and the buckets' dominant
+//!   tasks and processes are merged. So a cell only ever names a task or
+//!   process that ran in it;
 //! - the mean number of tasks waiting (Runnable) for this CPU, exactly,
 //!   from the integral of a step function (the Runnable-pressure strip).
 //!
 //! Building costs O(runs + buckets) per lane once after loading; a frame
-//! costs O(columns x (log runs + [`EXACT_RUNS`])) per lane.
+//! costs O(columns x (log runs + [`EXACT_RUNS`] + buckets per cell)) per
+//! lane, the last about 4 + 6 x log4([`EDGE_SHARE`]).
 
 use crate::overlay::{Marks, Spans};
 use schedscope_analysis::{ThreadState, Timeline};
 
 /// Cells holding at most this many runs are summarised exactly.
 pub const EXACT_RUNS: usize = 32;
+
+/// Edges of a wide cell shorter than this share of it are left out of its
+/// dominant task and process (see `CpuLane::merge_buckets`): the cost of a
+/// cell stays a few dozen buckets whatever the lane's length.
+pub const EDGE_SHARE: u64 = 64;
 
 /// A task id as the lanes see it; 0 = idle.
 pub type Tid = i32;
@@ -33,8 +43,21 @@ pub struct Cell {
     pub busy: f64,
     /// The task with the most time in the cell (None when only idle).
     pub task: Option<Tid>,
+    /// The process (colour key: tgid, else tid) with the most time in the
+    /// cell, summed over its tasks (None when only idle).
+    pub process: Option<Tid>,
     /// Whether two or more non-idle tasks ran in the cell.
     pub several: bool,
+}
+
+/// What [`CpuLane::census`] counts in a cell.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Census {
+    /// Distinct non-idle tasks that ran in the cell.
+    pub tasks: usize,
+    /// The process (colour key) with the most time in the cell, and that
+    /// time (ns).
+    pub process: Option<(Tid, u64)>,
 }
 
 /// One bucket of a mipmap level.
@@ -44,6 +67,10 @@ struct Bucket {
     tid: Tid,
     /// Its time in the bucket.
     ns: u64,
+    /// Dominant process (0 = none).
+    key: Tid,
+    /// Its time in the bucket (all its tasks).
+    key_ns: u64,
     /// Two or more non-idle tasks ran in the bucket.
     several: bool,
 }
@@ -55,10 +82,17 @@ struct Level {
     buckets: Vec<Bucket>,
 }
 
-/// Small accumulator of time per task (cells and buckets hold few tasks).
+/// Tasks a [`Tally`] holds without allocating.
+const INLINE: usize = 24;
+
+/// Small accumulator of time per task (cells and buckets hold few tasks):
+/// the first [`INLINE`] in place, more on the heap, so that summarising a
+/// cell allocates nothing in the common case.
 #[derive(Default)]
 struct Tally {
-    items: Vec<(Tid, f64)>,
+    inline: [(Tid, f64); INLINE],
+    len: usize,
+    spill: Vec<(Tid, f64)>,
 }
 
 impl Tally {
@@ -66,26 +100,39 @@ impl Tally {
         if tid == 0 || ns <= 0.0 {
             return;
         }
-        match self.items.iter_mut().find(|(t, _)| *t == tid) {
-            Some((_, v)) => *v += ns,
-            None => self.items.push((tid, ns)),
+        if let Some((_, v)) = self.inline[..self.len]
+            .iter_mut()
+            .chain(self.spill.iter_mut())
+            .find(|(t, _)| *t == tid)
+        {
+            *v += ns;
+        } else if self.len < INLINE {
+            self.inline[self.len] = (tid, ns);
+            self.len += 1;
+        } else {
+            self.spill.push((tid, ns));
         }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// (dominant task, its time, several tasks?)
     fn top(&self) -> Option<(Tid, f64, bool)> {
         let mut best: Option<(Tid, f64)> = None;
-        for &(t, v) in &self.items {
+        for &(t, v) in self.inline[..self.len].iter().chain(&self.spill) {
             // ties go to the lower tid so that results are deterministic
             if best.is_none_or(|(bt, bv)| v > bv || (v == bv && t < bt)) {
                 best = Some((t, v));
             }
         }
-        best.map(|(t, v)| (t, v, self.items.len() > 1))
+        best.map(|(t, v)| (t, v, self.len + self.spill.len() > 1))
     }
 
     fn clear(&mut self) {
-        self.items.clear();
+        self.len = 0;
+        self.spill.clear();
     }
 }
 
@@ -170,6 +217,8 @@ pub struct CpuLane {
     starts: Vec<u64>,
     ends: Vec<u64>,
     tids: Vec<Tid>,
+    /// The process (colour key) of each run's task; 0 for idle.
+    keys: Vec<Tid>,
     /// `busy_prefix[i]` = non-idle time of runs `0..i`.
     busy_prefix: Vec<u64>,
     /// `idle_prefix[i]` = idle time of runs `0..i`.
@@ -182,12 +231,19 @@ pub struct CpuLane {
 
 impl CpuLane {
     /// Index the runs `(start, end, tid)` of one CPU (time-ordered; an
-    /// end past the next start is clipped to it so the columns stay sorted).
-    pub fn new(cpu: u32, runs: &[(u64, u64, Tid)], waiting: &[(u64, u64)]) -> CpuLane {
+    /// end past the next start is clipped to it so the columns stay
+    /// sorted); `process` gives the process (colour key) of a task.
+    pub fn new(
+        cpu: u32,
+        runs: &[(u64, u64, Tid)],
+        waiting: &[(u64, u64)],
+        process: impl Fn(Tid) -> Tid,
+    ) -> CpuLane {
         let n = runs.len();
         let mut starts = Vec::with_capacity(n);
         let mut ends = Vec::with_capacity(n);
         let mut tids = Vec::with_capacity(n);
+        let mut keys = Vec::with_capacity(n);
         let mut busy_prefix = Vec::with_capacity(n + 1);
         busy_prefix.push(0);
         let mut idle_prefix = Vec::with_capacity(n + 1);
@@ -200,6 +256,11 @@ impl CpuLane {
             starts.push(s);
             ends.push(e);
             tids.push(tid);
+            keys.push(match (tid, process(tid)) {
+                (0, _) => 0,
+                (t, 0) => t,
+                (_, k) => k,
+            });
             if tid != 0 {
                 acc += e - s;
             } else {
@@ -214,6 +275,7 @@ impl CpuLane {
             starts,
             ends,
             tids,
+            keys,
             busy_prefix,
             idle_prefix,
             levels: Vec::new(),
@@ -245,9 +307,10 @@ impl CpuLane {
         let nb = (span / width0 + 1) as usize;
         let mut buckets = vec![Bucket::default(); nb];
         let mut tally = Tally::default();
+        let mut ktally = Tally::default();
         let mut cur = 0usize;
         for i in 0..n {
-            let (s, e, tid) = (self.starts[i], self.ends[i], self.tids[i]);
+            let (s, e, tid, key) = (self.starts[i], self.ends[i], self.tids[i], self.keys[i]);
             let mut t = s;
             while t < e {
                 let b = ((t - first) / width0) as usize;
@@ -255,18 +318,20 @@ impl CpuLane {
                     break;
                 }
                 if b != cur {
-                    flush(&mut buckets[cur], &tally);
+                    flush(&mut buckets[cur], &tally, &ktally);
                     tally.clear();
+                    ktally.clear();
                     cur = b;
                 }
                 let bend = first + (b as u64 + 1) * width0;
                 let piece_end = e.min(bend);
                 tally.add(tid, (piece_end - t) as f64);
+                ktally.add(key, (piece_end - t) as f64);
                 t = piece_end;
             }
         }
         if let Some(b) = buckets.get_mut(cur) {
-            flush(b, &tally);
+            flush(b, &tally, &ktally);
         }
         let mut levels = vec![Level {
             width: width0,
@@ -279,19 +344,16 @@ impl CpuLane {
             let mut next = Vec::with_capacity(prev.buckets.len() / 4 + 1);
             for chunk in prev.buckets.chunks(4) {
                 tally.clear();
+                ktally.clear();
                 let mut several = false;
                 for b in chunk {
                     several |= b.several;
                     tally.add(b.tid, b.ns as f64);
+                    ktally.add(b.key, b.key_ns as f64);
                 }
                 let mut out = Bucket::default();
-                if let Some((t, v, sev)) = tally.top() {
-                    out = Bucket {
-                        tid: t,
-                        ns: v as u64,
-                        several: several || sev,
-                    };
-                }
+                flush(&mut out, &tally, &ktally);
+                out.several |= several;
                 next.push(out);
             }
             let width = prev.width.saturating_mul(4);
@@ -302,11 +364,13 @@ impl CpuLane {
         }
         self.levels = levels;
 
-        fn flush(b: &mut Bucket, tally: &Tally) {
-            if let Some((t, v, several)) = tally.top() {
+        fn flush(b: &mut Bucket, tally: &Tally, ktally: &Tally) {
+            if let (Some((t, v, several)), Some((k, kv, _))) = (tally.top(), ktally.top()) {
                 *b = Bucket {
                     tid: t,
                     ns: v as u64,
+                    key: k,
+                    key_ns: kv as u64,
                     several,
                 };
             }
@@ -363,46 +427,164 @@ impl CpuLane {
         let i0 = self.first_after(a);
         let i1 = self.starts.partition_point(|&s| s < b);
         let mut tally = Tally::default();
+        let mut ktally = Tally::default();
+        let mut several = false;
         if i1.saturating_sub(i0) <= EXACT_RUNS {
-            for i in i0..i1 {
-                let ov = self.ends[i].min(b).saturating_sub(self.starts[i].max(a));
-                tally.add(self.tids[i], ov as f64);
-            }
+            self.scan(i0, i1, a, b, &mut tally, &mut ktally);
         } else {
-            let w = b - a;
-            let level = self
-                .levels
-                .iter()
-                .rev()
-                .find(|l| l.width <= w)
-                .or(self.levels.first());
-            if let Some(level) = level {
-                let mut several = false;
-                let lo = (a.saturating_sub(self.origin) / level.width) as usize;
-                let hi = (b.saturating_sub(self.origin).div_ceil(level.width)) as usize;
-                for j in lo..hi.min(level.buckets.len()) {
-                    let bs = self.origin + j as u64 * level.width;
-                    let be = bs + level.width;
-                    let ov = be.min(b).saturating_sub(bs.max(a)) as f64 / level.width as f64;
-                    let bk = level.buckets[j];
-                    if bk.tid != 0 && ov > 0.0 {
-                        several |= bk.several;
-                        tally.add(bk.tid, bk.ns as f64 * ov);
-                    }
-                }
-                let top = tally.top();
-                return Cell {
-                    busy,
-                    task: top.map(|t| t.0),
-                    several: several || top.is_some_and(|t| t.2),
-                };
-            }
+            several = self.merge_buckets(a, b, &mut tally, &mut ktally);
         }
         let top = tally.top();
         Cell {
             busy,
             task: top.map(|t| t.0),
-            several: top.is_some_and(|t| t.2),
+            process: ktally.top().map(|t| t.0),
+            several: several || top.is_some_and(|t| t.2),
+        }
+    }
+
+    /// Add the time of runs `i0..i1` inside `[a, b)` to the tallies.
+    fn scan(&self, i0: usize, i1: usize, a: u64, b: u64, tally: &mut Tally, ktally: &mut Tally) {
+        for i in i0..i1 {
+            let ov = self.ends[i].min(b).saturating_sub(self.starts[i].max(a)) as f64;
+            tally.add(self.tids[i], ov);
+            ktally.add(self.keys[i], ov);
+        }
+    }
+
+    /// Cover `[a, b)` with mipmap buckets that lie wholly inside it, as a
+    /// segment tree does: the coarsest level's buckets first, each leftover
+    /// edge (shorter than a bucket) with the next finer level's, down to
+    /// edges shorter than 1/[`EDGE_SHARE`] of the cell, which are left out
+    /// (or down to level 0, whose leftovers, a few runs, are scanned). A
+    /// bucket adds its dominant task's and process's time, so every task
+    /// or process a cell names ran in it; what the left-out edges hold
+    /// (under 2/[`EDGE_SHARE`] of the cell) is scanned only when nothing
+    /// else ran in the cell. Returns whether a bucket saw several tasks.
+    /// At most about 4 + 6 x log4([`EDGE_SHARE`]) buckets per cell.
+    fn merge_buckets(&self, a: u64, b: u64, tally: &mut Tally, ktally: &mut Tally) -> bool {
+        let Some(top) = self.levels.iter().rposition(|l| l.width <= b - a) else {
+            self.scan_range(a, b, tally, ktally);
+            return false;
+        };
+        let o = self.origin;
+        let (lo, hi) = (a.max(o), b);
+        if lo >= hi {
+            return false;
+        }
+        let min = (b - a) / EDGE_SHARE;
+        let mut several = false;
+        // the coarsest level with a whole bucket inside [lo, hi)
+        let mut li = top;
+        let (ca, cb) = loop {
+            let w = self.levels[li].width;
+            let (jlo, jhi) = ((lo - o).div_ceil(w), (hi - o) / w);
+            if jlo < jhi {
+                several |= self.add_buckets(li, jlo, jhi, tally, ktally);
+                break (o + jlo * w, o + jhi * w);
+            }
+            match li.checked_sub(1) {
+                Some(finer) => li = finer,
+                None => {
+                    self.scan_range(lo, hi, tally, ktally);
+                    return several;
+                }
+            }
+        };
+        // then the left edge [lo, ca) and the right edge [cb, hi), each with
+        // finer and finer buckets towards the cell's boundary
+        let mut left_out = [(0, 0); 2];
+        for (side, (mut x, mut y)) in [(lo, ca), (cb, hi)].into_iter().enumerate() {
+            let mut l = li;
+            while y > x {
+                if y - x < min {
+                    left_out[side] = (x, y);
+                    break;
+                }
+                let Some(finer) = l.checked_sub(1) else {
+                    self.scan_range(x, y, tally, ktally);
+                    break;
+                };
+                l = finer;
+                let w = self.levels[l].width;
+                let (jlo, jhi) = ((x - o).div_ceil(w), (y - o) / w);
+                if jlo < jhi {
+                    several |= self.add_buckets(l, jlo, jhi, tally, ktally);
+                    // the edge left is on the cell's side of these buckets
+                    if side == 0 {
+                        y = o + jlo * w;
+                    } else {
+                        x = o + jhi * w;
+                    }
+                }
+            }
+        }
+        if tally.is_empty() {
+            for (x, y) in left_out {
+                self.scan_range(x, y, tally, ktally);
+            }
+        }
+        several
+    }
+
+    /// Add buckets `jlo..jhi` of level `li` to the tallies; whether one
+    /// saw several tasks.
+    fn add_buckets(
+        &self,
+        li: usize,
+        jlo: u64,
+        jhi: u64,
+        tally: &mut Tally,
+        ktally: &mut Tally,
+    ) -> bool {
+        let buckets = &self.levels[li].buckets;
+        let n = buckets.len() as u64;
+        let mut several = false;
+        for bk in &buckets[jlo.min(n) as usize..jhi.min(n) as usize] {
+            if bk.tid != 0 {
+                several |= bk.several;
+                tally.add(bk.tid, bk.ns as f64);
+                ktally.add(bk.key, bk.key_ns as f64);
+            }
+        }
+        several
+    }
+
+    /// Add the time in `[x, y)` of every run to the tallies.
+    fn scan_range(&self, x: u64, y: u64, tally: &mut Tally, ktally: &mut Tally) {
+        let i0 = self.first_after(x);
+        let i1 = self.starts.partition_point(|&s| s < y);
+        self.scan(i0, i1, x, y, tally, ktally);
+    }
+
+    /// Exact census of the cell `[a, b)`: distinct tasks and the process
+    /// with the most time (for the detail line; O(runs in the cell), so
+    /// for one cell per frame, not for every cell).
+    pub fn census(&self, a: u64, b: u64) -> Census {
+        let mut tids: Vec<Tid> = Vec::new();
+        let mut per: std::collections::HashMap<Tid, u64> = std::collections::HashMap::new();
+        let i0 = self.first_after(a);
+        let i1 = self.starts.partition_point(|&s| s < b).max(i0);
+        for i in i0..i1 {
+            if self.tids[i] == 0 {
+                continue;
+            }
+            let ov = self.ends[i].min(b).saturating_sub(self.starts[i].max(a));
+            if ov == 0 {
+                continue;
+            }
+            tids.push(self.tids[i]);
+            *per.entry(self.keys[i]).or_default() += ov;
+        }
+        tids.sort_unstable();
+        tids.dedup();
+        // ties go to the lower process id, as in the cells
+        let process = per
+            .into_iter()
+            .max_by_key(|&(k, ns)| (ns, std::cmp::Reverse(k)));
+        Census {
+            tasks: tids.len(),
+            process,
         }
     }
 
@@ -482,6 +664,13 @@ impl Lanes {
             }
         }
         let any_waiting = Spans::new(all_waiting);
+        // the process each task's colour follows (tgid, else the tid; the
+        // last incarnation of a reused tid wins, as for the lane labels)
+        let process: std::collections::HashMap<Tid, Tid> = tl
+            .threads
+            .iter()
+            .map(|th| (th.tid.0, th.tgid.map_or(th.tid.0, |p| p.0)))
+            .collect();
         let cpus: Vec<CpuLane> = tl
             .cpus
             .iter()
@@ -491,7 +680,9 @@ impl Lanes {
                     .iter()
                     .map(|r| (r.ts.0, r.end.map_or(end, |e| e.0).max(r.ts.0), r.tid.0))
                     .collect();
-                CpuLane::new(c as u32, &runs, &waiting[c])
+                CpuLane::new(c as u32, &runs, &waiting[c], |t| {
+                    process.get(&t).copied().unwrap_or(t)
+                })
             })
             .collect();
         let wasted = cpus
@@ -553,7 +744,7 @@ mod tests {
     #[test]
     fn busy_time_is_exact_at_any_cell() {
         let r = runs(5000);
-        let lane = CpuLane::new(0, &r, &[]);
+        let lane = CpuLane::new(0, &r, &[], |t| t);
         let end = r.last().unwrap().1;
         for (a, b) in [
             (0, end + 10),
@@ -576,7 +767,7 @@ mod tests {
     #[test]
     fn small_cells_are_exact_and_idle_is_the_rest() {
         let r = runs(2000);
-        let lane = CpuLane::new(0, &r, &[]);
+        let lane = CpuLane::new(0, &r, &[], |t| t);
         let mut a = 1000;
         while a < 200_000 {
             let b = a + 1500; // a few runs per cell: exact path
@@ -603,13 +794,99 @@ mod tests {
             r.push((t, t + 90, 7));
             r.push((t + 90, t + 100, 8));
         }
-        let lane = CpuLane::new(0, &r, &[]);
+        let lane = CpuLane::new(0, &r, &[], |t| t);
         for (a, b) in [(0, 10_000_000), (123_456, 5_000_000), (0, 100_000)] {
             let c = lane.cell(a, b);
             assert_eq!(c.task, Some(7));
             assert!(c.several);
             assert!((c.busy - 1.0).abs() < 1e-12);
         }
+    }
+
+    #[test]
+    fn wide_cells_only_name_tasks_and_processes_that_ran_in_them() {
+        // 60 tasks in 12 processes, in runs of random lengths with idle
+        // gaps; a task runs only in its own stretch of the trace, so that
+        // a cell summarised from buckets reaching outside it would name
+        // tasks that did not run in it
+        let mut r = Vec::new();
+        let mut t = 0u64;
+        let mut x: u64 = 99;
+        for i in 0..200_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let len = 1 + (x >> 33) % 300;
+            let tid = ((i / 3000) % 60) as i32 * 10 + ((x >> 20) % 3) as i32 + 1;
+            let tid = if (x >> 40).is_multiple_of(5) { 0 } else { tid };
+            r.push((t, t + len, tid));
+            t += len + (x >> 50) % 4;
+        }
+        let process = |t: Tid| t / 50 + 1;
+        let lane = CpuLane::new(0, &r, &[], process);
+        let end = t;
+        let mut checked = 0;
+        for cols in [7u64, 64, 200, 1000] {
+            for i in 0..cols {
+                let (a, b) = (end * i / cols + 13, end * (i + 1) / cols + 13);
+                let c = lane.cell(a, b);
+                let i0 = r.partition_point(|run| run.1 <= a);
+                let ran: Vec<Tid> = r[i0..]
+                    .iter()
+                    .take_while(|run| run.0 < b)
+                    .filter(|&&(s, e, tid)| tid != 0 && e.min(b) > s.max(a))
+                    .map(|&(_, _, tid)| tid)
+                    .collect();
+                let (Some(task), Some(p)) = (c.task, c.process) else {
+                    assert!(ran.is_empty(), "[{a},{b})");
+                    continue;
+                };
+                assert!(ran.contains(&task), "[{a},{b}) {task}");
+                assert!(ran.iter().any(|&t| process(t) == p), "[{a},{b}) {p}");
+                assert_eq!(c.several, ran.iter().any(|&t| t != ran[0]), "[{a},{b})");
+                checked += 1;
+            }
+        }
+        assert!(checked > 1000);
+    }
+
+    #[test]
+    fn the_dominant_process_sums_its_tasks_time() {
+        // Per 100 ns: tasks 1 and 2 of process 10 run 20 ns each, task 3
+        // (its own process) 30 ns, then 30 ns idle. Task 3 is the dominant
+        // task (30 > 20), process 10 the dominant process (40 > 30); busy
+        // is 70%. Cells of one period use the exact path, cells of
+        // thousands of periods the mipmap: both must agree.
+        let mut r = Vec::new();
+        for i in 0..50_000u64 {
+            let t = i * 100;
+            r.push((t, t + 20, 1));
+            r.push((t + 20, t + 40, 2));
+            r.push((t + 40, t + 70, 3));
+            r.push((t + 70, t + 100, 0));
+        }
+        let lane = CpuLane::new(0, &r, &[], |t| if t <= 2 { 10 } else { t });
+        for (a, b) in [(0, 100), (500, 600), (0, 5_000_000), (12_300, 4_012_300)] {
+            let c = lane.cell(a, b);
+            assert_eq!(c.task, Some(3), "[{a},{b})");
+            assert_eq!(c.process, Some(10), "[{a},{b})");
+            assert!(c.several);
+            assert!((c.busy - 0.7).abs() < 1e-9, "[{a},{b}) {}", c.busy);
+        }
+        let c = lane.census(0, 1000);
+        assert_eq!(
+            c,
+            Census {
+                tasks: 3,
+                process: Some((10, 400))
+            }
+        );
+        assert_eq!(lane.census(20, 110).tasks, 3);
+        assert_eq!(lane.census(45, 95).tasks, 1);
+        assert_eq!(lane.census(75, 95), Census::default());
+        // idle alone: no task, no process
+        let c = lane.cell(75, 95);
+        assert_eq!((c.task, c.process, c.busy), (None, None, 0.0));
     }
 
     #[test]

@@ -9,6 +9,8 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 pub enum Action {
     /// Leave, restoring the terminal.
     Quit,
+    /// Close the help or the search prompt (Esc); never quits.
+    Close,
     /// Show or hide the key help.
     Help,
     /// Zoom in around the cursor.
@@ -106,7 +108,7 @@ use KeyCode::{BackTab, Char, Down, End, Enter, Esc, Home, Left, Right, Tab, Up};
 /// Every binding, in help order. An entry without `keys` continues the
 /// line above in the help (so that the help fits 80x24).
 pub const BINDINGS: &[Binding] = &[
-    b("q Esc ^C", "quit", Action::Quit, &[Char('q'), Esc]),
+    b("q ^C", "quit", Action::Quit, &[Char('q')]),
     Binding {
         keys: "",
         help: "",
@@ -114,7 +116,13 @@ pub const BINDINGS: &[Binding] = &[
         codes: &[Char('c')],
         ctrl: true,
     },
-    b("?", "this help", Action::Help, &[Char('?')]),
+    b(
+        "? / Esc",
+        "this help / close the help or the search prompt",
+        Action::Help,
+        &[Char('?')],
+    ),
+    b("", "", Action::Close, &[Esc]),
     b(
         "+ = / - / 0",
         "zoom in / out around the cursor / whole trace",

@@ -12,8 +12,9 @@
 //! ([`draw`]) reads the state and the data and writes a ratatui buffer.
 //! Per frame the timeline costs about columns x log(runs) per lane: each
 //! cell asks the lane index for its busy fraction (prefix sums), dominant
-//! task (exact scan of a few runs, else a mipmap) and waiting tasks
-//! (integral of a step function). The analysis tabs show the report
+//! task and process (exact scan of a few runs, else the mipmap buckets
+//! that lie inside the cell) and waiting tasks (integral of a step
+//! function). The analysis tabs show the report
 //! structs' fields ([`tables`]); region statistics between markers A and B
 //! come from the timeline's intervals ([`stats`]).
 

@@ -112,22 +112,85 @@ fn task_lanes_follow_the_selection() {
 fn quit_keys_quit_from_anywhere() {
     for k in [
         KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE),
-        KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE),
         KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL),
     ] {
         for setup in ["", "?", "3", "/ab"] {
             let mut app = tiny_app(false);
             keys(&mut app, setup);
             app.on_key(k);
-            // in the search prompt 'q' is typed, Esc and Ctrl-C still quit
+            // in the search prompt 'q' is typed, Ctrl-C still quits
             let typed_q = setup.starts_with('/') && k.code == KeyCode::Char('q');
             assert_eq!(app.quit, !typed_q, "{k:?} after {setup:?}");
+            if typed_q {
+                assert_eq!(app.search.query, "abq");
+            }
         }
     }
     // quitting works while loading too
     let mut app = App::new("x", 0, false);
     key(&mut app, KeyCode::Char('q'));
     assert!(app.quit);
+}
+
+#[test]
+fn esc_closes_the_help_and_the_search_prompt_and_never_quits() {
+    let mut app = tiny_app(false);
+    // the help: Esc closes it, and the next Esc does not quit either
+    keys(&mut app, "?");
+    assert!(app.help);
+    key(&mut app, KeyCode::Esc);
+    assert!(!app.help && !app.quit);
+    key(&mut app, KeyCode::Esc);
+    assert!(!app.quit, "Esc on the timeline does not quit");
+    assert!(app.message.contains("q quits"), "{}", app.message);
+    // any other key still closes the help without acting...
+    keys(&mut app, "?");
+    let tab = app.tab;
+    keys(&mut app, "3");
+    assert!(!app.help && !app.quit);
+    assert_eq!(
+        app.tab, tab,
+        "the key that closed the help did nothing else"
+    );
+    // ...and q closes it and quits
+    keys(&mut app, "?q");
+    assert!(!app.help && app.quit);
+
+    // the search prompt: Esc cancels the query, nothing is selected, and
+    // keys act as keys again
+    let mut app = tiny_app(false);
+    keys(&mut app, "/alp");
+    assert!(app.search.typing);
+    key(&mut app, KeyCode::Esc);
+    assert!(!app.search.typing && !app.quit);
+    assert!(app.search.query.is_empty());
+    assert!(app.selected.is_empty());
+    keys(&mut app, "2");
+    assert_eq!(app.tab, 1, "'2' switches tabs once the prompt is closed");
+    // the status line no longer shows the prompt
+    let s = screen(&mut app, 100, 12);
+    assert!(!s[11].starts_with('/'), "{}", s[11]);
+    // while typing, the prompt says what Esc does
+    keys(&mut app, "/x");
+    let s = screen(&mut app, 100, 12);
+    assert!(
+        s[11].starts_with("/x_  (Enter: search, Esc: cancel)"),
+        "{}",
+        s[11]
+    );
+    // Esc in the help drawn over the prompt's screen closes only the help
+    key(&mut app, KeyCode::Esc);
+    keys(&mut app, "?");
+    let s = screen(&mut app, 100, 40);
+    assert!(s
+        .iter()
+        .any(|l| l.contains("close the help or the search prompt")));
+    key(&mut app, KeyCode::Esc);
+    let s = screen(&mut app, 100, 40);
+    assert!(!s
+        .iter()
+        .any(|l| l.contains("close the help or the search prompt")));
+    assert!(!app.quit);
 }
 
 #[test]

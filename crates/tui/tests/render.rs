@@ -79,42 +79,62 @@ fn colour_lanes_use_the_process_colour_and_eighth_blocks() {
 }
 
 #[test]
-fn several_tasks_in_a_cell_get_their_own_glyph() {
+fn several_tasks_in_a_cell_show_the_busy_height_in_the_main_process_colour() {
     let mut app = tiny_app(true);
-    // one cell for the whole trace: CPU0 has only alpha, so no "+"
+    // one cell for the whole trace: CPU0 has only alpha, so its code
     let s = screen(&mut app, 9, 12);
     assert_eq!(s[2], "CPU0    A");
-    // a lane with two tasks in one cell
-    let mut tl = tiny_timeline();
-    tl.cpus[0] = vec![
-        schedscope_analysis::CpuRun {
-            ts: schedscope_trace::Ts(0),
-            end: Some(schedscope_trace::Ts(500)),
-            tid: schedscope_trace::Tid(100),
-        },
-        schedscope_analysis::CpuRun {
-            ts: schedscope_trace::Ts(500),
-            end: Some(schedscope_trace::Ts(1000)),
-            tid: schedscope_trace::Tid(200),
-        },
-    ];
-    let mut app = App::with_data("two", schedscope_tui::Data::new(tl, empty_report()), true);
+    // per 1000 ns: alpha [0, 300), beta [300, 700), idle [700, 1000),
+    // 160 times (one period per column at 168 columns): every cell is 70%
+    // busy (ceil(5.6) = 6 eighths) with beta the main process (400 ns)
+    let shared = || {
+        let mut tl = tiny_timeline();
+        tl.end = schedscope_trace::Ts(160_000);
+        let run = |s: u64, e: u64, tid: i32| schedscope_analysis::CpuRun {
+            ts: schedscope_trace::Ts(s),
+            end: Some(schedscope_trace::Ts(e)),
+            tid: schedscope_trace::Tid(tid),
+        };
+        tl.cpus[0] = (0..160u64)
+            .flat_map(|i| {
+                let t = i * 1000;
+                [
+                    run(t, t + 300, 100),
+                    run(t + 300, t + 700, 200),
+                    run(t + 700, t + 1000, 0),
+                ]
+            })
+            .collect();
+        schedscope_tui::Data::new(tl, empty_report())
+    };
+    // without colour: the height block (no code: several tasks)
+    let mut app = App::with_data("two", shared(), true);
     let s = screen(&mut app, 9, 12);
-    assert_eq!(s[2], "CPU0    +");
-    let mut app = App::with_data(
-        "two",
-        schedscope_tui::Data::new(
-            {
-                let mut tl = tiny_timeline();
-                tl.cpus[0][1].tid = schedscope_trace::Tid(200);
-                tl
-            },
-            empty_report(),
-        ),
-        false,
+    assert_eq!(s[2], "CPU0    ▆");
+    // and the legend names only tasks whose code is drawn: beta alone on
+    // CPU1 [250, 1000), not alpha (only ever in shared cells)
+    let s = screen(&mut app, 168, 12);
+    assert_eq!(s[4].trim_end(), "CPU1    A");
+    assert_eq!(s[9].trim_end(), "tasks   A1=beta[200]");
+    // with colour: the same block in beta's colour
+    let mut app = App::with_data("two", shared(), false);
+    let buf = buffer(&mut app, 9, 12);
+    assert_eq!(buf[(8, 2)].symbol(), "▆");
+    assert_eq!(buf[(8, 2)].fg, colour(200));
+    // at 168 columns, one period per cell: the same in every cell, and
+    // the detail line counts the cursor cell's tasks and names its main
+    // process
+    let buf = buffer(&mut app, 168, 12);
+    for x in 8..168 {
+        assert_eq!(buf[(x, 2)].symbol(), "▆", "column {x}");
+        assert_eq!(buf[(x, 2)].fg, colour(200), "column {x}");
+    }
+    let s = screen(&mut app, 168, 12);
+    assert_eq!(
+        s[10].trim_end(),
+        "CPU0 @0.0000000s: 2 tasks in 1.0 us (70% busy), most pid 200 beta 40%; 0 waiting; \
+         at the cursor alpha[100] ran 0.000000000s..0.000000300s (300 ns)"
     );
-    let s = screen(&mut app, 9, 12);
-    assert_eq!(s[2], "CPU0    ▒");
 }
 
 #[test]
@@ -468,15 +488,33 @@ fn every_action_has_a_key_in_the_help() {
 
 #[test]
 fn legend_names_the_tasks_in_the_lanes() {
+    // beta fills 3/4 of CPU1's cells, alpha half of CPU0's: beta first
     let mut app = tiny_app(true);
     let s = screen(&mut app, W, 12);
-    assert_eq!(s[9].trim_end(), "tasks   A0=alpha[100] A1=beta[200]");
+    assert_eq!(s[9].trim_end(), "tasks   A1=beta[200] A0=alpha[100]");
     let mut app = tiny_app(false);
     let buf = buffer(&mut app, W, 12);
     let line: String = (0..W).map(|x| buf[(x, 9)].symbol().to_string()).collect();
-    assert_eq!(line.trim_end(), "tasks   █alpha[100] █beta[200]");
-    assert_eq!(buf[(8, 9)].fg, colour(100));
-    assert_eq!(buf[(20, 9)].fg, colour(200));
+    assert_eq!(line.trim_end(), "tasks   █beta[200] █alpha[100]");
+    assert_eq!(buf[(8, 9)].fg, colour(200));
+    assert_eq!(buf[(19, 9)].fg, colour(100));
+    // the same number of cells: first appearance decides (alpha on CPU0)
+    let mut tl = tiny_timeline();
+    tl.cpus[1] = vec![
+        schedscope_analysis::CpuRun {
+            ts: schedscope_trace::Ts(0),
+            end: Some(schedscope_trace::Ts(500)),
+            tid: schedscope_trace::Tid(0),
+        },
+        schedscope_analysis::CpuRun {
+            ts: schedscope_trace::Ts(500),
+            end: Some(schedscope_trace::Ts(1000)),
+            tid: schedscope_trace::Tid(200),
+        },
+    ];
+    let mut app = App::with_data("t", schedscope_tui::Data::new(tl, empty_report()), true);
+    let s = screen(&mut app, W, 12);
+    assert_eq!(s[9].trim_end(), "tasks   A0=alpha[100] A1=beta[200]");
 }
 
 #[test]
@@ -492,16 +530,15 @@ fn events_pane_lists_the_events_under_the_cursor_with_their_fields() {
         .skip_while(|l| !l.starts_with("events on CPU0"))
         .collect();
     assert!(!pane.is_empty(), "{}", s.join("\n"));
-    let first = pane[1].trim_end();
-    assert!(first.contains("sched:sched_wakeup_new"), "{first}");
-    assert!(
-        first.contains("tid: 5000")
-            && first.contains("\"worker-p0\"")
-            && first.contains("prio: 120"),
-        "{first}"
+    // as perf script and the text trace print them
+    assert_eq!(
+        pane[1].trim_end(),
+        "0.000000s swapper/0[0] sched:sched_wakeup_new: comm=worker-p0 pid=5000 prio=120 target_cpu=000"
     );
-    assert!(first.contains("target_cpu: 0"), "{first}");
-    assert!(pane[2].contains("tid: 5002"), "{}", pane[2]);
+    assert_eq!(
+        pane[2].trim_end(),
+        "0.000000s swapper/0[0] sched:sched_wakeup_new: comm=worker-p0 pid=5002 prio=120 target_cpu=000"
+    );
     // CPU1's lane: its own events (5001 and 5003 woke on CPU1)
     keys(&mut app, "jj");
     let s = screen(&mut app, 200, 30);
@@ -509,7 +546,11 @@ fn events_pane_lists_the_events_under_the_cursor_with_their_fields() {
         .iter()
         .skip_while(|l| !l.starts_with("events on CPU1"))
         .collect();
-    assert!(pane[1].contains("tid: 5001"), "{}", pane[1]);
+    assert!(
+        pane[1].contains(": comm=worker-p0 pid=5001 prio=120 target_cpu=001"),
+        "{}",
+        pane[1]
+    );
     keys(&mut app, "d");
     let s = screen(&mut app, 200, 30);
     assert!(!s.iter().any(|l| l.starts_with("events on")));

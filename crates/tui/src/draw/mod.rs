@@ -147,8 +147,9 @@ pub fn draw_buf(buf: &mut Buffer, area: Rect, app: &mut App) {
 /// Events listed in the detail pane.
 const EVENTS_ROWS: u16 = 5;
 
-/// The events of the selected CPU in the cursor's column: every field,
-/// strings resolved, addresses symbolized ([`crate::events`]).
+/// The events of the selected CPU in the cursor's column, one `perf
+/// script` line each ([`crate::events`]), timed to the microsecond from
+/// the trace start.
 fn events_pane(buf: &mut Buffer, area: Rect, app: &App) {
     let Some(d) = app.data() else { return };
     let v = &app.view;
@@ -168,24 +169,75 @@ fn events_pane(buf: &mut Buffer, area: Rect, app: &App) {
         return;
     };
     let evs = crate::events::at(trace, cpu as u32, a, b, usize::from(EVENTS_ROWS));
+    // a line wider than the pane wraps onto indented rows: an event is
+    // shown whole or not at all (the first one always, cut if need be)
+    let width = usize::from(area.width).max(8);
+    let mut rows: Vec<String> = Vec::new();
+    let mut shown = 0;
+    for (t, text) in &evs {
+        let at = crate::view::fmt_rel(t.saturating_sub(v.lo), 1_000_000);
+        let wrapped = wrap(&format!("{at} {text}"), width, "    ");
+        if shown > 0 && rows.len() + wrapped.len() > usize::from(EVENTS_ROWS) {
+            break;
+        }
+        rows.extend(wrapped);
+        shown += 1;
+    }
+    let more = if shown < evs.len() {
+        format!(", {} more", evs.len() - shown)
+    } else {
+        String::new()
+    };
     let head = format!(
-        "events on CPU{cpu} in {}..{} ({} shown)",
+        "events on CPU{cpu} in {}..{} ({shown} shown{more})",
         rel(a),
         rel(b),
-        evs.len()
     );
     put_str(buf, area, area.x, area.y, &head, bold);
-    for (i, (t, text)) in evs.iter().enumerate() {
-        let line = format!("{} {text}", rel(*t));
+    for (i, row) in rows.iter().take(usize::from(EVENTS_ROWS)).enumerate() {
         put_str(
             buf,
             area,
             area.x,
             area.y + 1 + i as u16,
-            &line,
+            row,
             Style::default(),
         );
     }
+}
+
+/// `s` in rows of at most `width` characters, broken at spaces where it
+/// can be (else mid-word), continuation rows starting with `indent`.
+fn wrap(s: &str, width: usize, indent: &str) -> Vec<String> {
+    let mut rows = Vec::new();
+    let mut row = String::new();
+    let mut len = 0;
+    for word in s.split(' ') {
+        let wl = word.chars().count();
+        let room = width.saturating_sub(len);
+        if len > 0 && wl + 1 > room {
+            rows.push(std::mem::take(&mut row));
+            row.push_str(indent);
+            len = indent.chars().count();
+        } else if len > 0 {
+            row.push(' ');
+            len += 1;
+        }
+        // a word longer than a whole row is cut into row-sized pieces
+        let mut rest: Vec<char> = word.chars().collect();
+        while len + rest.len() > width && width > len {
+            let cut = width - len;
+            row.extend(&rest[..cut]);
+            rows.push(std::mem::take(&mut row));
+            row.push_str(indent);
+            len = indent.chars().count();
+            rest.drain(..cut);
+        }
+        row.extend(&rest);
+        len += rest.len();
+    }
+    rows.push(row);
+    rows
 }
 
 fn tab_bar(buf: &mut Buffer, area: Rect, app: &App) {
@@ -216,7 +268,7 @@ fn status_line(buf: &mut Buffer, area: Rect, app: &App) {
         .file_name()
         .map_or(app.path.clone(), |n| n.to_string_lossy().into_owned());
     let text = if app.search.typing {
-        format!("/{}_  (Enter: search, Esc: quit)", app.search.query)
+        format!("/{}_  (Enter: search, Esc: cancel)", app.search.query)
     } else {
         match &app.load {
             Load::Ready(d) => {
@@ -380,7 +432,29 @@ fn help(buf: &mut Buffer, area: Rect) {
 
 #[cfg(test)]
 mod tests {
-    use super::elide_middle;
+    use super::{elide_middle, wrap};
+
+    #[test]
+    fn wrap_breaks_at_spaces_and_indents() {
+        assert_eq!(wrap("ab cd ef", 5, "  "), vec!["ab cd", "  ef"]);
+        assert_eq!(wrap("ab cd ef", 80, "  "), vec!["ab cd ef"]);
+        assert_eq!(wrap("abcdefgh", 5, "  "), vec!["abcde", "  fgh"]);
+        assert_eq!(
+            wrap("x prev_comm=lto cgu.0", 12, "  "),
+            vec!["x", "  prev_comm=", "  lto cgu.0"]
+        );
+        for w in 5..30 {
+            let text = "0.000597s sched:sched_switch: prev_comm=lto cgu.0.rcgu. prev_pid=23865";
+            let rows = wrap(text, w, "  ");
+            assert!(rows.iter().all(|r| r.chars().count() <= w), "{w} {rows:?}");
+            let joined: String = rows
+                .iter()
+                .map(|r| r.trim_start())
+                .collect::<Vec<_>>()
+                .join(" ");
+            assert_eq!(joined.replace(' ', ""), text.replace(' ', ""), "{w}");
+        }
+    }
 
     #[test]
     fn elide_middle_keeps_both_ends() {

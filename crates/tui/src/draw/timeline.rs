@@ -1,12 +1,15 @@
 //! The timeline body: time axis, CPU lanes (with pressure strips, groups
 //! and task lanes), cursor, markers and the region-statistics side pane.
 //!
-//! A CPU lane cell shows the task with the most time in the cell: in
-//! colour, a lower-eighth block whose height is the busy fraction, in the
-//! process's colour (`▒` where several tasks share the cell); without
-//! colour, the task's two-character code (`A0`, as `perf sched map`)
-//! repeated along its stretch, `+` where several tasks share a cell. Idle
-//! is blank. The strip under a lane shows the mean number of tasks waiting
+//! A CPU lane cell shows how busy the CPU was and who ran most, at any
+//! zoom: in colour, a lower-eighth block whose height is the busy fraction
+//! (`▁` to `█`), in the colour of the process with the most time in the
+//! cell (summed over its threads, as KernelShark and Perfetto summarise a
+//! zoomed-out CPU track), however many tasks share it; without colour, the
+//! task's two-character code (`A0`, as `perf sched map`) repeated along
+//! its stretch where one task ran, and the busy-height block where several
+//! did. Idle is blank. The detail line counts the tasks of the cursor's
+//! cell and names its main process. The strip under a lane shows the mean number of tasks waiting
 //! for that CPU on a log scale ([`pressure_glyph`]); the overlay strips
 //! (`w`, `e`, `i`, ...) the largest wakeup latency, the preemptions, the
 //! wasted idle of each cell and so on (see [`overlay_cell`]); with `r`, a
@@ -104,13 +107,17 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &mut App) {
         return;
     }
     axis(buf, main, app);
-    let mut seen = Vec::new();
+    // (task, cells it is shown in), in order of first appearance
+    let mut seen: Vec<(Tid, u32)> = Vec::new();
     for (i, row) in rows.iter().enumerate().skip(app.lane_scroll).take(h) {
         let y = lanes_area.y + (i - app.lane_scroll) as u16;
         let selected = i == app.lane;
         lane_row(buf, main, y, *row, selected, app, &mut seen);
     }
     if rows.len().saturating_sub(app.lane_scroll) < h {
+        // the processes that fill most of the screen first
+        seen.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+        let seen: Vec<Tid> = seen.into_iter().map(|(t, _)| t).collect();
         legend(buf, main, lanes_area.bottom() - 1, &seen, app, d);
     }
     if pane {
@@ -130,8 +137,9 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &mut App) {
 /// Tasks the legend can list.
 const LEGEND_MAX: usize = 64;
 
-/// The legend of the tasks shown in the CPU lanes, in order of first
-/// appearance: their colour (or code without colour) and `comm[tid]`.
+/// The legend of the tasks shown in the CPU lanes, those shown in the most
+/// cells first (ties in order of first appearance): their colour (or code
+/// without colour) and `comm[tid]`.
 fn legend(buf: &mut Buffer, main: Rect, y: u16, seen: &[Tid], app: &App, d: &Data) {
     let mut x = put_str(
         buf,
@@ -247,7 +255,7 @@ fn lane_row(
     row: LaneRow,
     selected: bool,
     app: &App,
-    seen: &mut Vec<Tid>,
+    seen: &mut Vec<(Tid, u32)>,
 ) {
     let Some(d) = app.data() else { return };
     let v = &app.view;
@@ -289,24 +297,34 @@ fn lane_row(
         let (ch, fg) = match row {
             LaneRow::Cpu(c) => {
                 let cell = d.lanes.cpus[c].cell(a, b);
-                match cell.task {
-                    None => {
-                        stretch = (None, 0);
-                        (' ', None)
-                    }
-                    Some(t) if !app.filter.is_empty() && !app.filter.contains(&d.colour_key(t)) => {
+                match (cell.task, cell.process) {
+                    (Some(_), Some(p)) if !app.filter.is_empty() && !app.filter.contains(&p) => {
                         stretch = (None, 0);
                         ('░', None)
                     }
-                    Some(t) => {
-                        if seen.len() < LEGEND_MAX && !seen.contains(&t) {
-                            seen.push(t);
+                    (Some(t), Some(p)) => {
+                        // the legend names what the cell shows: in colour
+                        // the process (by its dominant task when that task
+                        // is its own, else by its pid), else the task whose
+                        // code is drawn (none for a busy block)
+                        let shown = match (app.no_color, cell.several) {
+                            (false, _) if d.colour_key(t) == p => Some(t),
+                            (false, _) => Some(p),
+                            (true, false) => Some(t),
+                            (true, true) => None,
+                        };
+                        if let Some(shown) = shown {
+                            match seen.iter().position(|(t, _)| *t == shown) {
+                                Some(k) => seen[k].1 += 1,
+                                None if seen.len() < LEGEND_MAX => seen.push((shown, 1)),
+                                None => {}
+                            }
                         }
-                        let col = colour(d.colour_key(t));
+                        let col = colour(p);
                         if app.no_color {
                             if cell.several {
                                 stretch = (None, 0);
-                                ('+', None)
+                                (eighth(cell.busy), None)
                             } else {
                                 if stretch.0 != Some(t) {
                                     stretch = (Some(t), 0);
@@ -316,11 +334,13 @@ fn lane_row(
                                 stretch.1 += 1;
                                 (ch, None)
                             }
-                        } else if cell.several {
-                            ('▒', Some(col))
                         } else {
                             (eighth(cell.busy), Some(col))
                         }
+                    }
+                    _ => {
+                        stretch = (None, 0);
+                        (' ', None)
                     }
                 }
             }
@@ -575,6 +595,37 @@ pub fn detail(app: &App) -> Option<String> {
         LaneRow::Cpu(c) | LaneRow::Pressure(c) | LaneRow::Overlay(c, _) => {
             let lane = d.lanes.cpus.get(*c)?;
             let waiting = lane.pressure.count_at(v.cursor);
+            let columns = app.columns.max(1);
+            let (a, b) = v.col_range(v.col_of(v.cursor, columns).unwrap_or(0), columns);
+            let census = lane.census(a, b);
+            if let (true, Some((p, ns))) = (census.tasks > 1, census.process) {
+                // several tasks in the cursor's cell: say who shared it
+                let comm = d
+                    .tasks
+                    .get(&p)
+                    .or_else(|| d.tasks.values().find(|t| t.tgid == Some(p)))
+                    .map_or("?", |t| t.comm.as_str());
+                // (times to a thousandth of the cell: the run is inside it)
+                let fine = |t: u64| fmt_rel(t.saturating_sub(v.lo), b - a);
+                let now = match lane.run_at(v.cursor) {
+                    Some((s, e, t)) if t != 0 => format!(
+                        "; at the cursor {} ran {}..{} ({})",
+                        d.label(t),
+                        fine(s),
+                        fine(e),
+                        fmt_dur(e - s)
+                    ),
+                    _ => String::new(),
+                };
+                return Some(format!(
+                    "CPU{c} @{}: {} tasks in {} ({:.0}% busy), most pid {p} {comm} {:.0}%; {waiting} waiting{now}",
+                    rel(v.cursor),
+                    census.tasks,
+                    fmt_dur(b - a),
+                    lane.busy_ns(a, b) as f64 * 100.0 / (b - a) as f64,
+                    ns as f64 * 100.0 / (b - a) as f64,
+                ));
+            }
             Some(match lane.run_at(v.cursor) {
                 Some((s, e, 0)) => format!(
                     "CPU{c} @{}: idle {}..{} ({}); {waiting} waiting for this CPU",
