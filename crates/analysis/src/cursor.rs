@@ -146,7 +146,7 @@ pub struct Cursor<'t> {
     start: u64,
     loss: &'t LossEvidence,
     cpus: Vec<CpuState>,
-    running: FxMap<Tid, u32>,
+    running: Running,
     /// Repaired switch-ins, sorted by time then CPU.
     pending: Vec<Pending>,
     /// The first of `pending` not yet yielded (all before it are).
@@ -190,7 +190,7 @@ impl<'t> Cursor<'t> {
             start: trace.start().0,
             loss: &tl.loss,
             cpus: vec![CpuState::default(); n],
-            running: FxMap::default(),
+            running: Running::default(),
             pending,
             next_pending: 0,
             idx: 0,
@@ -218,7 +218,7 @@ impl<'t> Cursor<'t> {
 
     /// The CPU `tid` runs on, if the cursor holds it current somewhere.
     pub fn running_on(&self, tid: Tid) -> Option<u32> {
-        self.running.get(&tid).copied()
+        self.running.get(tid)
     }
 
     /// Contradictions met so far (module docs), repaired switch-ins
@@ -271,7 +271,7 @@ impl<'t> Cursor<'t> {
                             since: self.start,
                         };
                         if !ev.tid.is_idle() {
-                            self.running.insert(ev.tid, c as u32);
+                            self.running.set(ev.tid, Some(c as u32));
                         }
                         return Some(Step::Learn {
                             ts,
@@ -382,15 +382,15 @@ impl<'t> Cursor<'t> {
         if before.cur != prev {
             // Lost events: whoever was current here left at an unknown time.
             self.anomalies += 1;
-            if !before.cur.is_idle() && self.running.get(&before.cur) == Some(&(c as u32)) {
-                self.running.remove(&before.cur);
+            if !before.cur.is_idle() && self.running.get(before.cur) == Some(c as u32) {
+                self.running.set(before.cur, None);
             }
         }
         if !prev.is_idle() {
-            self.running.remove(&prev);
+            self.running.set(prev, None);
         }
         if !next.is_idle() {
-            if let Some(r) = self.running.insert(next, c as u32) {
+            if let Some(r) = self.running.set(next, Some(c as u32)) {
                 if r != c as u32 {
                     self.anomalies += 1;
                 }
@@ -410,6 +410,50 @@ impl<'t> Cursor<'t> {
             next,
             before,
             cause: Cause::Recorded,
+        }
+    }
+}
+
+/// Per thread, the CPU it runs on: a table indexed by tid for kernel tids
+/// (below Linux's PID_MAX_LIMIT, 2^22; grown on demand), a map for others
+/// (negative tids from damaged input). One load per look-up, where a hash
+/// map made the cursor's per-switch updates cost as much as idle's own.
+#[derive(Debug, Default)]
+struct Running {
+    dense: Vec<u32>,
+    other: FxMap<Tid, u32>,
+}
+
+/// [`Running::dense`]'s "runs nowhere".
+const NOWHERE: u32 = u32::MAX;
+
+/// Tids below this go to [`Running::dense`].
+const DENSE_TIDS: usize = 1 << 22;
+
+impl Running {
+    fn get(&self, tid: Tid) -> Option<u32> {
+        match usize::try_from(tid.0) {
+            Ok(i) if i < DENSE_TIDS => self.dense.get(i).copied().filter(|&c| c != NOWHERE),
+            _ => self.other.get(&tid).copied(),
+        }
+    }
+
+    /// Set where `tid` runs; returns where it ran.
+    fn set(&mut self, tid: Tid, cpu: Option<u32>) -> Option<u32> {
+        match usize::try_from(tid.0) {
+            Ok(i) if i < DENSE_TIDS => {
+                if i >= self.dense.len() {
+                    // (nothing to clear beyond the table)
+                    cpu?;
+                    self.dense.resize((i + 1).next_power_of_two(), NOWHERE);
+                }
+                let old = std::mem::replace(&mut self.dense[i], cpu.unwrap_or(NOWHERE));
+                (old != NOWHERE).then_some(old)
+            }
+            _ => match cpu {
+                Some(c) => self.other.insert(tid, c),
+                None => self.other.remove(&tid),
+            },
         }
     }
 }
