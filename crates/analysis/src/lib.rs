@@ -27,6 +27,7 @@
 //! for gang and lhp), [`stats`] (percentiles, duration summaries, log2
 //! histograms).
 
+pub mod cursor;
 pub mod error;
 pub mod gang;
 pub mod groups;

@@ -1,12 +1,16 @@
-//! Idle under bandwidth control (docs/design.md, "Idle under bandwidth control").
+//! Idle under bandwidth control (docs/design.md, "Idle under bandwidth control";
+//! how it reads thread states: "One tracker").
 //!
-//! Idle reads the shared thread-state tracker: who is current on each CPU
-//! comes from the [`crate::Timeline`] (its per-CPU runs, which carry the
-//! lost-event repair, [`crate::timeline`]'s module docs), and one pass over
-//! the time-sorted events (`pass`) keeps what only idle needs: per CPU the
-//! open wasted-idle gap, the SCHED softirq in progress and the last nohz
-//! kick; per task its wait (on which CPU since when, and whether it is a
-//! CFS-bandwidth throttle). From them:
+//! Idle reads the shared thread-state tracker through the timeline's
+//! replay cursor ([`crate::cursor`]): who is current on each CPU, since
+//! when, and where each task runs are the cursor's, which merges the
+//! trace's events with the switch-ins the timeline repaired, so that
+//! idle's CPU states are the timeline's runs (the ones gang and lhp read).
+//! One pass over the cursor's steps (`pass`) keeps what only idle needs:
+//! per CPU the open wasted-idle gap (`gaps`), the SCHED softirq in
+//! progress and the last nohz kick (`balance`); per task its wait (on
+//! which CPU since when, and whether it is a CFS-bandwidth throttle:
+//! `waits`, `inference`, `recorded`). From them:
 //!
 //! * per CPU `idle_ns` (pid 0 current) and `wasted_idle_ns`: idle time during
 //!   which at least one runnable task was *stuck* somewhere: queued on a busy
@@ -38,14 +42,14 @@
 //!   it queued for the same 20 ms, without picking it, is throttled from
 //!   its wakeup: kernels before per-task throttling keep a task woken into
 //!   a throttled cgroup queued on the throttled cfs_rq until the refill.
-//! * the CPU states follow the timeline's: every sched_switch, plus the
+//! * the CPU states are the cursor's: every sched_switch, plus the
 //!   switch-ins the timeline infers on lossy CPUs
-//!   ([`crate::timeline::Timeline::inferred`]), replayed among the events
-//!   at their own time, so that idle's figures and the timeline's (which
-//!   gang and lhp read) are one. Before a CPU's first recorded switch,
-//!   where the timeline has no run, its first event's common_pid is
-//!   current since the trace start, and the same repair rule applies when
-//!   that first switch contradicts it on a lossy CPU.
+//!   ([`crate::timeline::Timeline::inferred`]), merged among the events
+//!   at their own time, so that idle's figures and the timeline's are one.
+//!   Before a CPU's first recorded switch, where the timeline has no run,
+//!   its first event's common_pid is current since the trace start, and
+//!   the cursor applies the same repair rule when that first switch
+//!   contradicts it on a lossy CPU.
 //! * the per-second table of the seeds (idle %, work done), idle-balancing
 //!   proxies (SCHED softirqs, nohz kicks, wake_idle_without_ipi, pulls into
 //!   idle CPUs), how each wasted-idle gap ended, wait-before-pull percentiles,
@@ -83,12 +87,17 @@
 //!
 //! Idle runs on the finished timeline, in parallel with gang, lhp and
 //! tlb's profile (see `report.rs`); a caller that passes no timeline
-//! (`Timeline::default()`) gets one built here. The task waits stay in
-//! this pass: they carry what the timeline does not keep (wake placement
-//! between sched_waking and sched_wakeup, pulls, throttling, preemption
-//! queues for the throttle inference), and the inferred switch-ins end them
-//! as the timeline ends the Runnable interval. Latency keeps its own pass,
-//! which follows `perf sched latency`'s rules to be comparable with it.
+//! (`Timeline::default()`) gets one built here. The per-CPU current task
+//! and the per-task running CPU are the cursor's; idle keeps no second
+//! state machine. The task waits are idle's: they carry what the timeline
+//! does not keep (wake placement between sched_waking and sched_wakeup,
+//! pulls, throttling, preemption queues for the throttle inference), and
+//! a switch-in the cursor yields, recorded or repaired, ends them as the
+//! timeline ends the Runnable interval. The throttle inference's
+//! look-aheads read the events after the cursor's position
+//! ([`crate::cursor::Cursor::rest`]). Latency keeps its own pass, which
+//! follows `perf sched latency`'s rules to be comparable with it (the
+//! documented exception).
 //!
 //! Against the simulator's truth with this VM's loss pattern injected
 //! (CPU 1's switches out of idle removed), idle's CPU 1 figure is the
@@ -98,7 +107,12 @@
 //! next recorded switch) counted 152 ms; `crates/sim/tests/idle_vs_timeline.rs`
 //! holds both, and that idle equals the timeline on every fixture CPU.
 
+mod balance;
+mod gaps;
+mod inference;
 mod pass;
+mod recorded;
+mod waits;
 
 use crate::{AnalysisError, Context};
 use serde::Serialize;
