@@ -1358,6 +1358,7 @@ impl<'t> Pass<'t> {
                     }
                 })
                 .collect(),
+            ..IdleReport::default()
         }
     }
 }
