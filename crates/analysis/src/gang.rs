@@ -15,6 +15,12 @@
 //! * `fragmented_ns` = time(1 <= running < active)
 //! * `running_hist_ns[k]` = time with exactly k members running
 //! * `pair_corun[i][j]` = time(i and j running) / time(i or j running)
+//! * `demand_corun_ratio` = time(running = active, active >= 2) /
+//!   time(active >= 2): whether the members that want a CPU get one
+//!   together (members asleep do not count against it, as they do in
+//!   `corun_ratio`)
+//! * on traces that lost events, for gangs with a member on a lossy CPU:
+//!   `fragmented_ns_min/max` and `corun_ratio_min/max` ([`LossBounds`])
 //!
 //! Each gang is one sweep over the merged state transitions of its members
 //! (taken from the [`crate::Timeline`]); gangs are computed in parallel.
@@ -81,6 +87,104 @@ pub struct Gang {
     pub member_running_ns: Vec<u64>,
     /// The longest fragmented episodes, longest first.
     pub episodes: Vec<Episode>,
+    /// The co-run ratio of demand: time(every member that wants a CPU,
+    /// Running or Runnable, is Running) / time(at least two members want
+    /// one); 0 when two never did. Unlike `corun_ratio`, members that
+    /// sleep do not count against it.
+    pub demand_corun_ratio: f64,
+    /// The denominator of `demand_corun_ratio` (ns): time with at least
+    /// two members Running or Runnable.
+    pub demand_ns: u64,
+    /// Gangs with a member on a CPU that lost events: the least
+    /// `fragmented_ns` can be given the loss (see [`LossBounds`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fragmented_ns_min: Option<u64>,
+    /// The most `fragmented_ns` can be.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fragmented_ns_max: Option<u64>,
+    /// The least `corun_ratio` can be.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub corun_ratio_min: Option<f64>,
+    /// The most `corun_ratio` can be.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub corun_ratio_max: Option<f64>,
+}
+
+/// How far lost events can move a gang's figures.
+///
+/// `U` is the members' uncertain time: the length of every uncertain
+/// window (`crate::idle`'s bounds: inferred switch-ins' `[earliest,
+/// latest]`, unknown stretches, loss records' spans) on a CPU where a
+/// member ran in it or next to it (any CPU's, when loss records say events
+/// of any task may be missing), plus, on such a trace, each member's
+/// sleeps that end in a switch-in with no wakeup (lost: when it began to
+/// wait is unknown). Running, co-running and fragmented
+/// time each move by at most `U`: `fragmented_ns` in `[frag - U, frag +
+/// U]`, and with `C` = all-running time and `R` = any-running time,
+/// `corun_min = max(0, (C - U) / (R + U))`, `corun_max = min(1, (C + U) /
+/// max(R - U, C + U))`.
+pub struct LossBounds;
+
+impl LossBounds {
+    /// The members' uncertain time (ns) in `windows` (per CPU).
+    fn uncertain(
+        members: &[Tid],
+        timeline: &Timeline,
+        windows: &[Vec<(u64, u64)>],
+        marked: bool,
+    ) -> u64 {
+        let mut u = 0;
+        for (c, w) in windows.iter().enumerate() {
+            let runs = timeline.cpus.get(c).map(Vec::as_slice).unwrap_or(&[]);
+            for &(a, b) in w {
+                // Runs overlapping or touching [a, b].
+                let k = runs.partition_point(|r| r.end.is_some_and(|e| e.0 < a));
+                let member = runs[k..]
+                    .iter()
+                    .take_while(|r| r.ts.0 <= b)
+                    .any(|r| members.contains(&r.tid));
+                // (a loss record's span may hold any member's wakeup)
+                if member || marked {
+                    u += b - a;
+                }
+            }
+        }
+        if windows.iter().all(Vec::is_empty) {
+            return u;
+        }
+        // A member switched in from a sleep: its wakeup was lost (on any
+        // CPU), so when it started to wait is unknown since it slept.
+        for &m in members {
+            let Some(t) = timeline.thread(m) else {
+                continue;
+            };
+            for w in t.intervals.windows(2) {
+                let woken = matches!(w[0].state, ThreadState::Runnable | ThreadState::Running);
+                if w[1].state == ThreadState::Running && !woken {
+                    u += w[1].ts.0.saturating_sub(w[0].ts.0);
+                }
+            }
+        }
+        u
+    }
+
+    /// Fill in `g`'s bounds when `u > 0`.
+    fn apply(g: &mut Gang, u: u64) {
+        if u == 0 {
+            return;
+        }
+        let (c, r) = (g.all_running_ns as f64, g.any_running_ns as f64);
+        let u_f = u as f64;
+        g.fragmented_ns_min = Some(g.fragmented_ns.saturating_sub(u));
+        g.fragmented_ns_max = Some(g.fragmented_ns + u);
+        g.corun_ratio_min = Some(((c - u_f) / (r + u_f)).max(0.0));
+        let den = (r - u_f).max(c + u_f);
+        g.corun_ratio_max = Some(if den > 0.0 {
+            ((c + u_f) / den).min(1.0)
+        } else {
+            1.0
+        });
+    }
 }
 
 /// The `gang` section.
@@ -190,6 +294,7 @@ fn sweep(
     let mut both = vec![0u64; n * n];
     let mut member_run = vec![0u64; n];
     let (mut any, mut all, mut frag) = (0u64, 0u64, 0u64);
+    let (mut demand, mut demand_met) = (0u64, 0u64);
     // Current fragmented episode: start and who waited.
     let mut ep: Option<(Ts, Vec<bool>)> = None;
     // Min-heap of (duration, earlier start wins ties, who waited).
@@ -243,6 +348,10 @@ fn sweep(
             }
         }
         if dur > 0 {
+            if active >= 2 {
+                demand += dur;
+                demand_met += dur * u64::from(running == active);
+            }
             hist[running] += dur;
             if running >= 1 {
                 any += dur;
@@ -368,6 +477,12 @@ fn sweep(
         all_running_ns: all,
         member_running_ns: member_run,
         episodes,
+        demand_corun_ratio: ratio(demand_met, demand),
+        demand_ns: demand,
+        fragmented_ns_min: None,
+        fragmented_ns_max: None,
+        corun_ratio_min: None,
+        corun_ratio_max: None,
     }
 }
 
@@ -383,9 +498,16 @@ fn ratio(a: u64, b: u64) -> f64 {
 pub fn analyze(ctx: &Context) -> Result<GangReport, AnalysisError> {
     check_sched_events(ctx.trace, "gang")?;
     let defs = resolve_gangs(ctx)?;
+    let windows = crate::idle::bounds::uncertain_windows(ctx.trace, ctx.timeline);
     let gangs: Vec<Gang> = defs
         .par_iter()
-        .map(|d| compute(d, ctx.timeline, ctx.trace))
+        .map(|d| {
+            let mut g = compute(d, ctx.timeline, ctx.trace);
+            let marked = !ctx.trace.loss_marks.is_empty();
+            let u = LossBounds::uncertain(&d.members, ctx.timeline, &windows, marked);
+            LossBounds::apply(&mut g, u);
+            g
+        })
         .collect();
     let note = if !gangs.is_empty() {
         None

@@ -35,12 +35,15 @@ const LATENCY_EVENTS: [&str; 4] = [
     "sched:sched_waking",
 ];
 /// Events the [`Timeline`] is built from.
-const TIMELINE_EVENTS: [&str; 5] = [
+const TIMELINE_EVENTS: [&str; 7] = [
     "sched:sched_switch",
     "sched:sched_wakeup",
     "sched:sched_wakeup_new",
     "sched:sched_waking",
     "sched:sched_migrate_task",
+    // evidence for the lost-event repairs (crate::timeline::Evidence)
+    "sched:sched_stat_runtime",
+    "power:cpu_idle",
 ];
 /// VM detection (gang) and PLE exits (lhp).
 const KVM_EVENTS: [&str; 2] = ["kvm:kvm_exit", "kvm:kvm_entry"];

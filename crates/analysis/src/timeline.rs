@@ -228,6 +228,13 @@ pub struct Timeline {
     /// CPU's in time order): the idle analysis replays them among the
     /// events, so that its CPU states carry the same repair.
     pub inferred: Vec<InferredSwitchIn>,
+    /// On lossy CPUs, the stretches where a switch-out contradicts the
+    /// CPU's last recorded switch and no switch-in was inferred (from that
+    /// switch to the contradicting one): who ran there, or whether the CPU
+    /// idled, is unknown. With the inferred switch-ins' `[earliest,
+    /// latest]` and the loss records' spans, they bound what loss can move
+    /// (`crate::idle`'s `idle_ns_min`/`idle_ns_max`).
+    pub unknown: Vec<UnknownStretch>,
     /// Made by [`Timeline::build`] (not a `Default` placeholder).
     built: bool,
     index: TidIndex,
@@ -236,14 +243,78 @@ pub struct Timeline {
 /// One switch-in that no sched_switch recorded, inferred by the repair
 /// described in the module docs: `tid` ran on `cpu` from `ts` (the CPU was
 /// idle before), until the sched_switch that switched it out.
+///
+/// The trace proves the switch-in happened in `[earliest, latest]`; `ts`
+/// is the estimate the timeline uses (its runs and intervals start
+/// there), placed from the strongest `evidence` the trace carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct InferredSwitchIn {
-    /// When it was switched in.
+    /// When it was switched in: the estimate, in `[earliest, latest]`.
     pub ts: Ts,
     /// Where.
     pub cpu: Cpu,
     /// Who.
     pub tid: Tid,
+    /// The earliest instant the evidence allows.
+    pub earliest: Ts,
+    /// The latest instant the evidence allows.
+    pub latest: Ts,
+    /// What placed the estimate.
+    pub evidence: Evidence,
+}
+
+/// What placed an inferred switch-in, strongest first (JSON names in
+/// snake_case).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Evidence {
+    /// The task's first `sched:sched_stat_runtime` on the CPU after the
+    /// gap, in its own context: it ran over `[ts - runtime, ts]`
+    /// (update_curr's delta starts at the switch-in), so it was switched
+    /// in at `ts - runtime`. Exact: `earliest = latest = ts`.
+    StatRuntime,
+    /// The CPU's last `power:cpu_idle` exit (not followed by an idle
+    /// entry) before the first event that proves the task ran: the CPU
+    /// left idle then (`earliest`), and the estimate is that exit.
+    CpuIdle,
+    /// The task's wakeup was not recorded: the first event that proves it
+    /// current on the CPU (in its context) is the estimate and `latest`.
+    TaskEvent,
+    /// No evidence but the rule: the later of "the CPU went idle" and "the
+    /// task became runnable" (an idle CPU picks a woken task at once).
+    Rule,
+}
+
+impl Evidence {
+    /// Every kind, strongest first.
+    pub const ALL: [Evidence; 4] = [
+        Evidence::StatRuntime,
+        Evidence::CpuIdle,
+        Evidence::TaskEvent,
+        Evidence::Rule,
+    ];
+
+    /// The JSON / text name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Evidence::StatRuntime => "stat_runtime",
+            Evidence::CpuIdle => "cpu_idle",
+            Evidence::TaskEvent => "task_event",
+            Evidence::Rule => "rule",
+        }
+    }
+}
+
+/// A stretch of one CPU whose state the trace does not prove (see
+/// [`Timeline::unknown`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct UnknownStretch {
+    /// The CPU.
+    pub cpu: Cpu,
+    /// Start: the last instant the trace proves the CPU's state.
+    pub start: Ts,
+    /// End: the first instant after it that the trace proves it again.
+    pub end: Ts,
 }
 
 /// tid -> index map with a cheap multiplicative hash (tids are small integers
@@ -402,6 +473,39 @@ pub(crate) fn names_current(data: &EventData) -> bool {
             | EventData::Exec { .. }
     )
 }
+
+/// The name id of `sched:sched_stat_runtime` in `trace`, when it has any
+/// such event.
+pub(crate) fn stat_runtime_id(trace: &Trace) -> Option<schedscope_trace::NameId> {
+    trace.name_id("sched:sched_stat_runtime")
+}
+
+/// The `pid` and `runtime` (ns) of a `sched:sched_stat_runtime` event
+/// (`ev.name` is its id): the decoders keep them as raw fields (a text
+/// trace's `runtime=1200 [ns]` too). `None` when they are not there.
+pub(crate) fn stat_runtime(trace: &Trace, ev: &schedscope_trace::Event) -> Option<(Tid, u64)> {
+    let EventData::Other(Some(i)) = ev.data else {
+        return None;
+    };
+    let (mut pid, mut runtime) = (None, None);
+    for (k, v) in trace.raw_args.get(i) {
+        let v = v.trim();
+        match k {
+            "pid" => pid = v.parse::<i32>().ok(),
+            "runtime" => {
+                let end = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+                runtime = v[..end].parse::<u64>().ok();
+            }
+            _ => {}
+        }
+    }
+    Some((Tid(pid?), runtime?))
+}
+
+/// How many events after the one that makes a repair the build reads for
+/// the task's first `sched_stat_runtime` (a tick's worth of events on a
+/// busy machine is a few thousand).
+const STAT_LOOKAHEAD: usize = 1 << 16;
 
 /// What a switch-out leaves a task in.
 fn state_after_switch_out(prev_state: PrevState, exiting: bool) -> ThreadState {
@@ -571,8 +675,9 @@ impl Census {
     /// Pass 1 over the events.
     fn of(trace: &Trace) -> Census {
         let mut s = Census::new(trace.nr_cpus as usize);
+        let stat = stat_runtime_id(trace);
         for ev in &trace.events {
-            if names_current(&ev.data) {
+            if names_current(&ev.data) || (stat.is_some() && Some(ev.name) == stat) {
                 s.names_current(ev.cpu, ev.tid);
             }
             match ev.data {
@@ -642,6 +747,21 @@ struct Builder {
     /// Interval or run pushes that found their vector full (the census
     /// bound was too small); tests check that it stays 0.
     regrown: u64,
+    /// The trace's sched_stat_runtime name id, if it has any.
+    stat: Option<schedscope_trace::NameId>,
+    /// Per CPU: the last power:cpu_idle exit not followed by an idle entry.
+    idle_exit: Vec<Option<Ts>>,
+    /// Per CPU: the times of the trace's loss records there.
+    marks: Vec<Vec<u64>>,
+}
+
+/// Where a repair puts a lost switch-in (see [`InferredSwitchIn`]).
+#[derive(Clone, Copy)]
+struct Placement {
+    estimate: Ts,
+    earliest: Ts,
+    latest: Ts,
+    evidence: Evidence,
 }
 
 impl Builder {
@@ -802,6 +922,13 @@ impl Builder {
             // that took `cur` off was lost. Its state since is unknown; do
             // not leave it Running here forever.
             self.tl.anomalies += 1;
+            if let Some(start) = last.last_switch {
+                self.tl.unknown.push(UnknownStretch {
+                    cpu,
+                    start,
+                    end: ts,
+                });
+            }
             if !cur.is_idle() {
                 if let Some(i) = self.tl.index.get(cur) {
                     let stale = self
@@ -922,7 +1049,92 @@ impl Builder {
         if t_in > ts {
             return;
         }
-        self.switch_in_inferred(c, cpu, i, prev, t_in);
+        let at = self.place(c, t_in, ts, Evidence::Rule, None);
+        self.switch_in_inferred(c, cpu, i, prev, at);
+    }
+
+    /// Place a lost switch-in on CPU slot `c` that the rule puts at
+    /// `rule` (with the evidence `kind`, [`Evidence::Rule`] or
+    /// [`Evidence::TaskEvent`]), known to precede `proof` (the first event
+    /// proving the task ran there): from the task's first
+    /// sched_stat_runtime (`stat`, its switch-in time), else the CPU's last
+    /// idle exit, else the rule. `earliest` is the rule's time (the CPU
+    /// idle since, the task runnable since), or the CPU's idle exit after
+    /// it; `latest` is `proof`.
+    fn place(&self, c: usize, rule: Ts, proof: Ts, kind: Evidence, stat: Option<Ts>) -> Placement {
+        // Without a recorded wakeup the rule's time is the proof itself:
+        // the task may have run since the CPU went idle.
+        let earliest = match kind {
+            Evidence::TaskEvent => self.cpus[c].last_switch.unwrap_or(rule).min(rule),
+            _ => rule,
+        };
+        // A loss record since the CPU went idle: the runtime may count
+        // from a lost update, not from the switch-in; it only bounds it.
+        let marked = self.marks.get(c).is_some_and(|m| {
+            let k = m.partition_point(|&x| x <= earliest.0);
+            m.get(k).is_some_and(|&x| x <= proof.0)
+        });
+        let proof = match stat {
+            Some(t) if marked => t.clamp(earliest, proof),
+            _ => proof,
+        };
+        if let Some(t) = stat.filter(|_| !marked) {
+            let t = t.clamp(earliest, proof);
+            return Placement {
+                estimate: t,
+                earliest: t,
+                latest: t,
+                evidence: Evidence::StatRuntime,
+            };
+        }
+        if let Some(x) = self.idle_exit.get(c).copied().flatten() {
+            if x >= earliest && x <= proof {
+                return Placement {
+                    estimate: x,
+                    earliest: x,
+                    latest: proof,
+                    evidence: Evidence::CpuIdle,
+                };
+            }
+        }
+        Placement {
+            estimate: rule,
+            earliest,
+            latest: proof,
+            evidence: kind,
+        }
+    }
+
+    /// The switch-in time that `tid`'s first sched_stat_runtime on CPU
+    /// `cpu` from event `k` on proves (`ts - runtime`), before the CPU's
+    /// next sched_switch; `None` without one (or without such events).
+    fn stat_switch_in(&self, trace: &Trace, k: usize, cpu: Cpu, tid: Tid) -> Option<Ts> {
+        let stat = self.stat?;
+        for ev in trace.events.get(k..)?.iter().take(STAT_LOOKAHEAD) {
+            if ev.cpu != cpu {
+                continue;
+            }
+            if matches!(ev.data, EventData::Switch { .. }) {
+                return None;
+            }
+            if ev.name == stat && ev.tid == tid {
+                if let Some((pid, runtime)) = stat_runtime(trace, ev) {
+                    if pid == tid {
+                        return Some(Ts(ev.ts.0.saturating_sub(runtime)));
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// A power:cpu_idle event on CPU `cpu` at `ts`.
+    fn cpu_idle(&mut self, ts: Ts, cpu: Cpu, state: u32) {
+        let c = cpu.0 as usize;
+        if c >= self.idle_exit.len() {
+            self.idle_exit.resize(c + 1, None);
+        }
+        self.idle_exit[c] = (state == u32::MAX).then_some(ts);
     }
 
     /// An event on CPU `cpu` at `ts` names `tid` as the task current there
@@ -933,7 +1145,7 @@ impl Builder {
     /// else (its wakeup was not traced either) from this event on, the
     /// first instant the trace proves. Never on a CPU without evidence of
     /// loss (fully traced: nothing is repaired there).
-    fn infer_switch_in_from_event(&mut self, ts: Ts, cpu: Cpu, tid: Tid) {
+    fn infer_switch_in_from_event(&mut self, trace: &Trace, k: usize, ts: Ts, cpu: Cpu, tid: Tid) {
         let c = cpu.0 as usize;
         let Some(&tracker) = self.cpus.get(c) else {
             return;
@@ -945,19 +1157,24 @@ impl Builder {
             return;
         };
         let i = self.idx(tid);
-        let t_in = match self.open(i) {
-            Some(iv) if iv.state == ThreadState::Runnable => iv.ts.max(idle_since),
-            _ => ts,
+        let (t_in, kind) = match self.open(i) {
+            Some(iv) if iv.state == ThreadState::Runnable => {
+                (iv.ts.max(idle_since), Evidence::Rule)
+            }
+            _ => (ts, Evidence::TaskEvent),
         };
         if t_in > ts {
             return;
         }
-        self.switch_in_inferred(c, cpu, i, tid, t_in);
+        let stat = self.stat_switch_in(trace, k, cpu, tid);
+        let at = self.place(c, t_in, ts, kind, stat);
+        self.switch_in_inferred(c, cpu, i, tid, at);
     }
 
     /// The repair's result: idle CPU slot `c` (CPU `cpu`) ran `tid`
     /// (thread `i`) from `t_in` on, a switch-in the trace lacks.
-    fn switch_in_inferred(&mut self, c: usize, cpu: Cpu, i: usize, prev: Tid, t_in: Ts) {
+    fn switch_in_inferred(&mut self, c: usize, cpu: Cpu, i: usize, prev: Tid, at: Placement) {
+        let t_in = at.estimate;
         if let Some(run) = self.tl.cpus[c].last_mut() {
             if run.tid.is_idle() && run.end.is_none() {
                 if run.ts == t_in {
@@ -991,6 +1208,9 @@ impl Builder {
             ts: t_in,
             cpu,
             tid: prev,
+            earliest: at.earliest,
+            latest: at.latest,
+            evidence: at.evidence,
         });
         self.tl.inferred_switch_ins += 1;
         if c >= self.tl.inferred_switch_ins_by_cpu.len() {
@@ -1131,11 +1351,21 @@ impl Timeline {
                 ..Timeline::default()
             },
             regrown: 0,
+            stat: stat_runtime_id(trace),
+            idle_exit: Vec::new(),
+            marks: Vec::new(),
         };
+        for m in &trace.loss_marks {
+            let c = m.cpu as usize;
+            if c >= b.marks.len() {
+                b.marks.resize(c + 1, Vec::new());
+            }
+            b.marks[c].push(m.ts);
+        }
         // Pass 2: the state machine.
-        for ev in &trace.events {
-            if names_current(&ev.data) {
-                b.infer_switch_in_from_event(ev.ts, ev.cpu, ev.tid);
+        for (k, ev) in trace.events.iter().enumerate() {
+            if names_current(&ev.data) || (b.stat.is_some() && Some(ev.name) == b.stat) {
+                b.infer_switch_in_from_event(trace, k, ev.ts, ev.cpu, ev.tid);
             }
             match ev.data {
                 EventData::Switch {
@@ -1149,6 +1379,7 @@ impl Timeline {
                 } => b.wakeup(ev.ts, ev.tid, tid, target_cpu),
                 EventData::Migrate { tid, dest_cpu, .. } => b.migrate(ev.ts, tid, dest_cpu),
                 EventData::Exit { tid, .. } => b.exit(ev.ts, tid),
+                EventData::CpuIdle { state, .. } => b.cpu_idle(ev.ts, ev.cpu, state),
                 _ => {}
             }
         }

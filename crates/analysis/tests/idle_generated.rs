@@ -280,13 +280,22 @@ fn every_number_matches_the_hand_computed_ground_truth() {
         "cpus": [
             {"cpu": 0, "idle_ns": 463 * MS, "wasted_idle_ns": 163 * MS, "throttled_ns": 152 * MS,
              "imbalance_ns": 11 * MS, "sched_softirqs": 2, "sched_softirq_ns": 2 * MS,
-             "nohz_kicks_received": 0, "wake_idle_without_ipi": 0, "pulls": 1},
+             "nohz_kicks_received": 0, "wake_idle_without_ipi": 0, "pulls": 1,
+             // a trace without loss evidence: every bound is the value
+             "idle_ns_min": 463 * MS, "idle_ns_max": 463 * MS,
+             "wasted_idle_ns_min": 163 * MS, "wasted_idle_ns_max": 163 * MS},
             {"cpu": 1, "idle_ns": 841 * MS, "wasted_idle_ns": 440 * MS, "throttled_ns": 200 * MS,
              "imbalance_ns": 240 * MS, "sched_softirqs": 0, "sched_softirq_ns": 0,
-             "nohz_kicks_received": 1, "wake_idle_without_ipi": 1, "pulls": 1},
+             "nohz_kicks_received": 1, "wake_idle_without_ipi": 1, "pulls": 1,
+             "idle_ns_min": 841 * MS, "idle_ns_max": 841 * MS,
+             "wasted_idle_ns_min": 440 * MS, "wasted_idle_ns_max": 440 * MS},
         ],
         "idle_ns": 1304 * MS,
         "wasted_idle_ns": 603 * MS,
+        "idle_ns_min": 1304 * MS,
+        "idle_ns_max": 1304 * MS,
+        "wasted_idle_ns_min": 603 * MS,
+        "wasted_idle_ns_max": 603 * MS,
         "throttled_ns": 352 * MS,
         "imbalance_ns": 251 * MS,
         "attribution": "inferred",
@@ -328,6 +337,7 @@ fn every_number_matches_the_hand_computed_ground_truth() {
         "repairs": ([0, 1].map(|cpu| json!({
             "cpu": cpu, "unswitched_switch_outs": 0, "idle_exits_missing": 0, "lossy": false,
             "waits_dropped": 0, "woken_throttled": 0, "woken_left_queued": 0,
+            "uncertain_ns": 0,
         }))),
     });
     assert_json_eq("idle", &got, &want);

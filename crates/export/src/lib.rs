@@ -457,18 +457,18 @@ mod tests {
     use super::*;
     use schedscope_trace::{Cpu, Event, EventData, StackId, Tid, TraceFormat, Ts};
 
-    /// A trace whose first and last events are `sched_stat_runtime`
+    /// A trace whose first and last events are `raw_syscalls:sys_enter`
     /// (no analysis reads it), with a `sched_switch`-named and a fork
     /// event between.
     fn trace(format: TraceFormat) -> Trace {
         let mut t = Trace::new("t", format);
         for (ts, name) in [
-            (10, "sched:sched_stat_runtime"),
+            (10, "raw_syscalls:sys_enter"),
             (20, "sched:sched_switch"),
             (30, "sched:sched_process_fork"),
-            (40, "sched:sched_stat_runtime"),
+            (40, "raw_syscalls:sys_enter"),
             (50, "cpu-clock:u"),
-            (60, "sched:sched_stat_runtime"),
+            (60, "raw_syscalls:sys_enter"),
         ] {
             let name = t.intern_name(name);
             t.events.push(Event {

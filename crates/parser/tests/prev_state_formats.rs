@@ -267,8 +267,17 @@ fn untyped_text_events_keep_their_fields_when_asked() {
           a-5     [000] d..2.   1.000003: sched_switch: prev_comm=a prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
 ";
     let plain = load_bytes("raw.txt", text.as_bytes()).unwrap();
-    assert!(plain.raw_args.is_empty());
-    assert!(matches!(plain.events[0].data, EventData::Other(None)));
+    // Only sched_stat_runtime's fields are kept unasked (the timeline's
+    // lost-event repair reads them).
+    assert_eq!(plain.raw_args.len(), 1);
+    match plain.events[0].data {
+        EventData::Other(Some(r)) => assert_eq!(
+            plain.raw_args.get(r).collect::<Vec<_>>(),
+            [("comm", "a b"), ("pid", "5"), ("runtime", "1200 [ns]")]
+        ),
+        ref d => panic!("{d:?}"),
+    }
+    assert!(matches!(plain.events[1].data, EventData::Other(None)));
     let opts = LoadOptions {
         raw_fields: true,
         ..LoadOptions::default()
@@ -455,11 +464,27 @@ fn perf_data_switches_without_a_state_field_are_counted_untyped() {
 }
 
 #[test]
-fn perf_data_untyped_fields_are_kept_only_when_asked() {
+fn perf_data_untyped_fields_are_kept_only_when_asked_but_stat_runtime_s() {
     let rt = [("kworker/0:1", 42, 1_500_000u64), ("a b", 7, 12)];
     let d = perf_data(SWITCH_FORMAT, &[1], &rt);
     let plain = load_bytes("rt.data", &d).unwrap();
-    assert!(plain.raw_args.is_empty());
+    // Unasked, sched_stat_runtime keeps pid and runtime (the timeline's
+    // lost-event repair reads them), nothing more.
+    let kept: Vec<Vec<(&str, &str)>> = plain
+        .events
+        .iter()
+        .filter_map(|e| match e.data {
+            EventData::Other(Some(r)) => Some(plain.raw_args.get(r).collect()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            [("pid", "42"), ("runtime", "1500000")],
+            [("pid", "7"), ("runtime", "12")]
+        ]
+    );
     let opts = LoadOptions {
         raw_fields: true,
         ..LoadOptions::default()

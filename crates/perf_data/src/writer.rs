@@ -437,6 +437,19 @@ impl<W: Read + Write + Seek> PerfDataWriter<W> {
         }
     }
 
+    /// Append a PERF_RECORD_LOST: the kernel's record, in `cpu`'s ring,
+    /// that `lost` samples of event id `id` were dropped (written when the
+    /// ring has room again; `time` then).
+    pub fn lost(&mut self, id: u64, cpu: u32, lost: u64, time: u64) -> io::Result<()> {
+        let mut rec = Vec::with_capacity(64);
+        rec.extend_from_slice(&[0u8; 8]);
+        put64(&mut rec, id);
+        put64(&mut rec, lost);
+        self.sample_id_of(&mut rec, 0, 0, time, cpu, id);
+        finish_header(&mut rec, RecordType::LOST, 0)?;
+        self.write_records(&rec)
+    }
+
     /// Append a PERF_RECORD_LOST_SAMPLES: the kernel's count of samples of
     /// event id `id` on `cpu` that never reached the ring (as perf writes
     /// at the end of a recording from the PERF_FORMAT_LOST counters).

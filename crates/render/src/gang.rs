@@ -17,8 +17,21 @@ pub fn verdict(g: &Gang) -> String {
     } else {
         "threads"
     };
+    let lost = match (
+        g.fragmented_ns_min,
+        g.fragmented_ns_max,
+        g.corun_ratio_min,
+        g.corun_ratio_max,
+    ) {
+        (Some(flo), Some(fhi), Some(clo), Some(chi)) => format!(
+            " (given events lost on its CPUs: fragmented {}-{} ms, co-run ratio {clo:.2}-{chi:.2})",
+            ms(flo),
+            ms(fhi)
+        ),
+        _ => String::new(),
+    };
     format!(
-        "{}: all {} {} co-ran {} of the time it ran; {} fragmented",
+        "{}: all {} {} co-ran {} of the time it ran; {} fragmented{lost}",
         g.name,
         g.members.len(),
         what,

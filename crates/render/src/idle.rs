@@ -38,8 +38,9 @@ fn render(r: &IdleReport, opts: &TextOptions, out: &mut dyn Write) -> io::Result
     let cpu_time = r.duration_ns.saturating_mul(r.cpus.len() as u64);
     writeln!(
         out,
-        "Wasted idle: {} ms ({} of CPU time) idle while runnable work waited: throttled {} ms, imbalance {} ms (attribution: {})",
+        "Wasted idle: {} ms{} ({} of CPU time) idle while runnable work waited: throttled {} ms, imbalance {} ms (attribution: {})",
         ms(r.wasted_idle_ns),
+        loss_range(r, r.wasted_idle_ns_min, r.wasted_idle_ns_max),
         pct_sign(r.wasted_idle_ns, cpu_time),
         ms(r.throttled_ns),
         ms(r.imbalance_ns),
@@ -53,8 +54,9 @@ fn render(r: &IdleReport, opts: &TextOptions, out: &mut dyn Write) -> io::Result
     )?;
     writeln!(
         out,
-        "Idle: {} ms of {} ms CPU time ({}) over {} CPUs, {:.3} s",
+        "Idle: {} ms{} of {} ms CPU time ({}) over {} CPUs, {:.3} s",
         ms(r.idle_ns),
+        loss_range(r, r.idle_ns_min, r.idle_ns_max),
         ms(cpu_time),
         pct_sign(r.idle_ns, cpu_time),
         r.cpus.len(),
@@ -265,6 +267,26 @@ fn render(r: &IdleReport, opts: &TextOptions, out: &mut dyn Write) -> io::Result
     Ok(())
 }
 
+/// How far lost events can move a figure: `, LO-HI ms given the events
+/// lost on CPU N` when its bounds differ, else nothing.
+fn loss_range(r: &IdleReport, lo: u64, hi: u64) -> String {
+    if lo == hi {
+        return String::new();
+    }
+    let cpus: Vec<String> = r
+        .repairs
+        .iter()
+        .filter(|c| c.uncertain_ns > 0)
+        .map(|c| c.cpu.to_string())
+        .collect();
+    format!(
+        ", {}-{} ms given the events lost on CPU {}",
+        ms(lo),
+        ms(hi),
+        cpus.join(", ")
+    )
+}
+
 /// The per-CPU lost-event evidence and repairs ([`IdleReport::repairs`]),
 /// one line per CPU that has something to say; nothing for a trace whose
 /// CPUs are all fully traced and held no woken task off.
@@ -301,6 +323,18 @@ pub(super) fn render_repairs(r: &IdleReport, out: &mut dyn Write) -> io::Result<
                 n(c.idle_exits_missing)
             ));
             parts.push(format!("{} waits dropped", n(c.waits_dropped)));
+            if !c.evidence.is_empty() {
+                let by: Vec<String> = c
+                    .evidence
+                    .iter()
+                    .map(|(k, v)| format!("{k} {}", n(*v)))
+                    .collect();
+                parts.push(format!(
+                    "switch-ins placed by {}; state unknown {} ms",
+                    by.join(", "),
+                    ms(c.uncertain_ns)
+                ));
+            }
         } else {
             parts.push("fully traced, nothing dropped".to_string());
         }

@@ -267,6 +267,7 @@ pub fn simulate_bandwidth(spec: &BandwidthSpec) -> (Simulation, BandwidthTruth) 
             end_ns: end,
             ..Truth::default()
         },
+        lost: Vec::new(),
     };
     (sim, truth)
 }

@@ -98,7 +98,12 @@ pub fn to_ftrace_text_style(sim: &Simulation, style: KvmStyle) -> String {
 #              | |           |       |   |||||     |         |\n",
         sim.config.cpus
     );
+    let mut lost = sim.lost.iter().peekable();
     for ev in &sim.events {
+        // A loss record before the first event its CPU kept after the loss.
+        while let Some(l) = lost.next_if(|l| l.ts <= ev.ts) {
+            let _ = writeln!(s, "CPU:{} [LOST {} EVENTS]", l.cpu, l.n);
+        }
         let (comm, tgid) = if ev.pid == 0 {
             ("<idle>".to_string(), "-------".to_string())
         } else {
@@ -183,6 +188,14 @@ pub fn to_ftrace_text_style(sim: &Simulation, style: KvmStyle) -> String {
                     0,
                     0,
                     0
+                );
+            }
+            SimData::StatRuntime { runtime } => {
+                let _ = writeln!(
+                    s,
+                    "sched_stat_runtime: comm={} pid={} runtime={runtime} [ns]",
+                    sim.comm(ev.pid, ev.cpu),
+                    ev.pid
                 );
             }
             SimData::KvmEntry { vcpu, .. } if style == KvmStyle::Old => {

@@ -17,6 +17,7 @@
 pub mod bandwidth;
 pub mod config;
 pub mod ftrace;
+pub mod loss;
 pub mod model;
 pub mod perf;
 pub mod truth;

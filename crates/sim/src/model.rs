@@ -109,6 +109,13 @@ pub enum SimData {
         /// Guest rip.
         rip: u64,
     },
+    /// sched_stat_runtime of the task current on the CPU (the event's
+    /// pid): CPU time since its previous one or since its switch-in
+    /// (added by [`crate::loss::with_stat_runtime`]).
+    StatRuntime {
+        /// Runtime (ns).
+        runtime: u64,
+    },
     /// kvm_entry.
     KvmEntry {
         /// vCPU id.
@@ -142,6 +149,10 @@ pub struct Simulation {
     pub events: Vec<SimEvent>,
     /// The answers.
     pub truth: Truth,
+    /// Events dropped by a ring-buffer loss injected with
+    /// [`crate::loss::drop_spans`]: one loss record each (written as
+    /// PERF_RECORD_LOST and `CPU:N [LOST K EVENTS]`).
+    pub lost: Vec<crate::loss::SimLost>,
 }
 
 impl Simulation {
@@ -753,6 +764,7 @@ impl Sim {
             threads: self.threads,
             events: self.events,
             truth,
+            lost: Vec::new(),
         }
     }
 }

@@ -52,6 +52,14 @@ pub const FORMATS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// sched_stat_runtime's format, written only when the simulation has
+/// such events (so that files without them stay as they were).
+const STAT_RUNTIME: (&str, &str, &str) = (
+    "sched",
+    "sched_stat_runtime",
+    include_str!("../../../fixtures/formats/sched/sched_stat_runtime/format"),
+);
+
 const HEADER_PAGE: &str = include_str!("../../../fixtures/formats/header_page");
 const HEADER_EVENT: &str = include_str!("../../../fixtures/formats/header_event");
 
@@ -126,7 +134,16 @@ impl<'a> Rec<'a> {
 
 /// Write the simulation as perf.data bytes.
 pub fn to_perf_data(sim: &Simulation) -> io::Result<Vec<u8>> {
-    let fmts: Vec<EventFormat> = FORMATS
+    let has_stat = sim
+        .events
+        .iter()
+        .any(|e| matches!(e.data, SimData::StatRuntime { .. }));
+    let formats: Vec<(&str, &str, &str)> = FORMATS
+        .iter()
+        .copied()
+        .chain(has_stat.then_some(STAT_RUNTIME))
+        .collect();
+    let fmts: Vec<EventFormat> = formats
         .iter()
         .map(|(sys, ev, text)| {
             parse_format(text)
@@ -153,7 +170,13 @@ pub fn to_perf_data(sim: &Simulation) -> io::Result<Vec<u8>> {
         w.comm(t.tgid as u32, t.tid as u32, &t.comm, 0)?;
     }
     let marker = fmts[0].preempt_marker().unwrap_or(0);
+    let mut lost = sim.lost.iter().peekable();
     for (n, ev) in sim.events.iter().enumerate() {
+        // The kernel writes a CPU's PERF_RECORD_LOST when its ring has room
+        // again, before the next event it keeps.
+        while let Some(l) = lost.next_if(|l| l.ts <= ev.ts) {
+            w.lost(id_of(0, l.cpu), l.cpu, l.n, l.ts)?;
+        }
         let (e, raw) = match ev.data {
             SimData::Switch { prev, out, next } => {
                 let state = match prev_state_text(prev, out) {
@@ -214,6 +237,16 @@ pub fn to_perf_data(sim: &Simulation) -> io::Result<Vec<u8>> {
                     .int("vcpu_id", u64::from(vcpu))?;
                 (5, r.buf)
             }
+            SimData::StatRuntime { runtime } => {
+                let f = fmts
+                    .get(7)
+                    .ok_or_else(|| bad("no sched_stat_runtime format".into()))?;
+                let mut r = Rec::new(f, ev.pid)?;
+                r.str("comm", &sim.comm(ev.pid, ev.cpu))?
+                    .int("pid", ev.pid as u32 as u64)?
+                    .int("runtime", runtime)?;
+                (7, r.buf)
+            }
             SimData::KvmEntry { vcpu, rip } => {
                 let mut r = Rec::new(&fmts[6], ev.pid)?;
                 r.int("vcpu_id", u64::from(vcpu))?.int("rip", rip)?;
@@ -240,7 +273,7 @@ pub fn to_perf_data(sim: &Simulation) -> io::Result<Vec<u8>> {
         header_event: HEADER_EVENT.as_bytes().to_vec(),
         ..TracingData::default()
     };
-    for (sys, _, text) in FORMATS {
+    for (sys, _, text) in &formats {
         td.add_event_format(sys, text.as_bytes().to_vec());
     }
     let features = Features {

@@ -436,6 +436,7 @@ fn perf_script_decodes_simulated_perf_data() {
             Migrate { .. } => "sched:sched_migrate_task",
             KvmExit { .. } => "kvm:kvm_exit",
             KvmEntry { .. } => "kvm:kvm_entry",
+            StatRuntime { .. } => "sched:sched_stat_runtime",
         };
         *expect.entry(n).or_default() += 1;
     }

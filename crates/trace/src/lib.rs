@@ -48,6 +48,6 @@ pub use strings::{StrId, Strings};
 pub use task::{Task, TaskTable};
 pub use topology::CpuTopology;
 pub use trace::{
-    CgroupSample, CpuLoss, KernelSymbols, Mapping, Severity, Tally, Trace, TraceFormat, TraceMeta,
-    WallClock, Warning,
+    CgroupSample, CpuLoss, KernelSymbols, LossMark, Mapping, Severity, Tally, Trace, TraceFormat,
+    TraceMeta, WallClock, Warning,
 };

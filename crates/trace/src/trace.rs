@@ -199,6 +199,14 @@ pub struct Trace {
     /// named by them (in CPU order), then one with `cpu: None` for records
     /// that name no CPU. Empty when the file has no loss records.
     pub lost_by_cpu: Vec<CpuLoss>,
+    /// Where in time each loss record says a CPU lost events, in time
+    /// order: a perf.data PERF_RECORD_LOST whose sample_id names the CPU
+    /// and time (the kernel writes it when the ring has room again, before
+    /// the CPU's next recorded event), or a text trace's `CPU:N [LOST K
+    /// EVENTS]` line (timed by the event line before it). The events lost
+    /// fall between the CPU's last recorded event before the mark and its
+    /// first one after.
+    pub loss_marks: Vec<LossMark>,
     /// Anomalies met while decoding.
     pub warnings: Vec<Warning>,
     /// Kernel symbols stored in the file.
@@ -226,6 +234,17 @@ pub struct Trace {
     /// payload, in order of first appearance (per chunk of the file, in
     /// file order). Their counts are also in `events_by_name`.
     pub tallies: Vec<Tally>,
+}
+
+/// One loss record placed in time (see [`Trace::loss_marks`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct LossMark {
+    /// When (trace clock, ns).
+    pub ts: u64,
+    /// The CPU that lost events.
+    pub cpu: u32,
+    /// How many it lost.
+    pub lost: u64,
 }
 
 /// Events lost on one CPU, from the file's loss records (see
@@ -337,6 +356,7 @@ impl Trace {
             nr_cpus: 0,
             lost: 0,
             lost_by_cpu: Vec::new(),
+            loss_marks: Vec::new(),
             warnings: Vec::new(),
             kernel_symbols: KernelSymbols::default(),
             cgroup_samples: Vec::new(),

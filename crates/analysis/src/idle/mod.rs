@@ -108,6 +108,7 @@
 //! holds both, and that idle equals the timeline on every fixture CPU.
 
 mod balance;
+pub(crate) mod bounds;
 mod gaps;
 mod inference;
 mod pass;
@@ -172,6 +173,16 @@ pub struct CpuIdle {
     pub wake_idle_without_ipi: u64,
     /// Runnable tasks migrated into this CPU while it was idle.
     pub pulls: u64,
+    /// The least `idle_ns` can be given the events lost on this CPU
+    /// (`bounds`; equal to `idle_ns` on a CPU without loss evidence).
+    pub idle_ns_min: u64,
+    /// The most `idle_ns` can be given the events lost on this CPU.
+    pub idle_ns_max: u64,
+    /// The least `wasted_idle_ns` can be given the events lost on any CPU
+    /// (equal to `wasted_idle_ns` on a trace without loss evidence).
+    pub wasted_idle_ns_min: u64,
+    /// The most `wasted_idle_ns` can be given the events lost on any CPU.
+    pub wasted_idle_ns_max: u64,
 }
 
 /// Statistics of the per-second idle %.
@@ -364,6 +375,14 @@ pub struct IdleReport {
     /// Per CPU: the evidence of lost events and what was repaired because
     /// of it, or reported instead (see the module docs, "Lost events").
     pub repairs: Vec<CpuRepair>,
+    /// Sum of per-CPU `idle_ns_min` (`bounds`).
+    pub idle_ns_min: u64,
+    /// Sum of per-CPU `idle_ns_max`.
+    pub idle_ns_max: u64,
+    /// Sum of per-CPU `wasted_idle_ns_min`.
+    pub wasted_idle_ns_min: u64,
+    /// Sum of per-CPU `wasted_idle_ns_max`.
+    pub wasted_idle_ns_max: u64,
 }
 
 /// One CPU's lost-event evidence and repairs (JSON `idle.repairs[]`).
@@ -394,6 +413,14 @@ pub struct CpuRepair {
     /// explains; the wait is kept (throttled when the recorded samples say
     /// so), and each time is counted in [`IdleReport::anomalies`].
     pub woken_left_queued: u64,
+    /// The timeline's inferred switch-ins on this CPU by the evidence
+    /// that placed them (`stat_runtime`, `cpu_idle`, `task_event`, `rule`;
+    /// see [`crate::timeline::Evidence`]); empty without any.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub evidence: BTreeMap<&'static str, u64>,
+    /// Length of this CPU's uncertain windows (`bounds`): where lost
+    /// events leave its state unknown.
+    pub uncertain_ns: u64,
 }
 
 fn has_event(trace: &schedscope_trace::Trace, name: &str) -> bool {
@@ -443,6 +470,7 @@ pub fn analyze_with_gaps(
         &own
     };
     let (mut report, gaps) = pass::run_with(trace, tl, keep_gaps);
+    bounds::fill(&mut report, trace, tl);
     report.missing_events = PROXIES
         .iter()
         .filter(|n| !has_event(trace, n))

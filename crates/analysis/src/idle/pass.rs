@@ -422,6 +422,7 @@ impl Pass<'_> {
                     }
                 })
                 .collect(),
+            ..IdleReport::default()
         }
     }
 }

@@ -398,6 +398,8 @@ struct ChunkOut<'a> {
     not_utf8: Tally<'a>,
     /// Events the ring buffer dropped (`[LOST N EVENTS]`, entries header).
     lost: u64,
+    /// `CPU:N [LOST K EVENTS]` lines: (events of the chunk before it, N, K).
+    loss_marks: Vec<(usize, u32, u64)>,
     /// CPU count from a header (`#P:N`, `cpus=N`).
     nr_cpus: u32,
     /// Call-chain addresses of all events of the chunk, innermost first.
@@ -462,7 +464,12 @@ fn parse_chunk(chunk: &[u8], style: Style) -> ChunkOut<'_> {
                     }
                 }
             }
-            Other::Lost(n) => out.lost = out.lost.saturating_add(n),
+            Other::Lost(n) => {
+                out.lost = out.lost.saturating_add(n);
+                if let Some(cpu) = lost_line_cpu(line) {
+                    out.loss_marks.push((out.events.len(), cpu, n));
+                }
+            }
             Other::Cpus(n) => out.nr_cpus = out.nr_cpus.max(n),
             Other::Entries {
                 in_buffer,
@@ -505,6 +512,14 @@ enum Other<'a> {
     },
     /// Anything else.
     Unparsed,
+}
+
+/// The N of a `CPU:N [LOST K EVENTS]` line.
+fn lost_line_cpu(line: &str) -> Option<u32> {
+    let r = line.trim().strip_prefix("CPU")?;
+    let r = r.strip_prefix(':').unwrap_or(r).trim_start();
+    let end = r.find(|c: char| !c.is_ascii_digit()).unwrap_or(r.len());
+    r[..end].parse().ok()
 }
 
 fn classify_other(line: &str) -> Other<'_> {
@@ -807,7 +822,17 @@ impl Builder {
         self.trace.lost = self.trace.lost.saturating_add(out.lost);
         self.header_cpus = self.header_cpus.max(out.nr_cpus);
         self.trace.events.reserve(out.events.len());
-        for l in out.events {
+        let mut marks = out.loss_marks.iter().peekable();
+        for (j, l) in out.events.into_iter().enumerate() {
+            // A loss line is timed by the event line before it (the next
+            // one when it opens the file).
+            while let Some(&&(_, cpu, lost)) = marks.peek().filter(|m| m.0 <= j) {
+                let ts = self.trace.events.last().map_or(l.ts, |e| e.ts.0);
+                self.trace
+                    .loss_marks
+                    .push(schedscope_trace::LossMark { ts, cpu, lost });
+                marks.next();
+            }
             let Some(name) = self.name_id(l.event) else {
                 if self.too_many_names.0 == 0 {
                     self.too_many_names.1 = abs(l.line as u64);
@@ -835,13 +860,19 @@ impl Builder {
             let ts = Ts(l.ts);
             let line = abs(l.line as u64);
             let data = match l.payload {
-                None if self.raw_fields => match self.trace.raw_args.push(raw_pairs(l.body)) {
-                    Ok(i) => EventData::Other(Some(i)),
-                    Err(_) => {
-                        self.raw_full += 1;
-                        EventData::Other(None)
+                // (sched_stat_runtime's fields always: the timeline's
+                // lost-event repair reads its pid and runtime)
+                None if self.raw_fields
+                    || self.trace.event_name(name) == "sched:sched_stat_runtime" =>
+                {
+                    match self.trace.raw_args.push(raw_pairs(l.body)) {
+                        Ok(i) => EventData::Other(Some(i)),
+                        Err(_) => {
+                            self.raw_full += 1;
+                            EventData::Other(None)
+                        }
                     }
-                },
+                }
                 None => EventData::Other(None),
                 Some(p) => {
                     if let Payload::Switch {
@@ -884,6 +915,14 @@ impl Builder {
                 data,
             });
         }
+        for &(_, cpu, lost) in marks {
+            if let Some(ts) = self.trace.events.last().map(|e| e.ts.0) {
+                self.trace
+                    .loss_marks
+                    .push(schedscope_trace::LossMark { ts, cpu, lost });
+            }
+        }
+        self.trace.loss_marks.sort_unstable();
         self.line_base += out.lines;
     }
 

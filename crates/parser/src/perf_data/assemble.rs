@@ -115,6 +115,7 @@ pub(super) fn merge(
         lost_records,
         lost_samples,
         mut lost_by_cpu,
+        mut loss_marks,
         lost_samples_list,
         mut id_cpu,
         ..
@@ -135,6 +136,8 @@ pub(super) fn merge(
         schedscope_trace::CpuLoss::merge_into(&mut lost_by_cpu, &one);
     }
     trace.lost_by_cpu = lost_by_cpu;
+    loss_marks.sort_unstable();
+    trace.loss_marks = loss_marks;
     trace.tallies = tallies.list;
     // perf 6.x writes the kernel's PERF_RECORD_LOST records and, at the end,
     // LOST_SAMPLES records synthesized from the counters' read_format LOST
@@ -311,6 +314,7 @@ struct ChunkFacts {
     lost_records: u64,
     lost_samples: u64,
     lost_by_cpu: Vec<schedscope_trace::CpuLoss>,
+    loss_marks: Vec<schedscope_trace::LossMark>,
     lost_samples_list: Vec<chunk::LostSamples>,
     id_cpu: Vec<(u64, u32)>,
     /// Of the file's records, and of the decompressed stream's.
@@ -373,6 +377,7 @@ fn gather(trace: &mut Trace, outs: Vec<Decoded<'_>>, maps: IdMaps) -> ChunkFacts
             schedscope_trace::CpuLoss::merge_into(&mut f.lost_by_cpu, l);
         }
         f.lost_samples_list.extend(out.lost_samples_list);
+        f.loss_marks.extend(out.loss_marks);
         f.id_cpu.extend(out.id_cpu);
         let a = &mut f.anomalies[usize::from(dec)];
         for (dst, src) in a.iter_mut().zip([

@@ -132,6 +132,8 @@ pub(crate) struct ChunkOut<'a> {
     /// The PERF_RECORD_LOST losses per CPU named by the records'
     /// sample_id (see [`CpuLoss::merge_into`] for the order).
     pub lost_by_cpu: Vec<CpuLoss>,
+    /// The PERF_RECORD_LOST records whose sample_id names CPU and time.
+    pub loss_marks: Vec<schedscope_trace::LossMark>,
     /// The LOST_SAMPLES records, attributed to CPUs once the whole file's
     /// ID_INDEX is known (see [`LostSamples`]).
     pub lost_samples_list: Vec<LostSamples>,
@@ -331,7 +333,7 @@ pub(crate) fn decode_chunk<'a>(
             RecordType::LOST => match u64_at(body, 8) {
                 Some(n) => {
                     out.lost = out.lost.saturating_add(n);
-                    note_loss(ctx, body, n, &mut out.lost_by_cpu);
+                    note_loss(ctx, body, n, &mut out.lost_by_cpu, &mut out.loss_marks);
                 }
                 None => out.short_record.hit(off, ty as u64),
             },
@@ -360,7 +362,13 @@ pub(crate) fn decode_chunk<'a>(
 
 /// Count a PERF_RECORD_LOST of `n` events under the CPU and time of its
 /// sample_id trailer (the kernel fills it in: the CPU is the ring's).
-fn note_loss(ctx: &Ctx<'_>, body: &[u8], n: u64, list: &mut Vec<CpuLoss>) {
+fn note_loss(
+    ctx: &Ctx<'_>,
+    body: &[u8],
+    n: u64,
+    list: &mut Vec<CpuLoss>,
+    marks: &mut Vec<schedscope_trace::LossMark>,
+) {
     let layout = &ctx.attrs[ctx.attr_of_other(body)].layout;
     // id and lost come before the trailer.
     let cpu = layout.trailer_cpu(body, 16);
@@ -373,6 +381,9 @@ fn note_loss(ctx: &Ctx<'_>, body: &[u8], n: u64, list: &mut Vec<CpuLoss>) {
     };
     one.add(n, true, ts);
     CpuLoss::merge_into(list, &one);
+    if let (Some(cpu), Some(ts)) = (cpu, ts) {
+        marks.push(schedscope_trace::LossMark { ts, cpu, lost: n });
+    }
 }
 
 /// One PERF_RECORD_LOST_SAMPLES: a recorder writes it at the end from an

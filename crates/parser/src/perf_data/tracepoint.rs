@@ -166,6 +166,13 @@ pub(crate) enum Kind {
     Other {
         fields: Vec<RawField>,
     },
+    /// sched:sched_stat_runtime: untyped like [`Kind::Other`], but its
+    /// `pid` and `runtime` are kept even without `LoadOptions::raw_fields`
+    /// (all its fields with it): the thread-state timeline places lost
+    /// switch-ins from them.
+    StatRuntime {
+        fields: Vec<RawField>,
+    },
 }
 
 /// One field of an untyped tracepoint, as the raw-args store keeps it.
@@ -213,9 +220,29 @@ fn keep_raw(fields: &[RawField], raw: &[u8], local: &mut Local<'_>) -> EventData
     if !local.raw_fields {
         return EventData::Other(None);
     }
-    let values: Vec<Option<String>> = fields.iter().map(|f| raw_value(f, raw)).collect();
-    let pairs = fields
+    push_raw(fields.iter(), raw, local)
+}
+
+/// The fields of a sched_stat_runtime event: all of them with
+/// `raw_fields`, else `pid` and `runtime` (what the timeline reads).
+fn keep_stat_runtime(fields: &[RawField], raw: &[u8], local: &mut Local<'_>) -> EventData {
+    if local.raw_fields {
+        return push_raw(fields.iter(), raw, local);
+    }
+    let read = fields
         .iter()
+        .filter(|f| matches!(&*f.name, "pid" | "runtime"));
+    push_raw(read, raw, local)
+}
+
+/// Store `fields` of an event in the chunk's raw-args store.
+fn push_raw<'f>(
+    fields: impl Iterator<Item = &'f RawField> + Clone,
+    raw: &[u8],
+    local: &mut Local<'_>,
+) -> EventData {
+    let values: Vec<Option<String>> = fields.clone().map(|f| raw_value(f, raw)).collect();
+    let pairs = fields
         .zip(&values)
         .filter_map(|(f, v)| Some((&*f.name, v.as_deref()?)));
     match local.raw.push(pairs) {
@@ -277,6 +304,9 @@ fn build_kind(f: &EventFormat) -> Result<Kind, &'static str> {
         })
     };
     Ok(match (f.system.as_str(), f.name.as_str()) {
+        ("sched", "sched_stat_runtime") => Kind::StatRuntime {
+            fields: raw_fields_of(f),
+        },
         ("sched", "sched_switch") => Kind::Switch {
             prev_comm: req("prev_comm")?,
             prev_pid: req("prev_pid")?,
@@ -576,6 +606,7 @@ impl TpDecoder {
                 entry: *entry,
             },
             Kind::Other { fields } => keep_raw(fields, raw, local),
+            Kind::StatRuntime { fields } => keep_stat_runtime(fields, raw, local),
         })
     }
 }

@@ -1,0 +1,211 @@
+//! How far lost events can move idle's figures: `idle_ns_min`/`idle_ns_max`
+//! and `wasted_idle_ns_min`/`wasted_idle_ns_max`, per CPU and in total
+//! (design: "Lost events: evidence first, then a rule, always with bounds").
+//!
+//! A CPU's state is unknown over its **uncertain windows**: each inferred
+//! switch-in's `[earliest, latest]` (the CPU idled before it and ran the
+//! task after, so the window's idle is anything in `[0, its length]`), each
+//! stretch where a switch-out contradicts the CPU's last recorded switch
+//! and nothing was inferred ([`crate::timeline::Timeline::unknown`]), each
+//! loss record's span (from the CPU's last event before the record to its
+//! first event after), and on a CPU that shows loss the time before its
+//! first recorded switch and after its last one when that left it idle
+//! (a switch lost there contradicts nothing the trace has). Merged per CPU into disjoint windows `W`, with
+//! `v` the timeline's idle inside them and `L` their length:
+//!
+//! * `idle_ns_min = idle_ns - v`, `idle_ns_max = idle_ns - v + L`;
+//! * wasted idle is a cross-CPU figure (a CPU's idle is wasted while some
+//!   task is stuck anywhere, and a lost switch-in on one CPU moves when
+//!   its task stopped being stuck), so it is bounded over the union `G` of
+//!   every CPU's windows: `wasted_idle_ns_min = wasted_idle_ns - (idle
+//!   inside G)`, `wasted_idle_ns_max = min(idle_ns_max, wasted_idle_ns +
+//!   (the most idle the CPU can have inside G))`.
+//!
+//! On a trace without loss evidence there are no windows and every bound
+//! equals its value. Before a CPU's first recorded switch the timeline has
+//! no run (idle replays the first event's common_pid there): a window
+//! reaching there counts as entirely idle or entirely busy.
+
+use super::IdleReport;
+use crate::timeline::Timeline;
+use schedscope_trace::Trace;
+
+/// Disjoint, sorted `[start, end)` windows.
+type Windows = Vec<(u64, u64)>;
+
+/// Sort and merge `w`, dropping empty windows.
+fn merge(mut w: Windows) -> Windows {
+    w.retain(|&(a, b)| b > a);
+    w.sort_unstable();
+    let mut out: Windows = Vec::with_capacity(w.len());
+    for (a, b) in w {
+        match out.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
+/// Total length of `w`.
+fn len(w: &Windows) -> u64 {
+    w.iter().map(|&(a, b)| b - a).sum()
+}
+
+/// The uncertain windows of each CPU (`n` CPUs), clipped to `[lo, hi]`.
+fn windows(trace: &Trace, tl: &Timeline, n: usize, lo: u64, hi: u64) -> Vec<Windows> {
+    let mut w: Vec<Windows> = vec![Vec::new(); n];
+    let mut add = |cpu: u32, a: u64, b: u64| {
+        if let Some(v) = w.get_mut(cpu as usize) {
+            v.push((a.max(lo), b.min(hi)));
+        }
+    };
+    for r in &tl.inferred {
+        add(r.cpu.0, r.earliest.0, r.latest.0);
+    }
+    for u in &tl.unknown {
+        add(u.cpu.0, u.start.0, u.end.0);
+    }
+    // On a CPU that shows loss, its first recorded switch may follow lost
+    // ones: who ran before it is unknown.
+    for (c, runs) in tl.cpus.iter().enumerate() {
+        let marked = trace.loss_marks.iter().any(|m| m.cpu as usize == c);
+        if tl.loss.lossy(c as u32) || marked {
+            add(c as u32, lo, runs.first().map_or(hi, |r| r.ts.0));
+            // Nor does anything contradict a lost switch out of its last
+            // idle run: the trace ends before the task's switch-out.
+            if let Some(r) = runs.last().filter(|r| r.tid.is_idle()) {
+                add(c as u32, r.ts.0, hi);
+            }
+        }
+    }
+    if !trace.loss_marks.is_empty() {
+        // Each CPU's event times (only the CPUs that lost events).
+        let mut times: Vec<Vec<u64>> = vec![Vec::new(); n];
+        let lossy: Vec<bool> = (0..n)
+            .map(|c| trace.loss_marks.iter().any(|m| m.cpu as usize == c))
+            .collect();
+        for ev in &trace.events {
+            let c = ev.cpu.0 as usize;
+            if lossy.get(c).copied().unwrap_or(false) {
+                times[c].push(ev.ts.0);
+            }
+        }
+        for m in &trace.loss_marks {
+            let Some(t) = times.get(m.cpu as usize) else {
+                continue;
+            };
+            // The last event strictly before the record, the first at or
+            // after it (the trace's ends when there is none).
+            let k = t.partition_point(|&x| x < m.ts);
+            let a = k.checked_sub(1).map_or(lo, |i| t[i]);
+            let b = t.get(k).copied().unwrap_or(hi);
+            add(m.cpu, a, b);
+        }
+    }
+    w.into_iter().map(merge).collect()
+}
+
+/// The timeline's idle time of CPU `c` inside `w`, and the part of `w`
+/// before the CPU's first run (where idle's own lead-in decides).
+fn idle_inside(tl: &Timeline, c: usize, w: &Windows, hi: u64) -> (u64, u64) {
+    let runs = tl.cpus.get(c).map(Vec::as_slice).unwrap_or(&[]);
+    let first = runs.first().map_or(hi, |r| r.ts.0);
+    let mut idle = 0;
+    let mut before = 0;
+    for &(a, b) in w {
+        if a < first {
+            before += b.min(first) - a;
+        }
+        let k = runs.partition_point(|r| r.end.is_some_and(|e| e.0 <= a));
+        for r in &runs[k..] {
+            if r.ts.0 >= b {
+                break;
+            }
+            if r.tid.is_idle() {
+                let e = r.end.map_or(hi, |e| e.0);
+                idle += e.min(b).saturating_sub(r.ts.0.max(a));
+            }
+        }
+    }
+    (idle, before)
+}
+
+/// Every CPU's uncertain windows over the whole trace (empty on a trace
+/// without loss evidence), for the other analyses' bounds.
+pub(crate) fn uncertain_windows(trace: &Trace, tl: &Timeline) -> Vec<Windows> {
+    let n = tl.cpus.len().max(trace.nr_cpus as usize);
+    windows(trace, tl, n, trace.start().0, trace.end().0)
+}
+
+/// Fill in the bounds of `r` (per CPU and in total) from `tl` and `trace`.
+pub(super) fn fill(r: &mut IdleReport, trace: &Trace, tl: &Timeline) {
+    let lo = trace.start().0;
+    let hi = lo + r.duration_ns;
+    let n = r.cpus.len();
+    let w = windows(trace, tl, n, lo, hi);
+    let all = merge(w.iter().flatten().copied().collect());
+    for (c, cpu) in r.cpus.iter_mut().enumerate() {
+        let own = &w[c];
+        let (v, pre) = idle_inside(tl, c, own, hi);
+        let l = len(own);
+        cpu.idle_ns_min = cpu.idle_ns.saturating_sub(v + pre);
+        cpu.idle_ns_max = (cpu.idle_ns - v.min(cpu.idle_ns)) + l;
+        // Wasted: over every CPU's windows.
+        let (g_idle, g_pre) = idle_inside(tl, c, &all, hi);
+        let rest: Windows = subtract(&all, own);
+        let (rest_idle, rest_pre) = idle_inside(tl, c, &rest, hi);
+        cpu.wasted_idle_ns_min = cpu.wasted_idle_ns.saturating_sub(g_idle + g_pre);
+        cpu.wasted_idle_ns_max = (cpu.wasted_idle_ns + l + rest_idle + rest_pre)
+            .min(cpu.idle_ns_max)
+            .max(cpu.wasted_idle_ns);
+    }
+    r.idle_ns_min = r.cpus.iter().map(|c| c.idle_ns_min).sum();
+    r.idle_ns_max = r.cpus.iter().map(|c| c.idle_ns_max).sum();
+    r.wasted_idle_ns_min = r.cpus.iter().map(|c| c.wasted_idle_ns_min).sum();
+    r.wasted_idle_ns_max = r.cpus.iter().map(|c| c.wasted_idle_ns_max).sum();
+    // Which evidence placed each CPU's inferred switch-ins.
+    for rep in r.repairs.iter_mut() {
+        for s in tl.inferred.iter().filter(|s| s.cpu.0 == rep.cpu) {
+            *rep.evidence.entry(s.evidence.name()).or_insert(0) += 1;
+        }
+        rep.uncertain_ns = w.get(rep.cpu as usize).map_or(0, len);
+    }
+}
+
+/// `a` minus `b` (both merged).
+fn subtract(a: &Windows, b: &Windows) -> Windows {
+    let mut out = Vec::new();
+    for &(s, e) in a {
+        let mut cur = s;
+        for &(bs, be) in b {
+            if be <= cur || bs >= e {
+                continue;
+            }
+            if bs > cur {
+                out.push((cur, bs));
+            }
+            cur = cur.max(be);
+        }
+        if cur < e {
+            out.push((cur, e));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_and_subtract() {
+        let m = merge(vec![(5, 9), (1, 3), (2, 4), (9, 9), (8, 12)]);
+        assert_eq!(m, vec![(1, 4), (5, 12)]);
+        assert_eq!(len(&m), 10);
+        assert_eq!(
+            subtract(&m, &vec![(0, 2), (6, 7), (11, 20)]),
+            vec![(2, 4), (5, 6), (7, 11)]
+        );
+    }
+}
