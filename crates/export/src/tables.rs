@@ -393,59 +393,75 @@ pub fn events(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<SwitchIns, Expo
             | EventData::WakeIdleNoIpi { .. }
             | EventData::IrqVector { .. }
             | EventData::Other(_) => {
-                let typed = match ev.data {
-                    EventData::Other(Some(i)) if Some(ev.name) == stat_runtime => {
-                        StatRuntime::of(trace, i)
-                    }
-                    _ => None,
-                };
-                if let Some(r) = typed {
-                    if let Some(t) = s.get("sched_stat_runtime") {
-                        t.i64("ts", ts)
-                            .i32("cpu", c)
-                            .i32("utid", u.at(Tid(r.pid), ev.ts))
-                            .i32("tid", r.pid)
-                            .str("comm", Some(r.comm))
-                            .u64("runtime_ns", r.runtime)
-                            .u64("vruntime_ns", r.vruntime)
-                            .i32("cur_tid", ev.tid.0);
-                        t.end()?;
-                    }
-                    continue;
-                }
-                let id = raw_id;
-                raw_id += 1;
-                if let Some(t) = s.get("raw_event") {
-                    t.i64("event_id", id)
-                        .i64("ts", ts)
-                        .i32("cpu", c)
-                        .i32("utid", ut)
-                        .i32("tid", ev.tid.0)
-                        .str("name", Some(trace.event_name(ev.name)))
-                        .i64("stack_id", ev.stack.is_some().then_some(ev.stack.0 as i64));
-                    t.end()?;
-                }
-                if let Some(t) = s.get("raw_arg") {
-                    if let EventData::Other(Some(i)) = ev.data {
-                        for (k, v) in trace.raw_args.get(i) {
-                            t.i64("event_id", id)
-                                .str("key", Some(k))
-                                .str("value", Some(v));
-                            t.end()?;
-                        }
-                    } else {
-                        for (k, v) in typed_args(trace, &ev.data) {
-                            t.i64("event_id", id)
-                                .str("key", Some(k))
-                                .str("value", Some(&v));
-                            t.end()?;
-                        }
-                    }
-                }
+                other_rows(trace, u, s, ev, ut, stat_runtime, &mut raw_id)?;
             }
         }
     }
     Ok(switch_ins)
+}
+
+/// The rows of an event that has no table of its own: `sched_stat_runtime`
+/// when its fields are the standard ones, else `raw_event` (numbered by
+/// `raw_id`) and its `raw_arg`s.
+fn other_rows(
+    trace: &Trace,
+    u: &Utids,
+    s: &mut Sinks,
+    ev: &schedscope_trace::Event,
+    ut: Option<i32>,
+    stat_runtime: Option<schedscope_trace::NameId>,
+    raw_id: &mut i64,
+) -> Result<(), ExportError> {
+    let ts = ev.ts.0 as i64;
+    let c = cpu(ev.cpu);
+    let typed = match ev.data {
+        EventData::Other(Some(i)) if Some(ev.name) == stat_runtime => StatRuntime::of(trace, i),
+        _ => None,
+    };
+    if let Some(r) = typed {
+        if let Some(t) = s.get("sched_stat_runtime") {
+            t.i64("ts", ts)
+                .i32("cpu", c)
+                .i32("utid", u.at(Tid(r.pid), ev.ts))
+                .i32("tid", r.pid)
+                .str("comm", Some(r.comm))
+                .u64("runtime_ns", r.runtime)
+                .u64("vruntime_ns", r.vruntime)
+                .i32("cur_tid", ev.tid.0);
+            t.end()?;
+        }
+        return Ok(());
+    }
+    let id = *raw_id;
+    *raw_id += 1;
+    if let Some(t) = s.get("raw_event") {
+        t.i64("event_id", id)
+            .i64("ts", ts)
+            .i32("cpu", c)
+            .i32("utid", ut)
+            .i32("tid", ev.tid.0)
+            .str("name", Some(trace.event_name(ev.name)))
+            .i64("stack_id", ev.stack.is_some().then_some(ev.stack.0 as i64));
+        t.end()?;
+    }
+    if let Some(t) = s.get("raw_arg") {
+        if let EventData::Other(Some(i)) = ev.data {
+            for (k, v) in trace.raw_args.get(i) {
+                t.i64("event_id", id)
+                    .str("key", Some(k))
+                    .str("value", Some(v));
+                t.end()?;
+            }
+        } else {
+            for (k, v) in typed_args(trace, &ev.data) {
+                t.i64("event_id", id)
+                    .str("key", Some(k))
+                    .str("value", Some(&v));
+                t.end()?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The fields of a `sched:sched_stat_runtime` event, as its format has
