@@ -20,6 +20,10 @@ pub enum ExportError {
     /// A batch could not be assembled for a table.
     #[error("table {0}: arrow: {1}")]
     Arrow(&'static str, String),
+    /// A row's values do not name the table's columns in order (a bug in
+    /// the exporter, caught before the row is written).
+    #[error("table {0}: {1}")]
+    Column(&'static str, String),
     /// This trace was already exported into the root; nothing is overwritten.
     #[error("{0}: already exported (this run's partition exists); remove it or export into another directory")]
     AlreadyExported(PathBuf),

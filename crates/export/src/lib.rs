@@ -345,15 +345,15 @@ fn write_all(
             tlb: tlb_r.as_ref(),
         };
         for m in metrics::of_sections(trace, &secs, schedscope_analysis::keys::By::Comm) {
-            t.str(Some(&m.section))
-                .str(Some(&m.metric))
-                .str(Some(&m.entity_kind))
-                .str(Some(&m.entity_key))
-                .str(Some(&m.stat))
-                .f64(m.value)
-                .str(Some(&m.unit))
-                .str(Some(m.better.as_str()))
-                .u64(m.n);
+            t.str("section", Some(&m.section))
+                .str("metric", Some(&m.metric))
+                .str("entity_kind", Some(&m.entity_kind))
+                .str("entity_key", Some(&m.entity_key))
+                .str("stat", Some(&m.stat))
+                .f64("value", m.value)
+                .str("unit", Some(&m.unit))
+                .str("better", Some(m.better.as_str()))
+                .u64("n", m.n);
             t.end()?;
         }
     }
@@ -364,21 +364,21 @@ fn trace_row(trace: &Trace, id: &layout::Identity, s: &mut Sinks) -> Result<(), 
     let Some(t) = s.get("trace") else {
         return Ok(());
     };
-    t.str(Some(&id.run))
-        .str(Some(&id.host))
-        .str(Some(&trace.path))
-        .str(Some(trace.format.as_str()))
-        .str(trace.meta.os_release.as_deref())
-        .str(trace.meta.arch.as_deref())
-        .str(trace.meta.cmdline.as_deref())
-        .i32(trace.nr_cpus as i32)
-        .u64(trace.start().0)
-        .u64(trace.end().0)
-        .i64(layout::wall_clock_ns(trace))
-        .u64(trace.event_count())
-        .u64(trace.lost)
-        .str(Some(env!("CARGO_PKG_VERSION")))
-        .str(Some(schema::SCHEMA_VERSION));
+    t.str("trace_id", Some(&id.run))
+        .str("host", Some(&id.host))
+        .str("path", Some(&trace.path))
+        .str("source_format", Some(trace.format.as_str()))
+        .str("kernel_release", trace.meta.os_release.as_deref())
+        .str("arch", trace.meta.arch.as_deref())
+        .str("cmdline", trace.meta.cmdline.as_deref())
+        .i32("num_cpus", trace.nr_cpus as i32)
+        .u64("ts_start", trace.start().0)
+        .u64("ts_end", trace.end().0)
+        .i64("wall_clock_ns", layout::wall_clock_ns(trace))
+        .u64("events", trace.event_count())
+        .u64("lost", trace.lost)
+        .str("schedscope_version", Some(env!("CARGO_PKG_VERSION")))
+        .str("schema_version", Some(schema::SCHEMA_VERSION));
     t.end()
 }
 
@@ -419,15 +419,15 @@ fn threads(trace: &Trace, s: &mut Sinks) -> Result<(), ExportError> {
         for (i, (upid, pid, v)) in by_upid.iter().enumerate() {
             let leader = v.iter().find(|t| t.tid.0 == *pid);
             let comm = leader.or(v.first()).map_or("", |t| t.comm.as_str());
-            t.i32(*upid)
-                .i32(*pid)
-                .str(Some(comm))
-                .u64(starts[i])
-                .u64(leader.and_then(|l| l.exit_ts).map(|e| e.0))
-                .i32(v.len() as i32)
-                .bool(*pid == 0)
-                .str(Some(&pk[i].0))
-                .i32(pk[i].1 as i32);
+            t.i32("upid", *upid)
+                .i32("pid", *pid)
+                .str("comm", Some(comm))
+                .u64("start_ts", starts[i])
+                .u64("end_ts", leader.and_then(|l| l.exit_ts).map(|e| e.0))
+                .i32("threads", v.len() as i32)
+                .bool("is_idle", *pid == 0)
+                .str("match_key", Some(&pk[i].0))
+                .i32("match_ordinal", pk[i].1 as i32);
             t.end()?;
         }
     }
@@ -435,17 +435,17 @@ fn threads(trace: &Trace, s: &mut Sinks) -> Result<(), ExportError> {
         let keys = thread_keys(&trace.tasks);
         for (task, (key, ord)) in trace.tasks.iter().zip(&keys) {
             let upid = task.tgid.and_then(|g| procs.get(&g.0)).map(|p| p.0);
-            t.i32(task.utid.0 as i32)
-                .i32(task.tid.0)
-                .i32(upid)
-                .i32(task.tgid.map(|g| g.0))
-                .str(Some(&task.comm))
-                .u64(task.fork_ts.map(|f| f.0))
-                .u64(task.exit_ts.map(|f| f.0))
-                .bool(task.tid.is_idle())
-                .str(task.cgroup.as_deref())
-                .str(Some(key))
-                .i32(*ord as i32);
+            t.i32("utid", task.utid.0 as i32)
+                .i32("tid", task.tid.0)
+                .i32("upid", upid)
+                .i32("pid", task.tgid.map(|g| g.0))
+                .str("comm", Some(&task.comm))
+                .u64("start_ts", task.fork_ts.map(|f| f.0))
+                .u64("end_ts", task.exit_ts.map(|f| f.0))
+                .bool("is_idle", task.tid.is_idle())
+                .str("cgroup", task.cgroup.as_deref())
+                .str("match_key", Some(key))
+                .i32("match_ordinal", *ord as i32);
             t.end()?;
         }
     }

@@ -175,6 +175,8 @@ pub struct TableSink {
     cols: Vec<Builder>,
     skip: Option<usize>,
     col: usize,
+    /// The first error of the current row ([`TableSink::next`]).
+    error: Option<String>,
     buffered: usize,
     rows: u64,
     /// This table's slot in the [`Writers`].
@@ -558,6 +560,7 @@ impl TableSink {
             cols: def.cols.iter().map(|c| Builder::new(c.ty)).collect(),
             skip,
             col: 0,
+            error: None,
             buffered: 0,
             rows: 0,
             slot,
@@ -565,124 +568,159 @@ impl TableSink {
         })
     }
 
-    fn next(&mut self) -> &mut Builder {
+    /// The builder of column `name`, which must be the row's next column:
+    /// every value names its column and the name is checked against the
+    /// schema, so that two swapped columns of one type fail instead of
+    /// exchanging their values. The check is a pointer comparison when
+    /// the names are the same literal, a string comparison otherwise. A
+    /// wrong name records the error that [`TableSink::end`] returns and
+    /// drops the value.
+    fn next(&mut self, name: &'static str) -> Option<&mut Builder> {
         let i = self.col;
         self.col += 1;
-        // A row with more values than columns is a bug in this crate, not
-        // in the input: every table's rows are written by one function.
-        assert!(
-            i < self.cols.len(),
-            "table {}: row has too many values",
-            self.def.name
-        );
-        &mut self.cols[i]
+        match self.def.cols.get(i) {
+            Some(c) if std::ptr::eq(c.name, name) || c.name == name => self.cols.get_mut(i),
+            Some(c) => {
+                let c = c.name;
+                self.wrong(|| {
+                    format!("value for column {name} written where column {c} is declared")
+                });
+                None
+            }
+            None => {
+                let n = self.def.cols.len();
+                self.wrong(|| {
+                    format!("value for column {name} written after the last of the {n} columns")
+                });
+                None
+            }
+        }
     }
 
-    fn mismatch(&self, want: &str) -> ! {
-        panic!(
-            "table {}: column {} is not {want}",
-            self.def.name,
-            self.def.cols[self.col - 1].name
-        )
+    /// Record the first error of the current row (returned by
+    /// [`TableSink::end`]).
+    fn wrong(&mut self, what: impl FnOnce() -> String) {
+        if self.error.is_none() {
+            self.error = Some(what());
+        }
     }
 
-    /// Append an Int64 value (or null).
-    pub fn i64(&mut self, v: impl Into<Option<i64>>) -> &mut Self {
+    fn mismatch(&mut self, name: &str, want: &str) {
+        self.wrong(|| format!("column {name} is not {want}"));
+    }
+
+    /// Append an Int64 value (or null) to column `name`.
+    pub fn i64(&mut self, name: &'static str, v: impl Into<Option<i64>>) -> &mut Self {
         self.buffered += 9;
-        match self.next() {
-            Builder::I64(b) => b.append_option(v.into()),
-            _ => self.mismatch("i64"),
+        match self.next(name) {
+            Some(Builder::I64(b)) => b.append_option(v.into()),
+            Some(_) => self.mismatch(name, "i64"),
+            None => {}
         }
         self
     }
 
-    /// Append an Int64 from an unsigned value (saturating at `i64::MAX`).
-    pub fn u64(&mut self, v: impl Into<Option<u64>>) -> &mut Self {
-        self.i64(v.into().map(|v| i64::try_from(v).unwrap_or(i64::MAX)))
+    /// Append an Int64 from an unsigned value (saturating at `i64::MAX`)
+    /// to column `name`.
+    pub fn u64(&mut self, name: &'static str, v: impl Into<Option<u64>>) -> &mut Self {
+        self.i64(name, v.into().map(|v| i64::try_from(v).unwrap_or(i64::MAX)))
     }
 
-    /// Append an Int32 value (or null).
-    pub fn i32(&mut self, v: impl Into<Option<i32>>) -> &mut Self {
+    /// Append an Int32 value (or null) to column `name`.
+    pub fn i32(&mut self, name: &'static str, v: impl Into<Option<i32>>) -> &mut Self {
         self.buffered += 5;
-        match self.next() {
-            Builder::I32(b) => b.append_option(v.into()),
-            _ => self.mismatch("i32"),
+        match self.next(name) {
+            Some(Builder::I32(b)) => b.append_option(v.into()),
+            Some(_) => self.mismatch(name, "i32"),
+            None => {}
         }
         self
     }
 
-    /// Append a Float64 value (or null).
-    pub fn f64(&mut self, v: impl Into<Option<f64>>) -> &mut Self {
+    /// Append a Float64 value (or null) to column `name`.
+    pub fn f64(&mut self, name: &'static str, v: impl Into<Option<f64>>) -> &mut Self {
         self.buffered += 9;
-        match self.next() {
-            Builder::F64(b) => b.append_option(v.into()),
-            _ => self.mismatch("f64"),
+        match self.next(name) {
+            Some(Builder::F64(b)) => b.append_option(v.into()),
+            Some(_) => self.mismatch(name, "f64"),
+            None => {}
         }
         self
     }
 
-    /// Append a Boolean value (or null).
-    pub fn bool(&mut self, v: impl Into<Option<bool>>) -> &mut Self {
+    /// Append a Boolean value (or null) to column `name`.
+    pub fn bool(&mut self, name: &'static str, v: impl Into<Option<bool>>) -> &mut Self {
         self.buffered += 1;
-        match self.next() {
-            Builder::Bool(b) => b.append_option(v.into()),
-            _ => self.mismatch("bool"),
+        match self.next(name) {
+            Some(Builder::Bool(b)) => b.append_option(v.into()),
+            Some(_) => self.mismatch(name, "bool"),
+            None => {}
         }
         self
     }
 
-    /// Append a string (or null).
-    pub fn str(&mut self, v: Option<&str>) -> &mut Self {
+    /// Append a string (or null) to column `name`.
+    pub fn str(&mut self, name: &'static str, v: Option<&str>) -> &mut Self {
         self.buffered += 4 + v.map_or(0, str::len);
-        match self.next() {
-            Builder::Str(b) => b.append_option(v),
-            _ => self.mismatch("string"),
+        match self.next(name) {
+            Some(Builder::Str(b)) => b.append_option(v),
+            Some(_) => self.mismatch(name, "string"),
+            None => {}
         }
         self
     }
 
-    /// Append a list of strings.
-    pub fn str_list<'s>(&mut self, v: impl IntoIterator<Item = &'s str>) -> &mut Self {
+    /// Append a list of strings to column `name`.
+    pub fn str_list<'s>(
+        &mut self,
+        name: &'static str,
+        v: impl IntoIterator<Item = &'s str>,
+    ) -> &mut Self {
         let mut n = 4;
-        match self.next() {
-            Builder::StrList(b) => {
+        match self.next(name) {
+            Some(Builder::StrList(b)) => {
                 for s in v {
                     n += 4 + s.len();
                     b.values().append_value(s);
                 }
                 b.append(true);
             }
-            _ => self.mismatch("list<string>"),
+            Some(_) => self.mismatch(name, "list<string>"),
+            None => {}
         }
         self.buffered += n;
         self
     }
 
-    /// Append a list of Int64.
-    pub fn i64_list(&mut self, v: impl IntoIterator<Item = i64>) -> &mut Self {
+    /// Append a list of Int64 to column `name`.
+    pub fn i64_list(&mut self, name: &'static str, v: impl IntoIterator<Item = i64>) -> &mut Self {
         let mut n = 4;
-        match self.next() {
-            Builder::I64List(b) => {
+        match self.next(name) {
+            Some(Builder::I64List(b)) => {
                 for x in v {
                     n += 8;
                     b.values().append_value(x);
                 }
                 b.append(true);
             }
-            _ => self.mismatch("list<int64>"),
+            Some(_) => self.mismatch(name, "list<int64>"),
+            None => {}
         }
         self.buffered += n;
         self
     }
 
     /// End the current row; flushes a batch past [`BATCH_BYTES`].
+    /// A row whose values do not name the schema's columns in order, or
+    /// that has too few of them, is an error ([`ExportError::Column`]).
     pub fn end(&mut self) -> Result<(), ExportError> {
-        assert_eq!(
-            self.col,
-            self.cols.len(),
-            "table {}: row has too few values",
-            self.def.name
-        );
+        if self.col < self.cols.len() {
+            let (n, c) = (self.col, self.def.cols[self.col].name);
+            self.wrong(|| format!("row ends after {n} values, before column {c}"));
+        }
+        if let Some(e) = self.error.take() {
+            return Err(ExportError::Column(self.def.name, e));
+        }
         self.col = 0;
         self.rows += 1;
         if self.buffered >= BATCH_BYTES {
@@ -736,6 +774,95 @@ mod tests {
     use arrow_array::types::Int64Type;
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
+    /// A table of two Int64 columns, for the name checks.
+    static TWO_I64: crate::schema::TableDef = crate::schema::TableDef {
+        name: "two_i64",
+        doc: "",
+        sort: &[],
+        cols: &[
+            crate::schema::ColDef {
+                name: "first_ns",
+                ty: ColType::I64,
+                unit: "ns",
+                doc: "",
+            },
+            crate::schema::ColDef {
+                name: "second_ns",
+                ty: ColType::I64,
+                unit: "ns",
+                doc: "",
+            },
+        ],
+    };
+
+    /// Write rows with `row` into a CSV of [`TWO_I64`]: `end`'s results and
+    /// the file's text.
+    fn two_i64(
+        tag: &str,
+        row: impl Fn(&mut TableSink, i64),
+    ) -> (Vec<Result<(), ExportError>>, String) {
+        let dir =
+            std::env::temp_dir().join(format!("schedscope-sink-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut w = Writers::spawn().unwrap();
+        let target = Target {
+            parquet: None,
+            csv: Some(dir.join("t.csv")),
+            skip: None,
+        };
+        let mut t = TableSink::open(&TWO_I64, target, "run", &mut w).unwrap();
+        let ends = (0..2)
+            .map(|r| {
+                row(&mut t, r);
+                t.end()
+            })
+            .collect();
+        let _ = t.close();
+        let _ = w.finish();
+        let text = std::fs::read_to_string(dir.join("t.csv")).unwrap_or_default();
+        let _ = std::fs::remove_dir_all(&dir);
+        (ends, text)
+    }
+
+    /// Two columns of one type written in the wrong order: the count and
+    /// the types agree with the schema, the names do not, and the error
+    /// names both columns; in the right order the rows are written.
+    #[test]
+    fn swapped_columns_of_one_type_are_an_error() {
+        let (ends, _) = two_i64("swap", |t, r| {
+            t.i64("second_ns", r).i64("first_ns", 10 + r);
+        });
+        let e = ends[0].as_ref().unwrap_err().to_string();
+        assert!(e.contains("two_i64"), "{e}");
+        assert!(e.contains("second_ns") && e.contains("first_ns"), "{e}");
+        let (ends, text) = two_i64("right", |t, r| {
+            t.i64("first_ns", r).i64("second_ns", 10 + r);
+        });
+        assert!(ends.iter().all(Result::is_ok));
+        assert_eq!(text, "first_ns,second_ns\n0,10\n1,11\n");
+    }
+
+    /// Too few values, too many, or a right name with a wrong type: errors
+    /// naming the column, no panic.
+    #[test]
+    fn short_long_and_mistyped_rows_are_errors() {
+        let (ends, _) = two_i64("short", |t, r| {
+            t.i64("first_ns", r);
+        });
+        let e = ends[0].as_ref().unwrap_err().to_string();
+        assert!(e.contains("before column second_ns"), "{e}");
+        let (ends, _) = two_i64("long", |t, r| {
+            t.i64("first_ns", r).i64("second_ns", r).i64("third_ns", r);
+        });
+        let e = ends[0].as_ref().unwrap_err().to_string();
+        assert!(e.contains("third_ns") && e.contains("last of the 2"), "{e}");
+        let (ends, _) = two_i64("type", |t, r| {
+            t.i64("first_ns", r).i32("second_ns", r as i32);
+        });
+        let e = ends[0].as_ref().unwrap_err().to_string();
+        assert!(e.contains("column second_ns is not i32"), "{e}");
+    }
+
     /// Three tables written at once, with enough rows for many batches
     /// each, so that both the writer thread and the row builder (when the
     /// queue is full) write batches: every file holds its rows in order.
@@ -761,7 +888,9 @@ mod tests {
                 // (table i gets i + 1 times the bytes: batches at
                 // different rows)
                 let v = "x".repeat(i + 1);
-                t.i64(r).str(Some("k")).str(Some(&v));
+                t.i64("event_id", r)
+                    .str("key", Some("k"))
+                    .str("value", Some(&v));
                 t.end().unwrap();
             }
         }

@@ -215,12 +215,12 @@ pub fn events(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<SwitchIns, Expo
         let c = cpu(ev.cpu);
         if ev.stack.is_some() {
             if let Some(t) = s.get("stack_sample") {
-                t.i64(ts)
-                    .i32(c)
-                    .i32(ut)
-                    .i32(ev.tid.0)
-                    .str(Some(trace.event_name(ev.name)))
-                    .i64(ev.stack.0 as i64);
+                t.i64("ts", ts)
+                    .i32("cpu", c)
+                    .i32("utid", ut)
+                    .i32("tid", ev.tid.0)
+                    .str("event", Some(trace.event_name(ev.name)))
+                    .i64("stack_id", ev.stack.0 as i64);
                 t.end()?;
             }
         }
@@ -242,18 +242,21 @@ pub fn events(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<SwitchIns, Expo
                     switch_ins[ci].push((ev.ts.0, next_tid.0, next_prio));
                 }
                 if let Some(t) = s.get("sched_switch") {
-                    t.i64(ts)
-                        .i32(c)
-                        .i32(u.at(prev_tid, ev.ts))
-                        .i32(prev_tid.0)
-                        .str(Some(trace.strings.get(prev_comm)))
-                        .i32(prev_prio)
-                        .str(Some(&prev_state.to_text()))
-                        .i32(prev_state.bits as i32 | if prev_state.preempted { 0x100 } else { 0 })
-                        .i32(u.at(next_tid, ev.ts))
-                        .i32(next_tid.0)
-                        .str(Some(trace.strings.get(next_comm)))
-                        .i32(next_prio);
+                    t.i64("ts", ts)
+                        .i32("cpu", c)
+                        .i32("prev_utid", u.at(prev_tid, ev.ts))
+                        .i32("prev_tid", prev_tid.0)
+                        .str("prev_comm", Some(trace.strings.get(prev_comm)))
+                        .i32("prev_prio", prev_prio)
+                        .str("prev_state", Some(&prev_state.to_text()))
+                        .i32(
+                            "prev_state_raw",
+                            prev_state.bits as i32 | if prev_state.preempted { 0x100 } else { 0 },
+                        )
+                        .i32("next_utid", u.at(next_tid, ev.ts))
+                        .i32("next_tid", next_tid.0)
+                        .str("next_comm", Some(trace.strings.get(next_comm)))
+                        .i32("next_prio", next_prio);
                     t.end()?;
                 }
             }
@@ -270,16 +273,16 @@ pub fn events(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<SwitchIns, Expo
                         WakeKind::Wakeup => "wakeup",
                         WakeKind::WakeupNew => "wakeup_new",
                     };
-                    t.i64(ts)
-                        .i32(c)
-                        .str(Some(k))
-                        .i32(u.at(tid, ev.ts))
-                        .i32(tid.0)
-                        .str(Some(trace.strings.get(comm)))
-                        .i32(prio)
-                        .i32(cpu(target_cpu))
-                        .i32(ut)
-                        .i32(ev.tid.0);
+                    t.i64("ts", ts)
+                        .i32("cpu", c)
+                        .str("kind", Some(k))
+                        .i32("utid", u.at(tid, ev.ts))
+                        .i32("tid", tid.0)
+                        .str("comm", Some(trace.strings.get(comm)))
+                        .i32("prio", prio)
+                        .i32("target_cpu", cpu(target_cpu))
+                        .i32("waker_utid", ut)
+                        .i32("waker_tid", ev.tid.0);
                     t.end()?;
                 }
             }
@@ -290,13 +293,13 @@ pub fn events(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<SwitchIns, Expo
                 dest_cpu,
             } => {
                 if let Some(t) = s.get("sched_migrate") {
-                    t.i64(ts)
-                        .i32(c)
-                        .i32(u.at(tid, ev.ts))
-                        .i32(tid.0)
-                        .str(Some(trace.strings.get(comm)))
-                        .i32(cpu(orig_cpu))
-                        .i32(cpu(dest_cpu));
+                    t.i64("ts", ts)
+                        .i32("cpu", c)
+                        .i32("utid", u.at(tid, ev.ts))
+                        .i32("tid", tid.0)
+                        .str("comm", Some(trace.strings.get(comm)))
+                        .i32("orig_cpu", cpu(orig_cpu))
+                        .i32("dest_cpu", cpu(dest_cpu));
                     t.end()?;
                 }
             }
@@ -312,19 +315,22 @@ pub fn events(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<SwitchIns, Expo
                         KvmIsa::Svm => "svm".to_string(),
                         KvmIsa::Other(v) => format!("other:{v}"),
                     };
-                    t.i64(ts)
-                        .i32(c)
-                        .i32(ut)
-                        .i32(ev.tid.0)
-                        .i64(exit_reason as i64)
-                        .str(Some(&schedscope_analysis::lhp::exit_reason_name(
-                            isa,
-                            exit_reason,
-                        )))
-                        .str(Some(&isa_s))
-                        .bool(schedscope_analysis::lhp::is_ple(isa, exit_reason))
-                        .i32(vcpu_id.map(|v| v as i32))
-                        .i64(guest_rip as i64);
+                    t.i64("ts", ts)
+                        .i32("cpu", c)
+                        .i32("utid", ut)
+                        .i32("tid", ev.tid.0)
+                        .i64("reason_code", exit_reason as i64)
+                        .str(
+                            "reason_name",
+                            Some(&schedscope_analysis::lhp::exit_reason_name(
+                                isa,
+                                exit_reason,
+                            )),
+                        )
+                        .str("isa", Some(&isa_s))
+                        .bool("is_ple", schedscope_analysis::lhp::is_ple(isa, exit_reason))
+                        .i32("vcpu", vcpu_id.map(|v| v as i32))
+                        .i64("guest_rip", guest_rip as i64);
                     t.end()?;
                 }
             }
@@ -340,20 +346,26 @@ pub fn events(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<SwitchIns, Expo
             }
             EventData::TlbFlush { reason, pages } => {
                 if let Some(t) = s.get("tlb_flush") {
-                    t.i64(ts)
-                        .i32(c)
-                        .i32(ut)
-                        .i32(ev.tid.0)
-                        .i32(reason)
-                        .str(Some(&schedscope_analysis::tlb::flush_reason_name(reason)))
-                        .i64(pages);
+                    t.i64("ts", ts)
+                        .i32("cpu", c)
+                        .i32("utid", ut)
+                        .i32("tid", ev.tid.0)
+                        .i32("reason", reason)
+                        .str(
+                            "reason_name",
+                            Some(&schedscope_analysis::tlb::flush_reason_name(reason)),
+                        )
+                        .i64("pages", pages);
                     t.end()?;
                 }
             }
             EventData::CpuIdle { state, cpu_id } => {
                 if let Some(t) = s.get("cpu_idle") {
                     let st = if state == u32::MAX { -1 } else { state as i64 };
-                    t.i64(ts).i32(c).i64(st).i32(cpu(cpu_id));
+                    t.i64("ts", ts)
+                        .i32("cpu", c)
+                        .i64("state", st)
+                        .i32("cpu_id", cpu(cpu_id));
                     t.end()?;
                 }
             }
@@ -364,13 +376,13 @@ pub fn events(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<SwitchIns, Expo
                         1 => "exit",
                         _ => "raise",
                     };
-                    t.i64(ts)
-                        .i32(c)
-                        .i32(ut)
-                        .i32(ev.tid.0)
-                        .i32(vec as i32)
-                        .str(SOFTIRQ_NAMES.get(vec as usize).copied())
-                        .str(Some(ph));
+                    t.i64("ts", ts)
+                        .i32("cpu", c)
+                        .i32("utid", ut)
+                        .i32("tid", ev.tid.0)
+                        .i32("vec", vec as i32)
+                        .str("vec_name", SOFTIRQ_NAMES.get(vec as usize).copied())
+                        .str("phase", Some(ph));
                     t.end()?;
                 }
             }
@@ -381,55 +393,75 @@ pub fn events(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<SwitchIns, Expo
             | EventData::WakeIdleNoIpi { .. }
             | EventData::IrqVector { .. }
             | EventData::Other(_) => {
-                let typed = match ev.data {
-                    EventData::Other(Some(i)) if Some(ev.name) == stat_runtime => {
-                        StatRuntime::of(trace, i)
-                    }
-                    _ => None,
-                };
-                if let Some(r) = typed {
-                    if let Some(t) = s.get("sched_stat_runtime") {
-                        t.i64(ts)
-                            .i32(c)
-                            .i32(u.at(Tid(r.pid), ev.ts))
-                            .i32(r.pid)
-                            .str(Some(r.comm))
-                            .u64(r.runtime)
-                            .u64(r.vruntime)
-                            .i32(ev.tid.0);
-                        t.end()?;
-                    }
-                    continue;
-                }
-                let id = raw_id;
-                raw_id += 1;
-                if let Some(t) = s.get("raw_event") {
-                    t.i64(id)
-                        .i64(ts)
-                        .i32(c)
-                        .i32(ut)
-                        .i32(ev.tid.0)
-                        .str(Some(trace.event_name(ev.name)))
-                        .i64(ev.stack.is_some().then_some(ev.stack.0 as i64));
-                    t.end()?;
-                }
-                if let Some(t) = s.get("raw_arg") {
-                    if let EventData::Other(Some(i)) = ev.data {
-                        for (k, v) in trace.raw_args.get(i) {
-                            t.i64(id).str(Some(k)).str(Some(v));
-                            t.end()?;
-                        }
-                    } else {
-                        for (k, v) in typed_args(trace, &ev.data) {
-                            t.i64(id).str(Some(k)).str(Some(&v));
-                            t.end()?;
-                        }
-                    }
-                }
+                other_rows(trace, u, s, ev, ut, stat_runtime, &mut raw_id)?;
             }
         }
     }
     Ok(switch_ins)
+}
+
+/// The rows of an event that has no table of its own: `sched_stat_runtime`
+/// when its fields are the standard ones, else `raw_event` (numbered by
+/// `raw_id`) and its `raw_arg`s.
+fn other_rows(
+    trace: &Trace,
+    u: &Utids,
+    s: &mut Sinks,
+    ev: &schedscope_trace::Event,
+    ut: Option<i32>,
+    stat_runtime: Option<schedscope_trace::NameId>,
+    raw_id: &mut i64,
+) -> Result<(), ExportError> {
+    let ts = ev.ts.0 as i64;
+    let c = cpu(ev.cpu);
+    let typed = match ev.data {
+        EventData::Other(Some(i)) if Some(ev.name) == stat_runtime => StatRuntime::of(trace, i),
+        _ => None,
+    };
+    if let Some(r) = typed {
+        if let Some(t) = s.get("sched_stat_runtime") {
+            t.i64("ts", ts)
+                .i32("cpu", c)
+                .i32("utid", u.at(Tid(r.pid), ev.ts))
+                .i32("tid", r.pid)
+                .str("comm", Some(r.comm))
+                .u64("runtime_ns", r.runtime)
+                .u64("vruntime_ns", r.vruntime)
+                .i32("cur_tid", ev.tid.0);
+            t.end()?;
+        }
+        return Ok(());
+    }
+    let id = *raw_id;
+    *raw_id += 1;
+    if let Some(t) = s.get("raw_event") {
+        t.i64("event_id", id)
+            .i64("ts", ts)
+            .i32("cpu", c)
+            .i32("utid", ut)
+            .i32("tid", ev.tid.0)
+            .str("name", Some(trace.event_name(ev.name)))
+            .i64("stack_id", ev.stack.is_some().then_some(ev.stack.0 as i64));
+        t.end()?;
+    }
+    if let Some(t) = s.get("raw_arg") {
+        if let EventData::Other(Some(i)) = ev.data {
+            for (k, v) in trace.raw_args.get(i) {
+                t.i64("event_id", id)
+                    .str("key", Some(k))
+                    .str("value", Some(v));
+                t.end()?;
+            }
+        } else {
+            for (k, v) in typed_args(trace, &ev.data) {
+                t.i64("event_id", id)
+                    .str("key", Some(k))
+                    .str("value", Some(&v));
+                t.end()?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The fields of a `sched:sched_stat_runtime` event, as its format has
@@ -548,17 +580,17 @@ fn ipi_row(
         }
         _ => return Ok(()),
     };
-    t.i64(ev.ts.0 as i64)
-        .i32(cpu(ev.cpu))
-        .i32(ut)
-        .i32(ev.tid.0)
-        .str(Some(trace.event_name(ev.name)))
-        .str(callsite.as_deref())
-        .str(callback.as_deref())
-        .i32(count)
-        .str(list.as_deref())
-        .i64(csd)
-        .str(reason);
+    t.i64("ts", ev.ts.0 as i64)
+        .i32("cpu", cpu(ev.cpu))
+        .i32("utid", ut)
+        .i32("tid", ev.tid.0)
+        .str("event", Some(trace.event_name(ev.name)))
+        .str("callsite", callsite.as_deref())
+        .str("callback", callback.as_deref())
+        .i32("target_count", count)
+        .str("target_mask", list.as_deref())
+        .i64("csd", csd)
+        .str("reason", reason);
     t.end()
 }
 
@@ -573,10 +605,10 @@ pub fn stacks(trace: &Trace, s: &mut Sinks) -> Result<(), ExportError> {
             .rev()
             .map(|&a| trace.sym_name(Sym::from_addr(a)))
             .collect();
-        t.i64(id as i64)
-            .i32(frames.len() as i32)
-            .str_list(names.iter().map(String::as_str))
-            .i64_list(frames.iter().rev().map(|&a| a as i64));
+        t.i64("stack_id", id as i64)
+            .i32("depth", frames.len() as i32)
+            .str_list("frames", names.iter().map(String::as_str))
+            .i64_list("frame_addrs", frames.iter().rev().map(|&a| a as i64));
         t.end()?;
     }
     Ok(())
@@ -596,15 +628,15 @@ pub fn timeline(
         threads.sort_by_key(|th| th.tid);
         for th in threads {
             for iv in &th.intervals {
-                t.i64(iv.ts.0 as i64)
-                    .u64(iv.end.map(|e| e.0.saturating_sub(iv.ts.0)))
-                    .i32(u.at(th.tid, iv.ts))
-                    .i32(th.tid.0)
-                    .str(Some(state_name(iv.state)))
-                    .i32(iv.cpu.map(cpu))
-                    .bool(iv.preempted)
-                    .i32(iv.waker.and_then(|w| u.at(w, iv.ts)))
-                    .i32(iv.waker.map(|w| w.0));
+                t.i64("ts", iv.ts.0 as i64)
+                    .u64("dur", iv.end.map(|e| e.0.saturating_sub(iv.ts.0)))
+                    .i32("utid", u.at(th.tid, iv.ts))
+                    .i32("tid", th.tid.0)
+                    .str("state", Some(state_name(iv.state)))
+                    .i32("cpu", iv.cpu.map(cpu))
+                    .bool("preempted", iv.preempted)
+                    .i32("waker_utid", iv.waker.and_then(|w| u.at(w, iv.ts)))
+                    .i32("waker_tid", iv.waker.map(|w| w.0));
                 t.end()?;
             }
         }
@@ -632,13 +664,13 @@ pub fn timeline(
                     Some(_) => Some("idle_exit"),
                     None => None,
                 };
-                t.i64(r.ts.0 as i64)
-                    .u64(r.end.map(|e| e.0.saturating_sub(r.ts.0)))
-                    .i32(c as i32)
-                    .i32(u.at(r.tid, r.ts))
-                    .i32(r.tid.0)
-                    .str(end_state)
-                    .i32(prio);
+                t.i64("ts", r.ts.0 as i64)
+                    .u64("dur", r.end.map(|e| e.0.saturating_sub(r.ts.0)))
+                    .i32("cpu", c as i32)
+                    .i32("utid", u.at(r.tid, r.ts))
+                    .i32("tid", r.tid.0)
+                    .str("end_state", end_state)
+                    .i32("priority", prio);
                 t.end()?;
             }
         }
@@ -711,17 +743,17 @@ pub fn latency(
             Some(k) if !k.comm.is_empty() => k.comm.as_str(),
             _ => trace.strings.get(w.comm),
         };
-        t.i32(u.at(w.tid, w.since))
-            .i32(w.tid.0)
-            .str(Some(comm))
-            .i64(w.since.0 as i64)
-            .i64(w.switched_in.0 as i64)
-            .u64(w.delay_ns)
-            .str(Some(kind))
-            .i32(w.wake_cpu.map(cpu))
-            .i32(cpu(w.cpu))
-            .i32(w.waker.and_then(|k| u.at(k, w.since)))
-            .i32(w.waker.map(|k| k.0));
+        t.i32("utid", u.at(w.tid, w.since))
+            .i32("tid", w.tid.0)
+            .str("comm", Some(comm))
+            .i64("ts_runnable", w.since.0 as i64)
+            .i64("ts_run", w.switched_in.0 as i64)
+            .u64("latency_ns", w.delay_ns)
+            .str("kind", Some(kind))
+            .i32("wake_cpu", w.wake_cpu.map(cpu))
+            .i32("run_cpu", cpu(w.cpu))
+            .i32("waker_utid", w.waker.and_then(|k| u.at(k, w.since)))
+            .i32("waker_tid", w.waker.map(|k| k.0));
         if let Err(e) = t.end() {
             failed = Some(e);
         }
@@ -748,16 +780,16 @@ pub fn gangs(
                 GangKind::Process => "process",
                 GangKind::Explicit => "explicit",
             };
-            t.str(Some(&g.name))
-                .str(Some(kind))
-                .i32(g.tgid.map(|p| p.0))
-                .i32(g.members.len() as i32)
-                .f64(g.corun_ratio)
-                .u64(g.fragmented_ns)
-                .f64(g.fragmented_ratio)
-                .u64(g.any_running_ns)
-                .u64(g.all_running_ns)
-                .str(Some(&keys.key(g.tgid, &g.name)));
+            t.str("gang", Some(&g.name))
+                .str("kind", Some(kind))
+                .i32("pid", g.tgid.map(|p| p.0))
+                .i32("members", g.members.len() as i32)
+                .f64("corun_ratio", g.corun_ratio)
+                .u64("fragmented_ns", g.fragmented_ns)
+                .f64("fragmented_ratio", g.fragmented_ratio)
+                .u64("any_running_ns", g.any_running_ns)
+                .u64("all_running_ns", g.all_running_ns)
+                .str("match_key", Some(&keys.key(g.tgid, &g.name)));
             t.end()?;
         }
     }
@@ -767,12 +799,12 @@ pub fn gangs(
             let mut ep: Option<(u64, u64, u32, u32)> = None;
             let ivs = gang::intervals(d, ctx.timeline, trace);
             let emit = |e: (u64, u64, u32, u32), t: &mut TableSink| {
-                t.str(Some(&d.name))
-                    .i32(d.tgid.map(|p| p.0))
-                    .u64(e.0)
-                    .u64(e.1.saturating_sub(e.0))
-                    .i32(e.2 as i32)
-                    .i32(e.3 as i32);
+                t.str("gang", Some(&d.name))
+                    .i32("pid", d.tgid.map(|p| p.0))
+                    .u64("ts", e.0)
+                    .u64("dur", e.1.saturating_sub(e.0))
+                    .i32("min_running", e.2 as i32)
+                    .i32("max_waiting", e.3 as i32);
                 t.end()
             };
             for iv in &ivs {
@@ -827,13 +859,13 @@ pub fn ple(
             YieldOutcome::ToOther => "to_other",
             YieldOutcome::NoSwitch => "no_switch",
         };
-        t.i64(e.ts.0 as i64)
-            .i32(cpu(e.cpu))
-            .i32(u.at(e.tid, e.ts))
-            .i32(e.tid.0)
-            .i32(e.vm.map(|v| v.0))
-            .str(Some(class))
-            .str(Some(outcome));
+        t.i64("ts", e.ts.0 as i64)
+            .i32("cpu", cpu(e.cpu))
+            .i32("utid", u.at(e.tid, e.ts))
+            .i32("tid", e.tid.0)
+            .i32("vm_pid", e.vm.map(|v| v.0))
+            .str("class", Some(class))
+            .str("outcome", Some(outcome));
         t.end()?;
     }
     Ok(())
@@ -847,14 +879,14 @@ pub fn idle_gaps(gaps: &[idle::Gap], s: &mut Sinks) -> Result<(), ExportError> {
     let mut gaps: Vec<&idle::Gap> = gaps.iter().collect();
     gaps.sort_by_key(|g| (g.start_ns, g.cpu));
     for g in gaps {
-        t.u64(g.start_ns)
-            .u64(g.dur_ns)
-            .i32(g.cpu as i32)
-            .u64(g.throttled_ns)
-            .u64(g.imbalance_ns)
-            .str(Some(&g.ending))
-            .i32(g.waiting.len() as i32)
-            .i64_list(g.waiting.iter().map(|w| w.tid as i64));
+        t.u64("ts", g.start_ns)
+            .u64("dur", g.dur_ns)
+            .i32("cpu", g.cpu as i32)
+            .u64("throttled_ns", g.throttled_ns)
+            .u64("imbalance_ns", g.imbalance_ns)
+            .str("ending", Some(&g.ending))
+            .i32("waiting", g.waiting.len() as i32)
+            .i64_list("waiting_tids", g.waiting.iter().map(|w| w.tid as i64));
         t.end()?;
     }
     Ok(())
@@ -882,18 +914,18 @@ pub fn ipi_requests(
             IpiClass::Reschedule => "reschedule",
             IpiClass::Other => "other",
         };
-        t.i64(r.ts.0 as i64)
-            .i32(cpu(r.cpu))
-            .i32(u.at(r.tid, r.ts))
-            .i32(r.tid.0)
-            .str(Some(class))
-            .str(Some(&r.callsite))
-            .str(Some(&r.function))
-            .i32(r.targets.len() as i32)
-            .i64_list(r.targets.iter().map(|&c| c as i64))
-            .i32(r.ipis as i32)
-            .i64_list(r.delivery_ns.iter().map(|&d| d as i64))
-            .i64_list(r.handler_ns.iter().map(|&d| d as i64));
+        t.i64("ts", r.ts.0 as i64)
+            .i32("cpu", cpu(r.cpu))
+            .i32("utid", u.at(r.tid, r.ts))
+            .i32("tid", r.tid.0)
+            .str("class", Some(class))
+            .str("callsite", Some(&r.callsite))
+            .str("callback", Some(&r.function))
+            .i32("target_count", r.targets.len() as i32)
+            .i64_list("targets", r.targets.iter().map(|&c| c as i64))
+            .i32("ipis", r.ipis as i32)
+            .i64_list("delivery_ns", r.delivery_ns.iter().map(|&d| d as i64))
+            .i64_list("handler_ns", r.handler_ns.iter().map(|&d| d as i64));
         t.end()?;
     }
     Ok(())

@@ -7,7 +7,7 @@ use crate::table::{Align, Table};
 use crate::{top_or, RenderText, TextOptions};
 use schedscope_analysis::stats::HistStats;
 use schedscope_analysis::tlb::{
-    ClassReport, IpiClass, ProfileReport, Sender, TargetStates, TlbReport,
+    ClassReport, FlushReason, IpiClass, ProfileReport, Sender, TargetStates, TlbReport,
 };
 use std::io::{self, Write};
 
@@ -92,48 +92,7 @@ impl RenderText for TlbReport {
     /// Render as text: headline (shootdowns, rate), classes, hotspots.
     fn render_text(&self, opts: &TextOptions, out: &mut dyn Write) -> io::Result<()> {
         let top = top_or(opts, 10);
-        writeln!(
-            out,
-            "TLB shootdowns: {} ({:.1}/s over {:.3} s; from {})",
-            self.shootdowns,
-            self.shootdowns_per_second,
-            self.duration_ns as f64 / 1e9,
-            self.source
-        )?;
-        if !self.targets_hist.is_empty() {
-            writeln!(
-                out,
-                "  targets per shootdown (CPUs:count): {}",
-                hist_text(&self.targets_hist)
-            )?;
-            writeln!(
-                out,
-                "  targets at send time: {}",
-                states_line(&self.targets_at_send)
-            )?;
-            let s = &self.targets_at_send;
-            let avoidable = s.idle + s.other_process;
-            if avoidable > 0 {
-                writeln!(
-                    out,
-                    "  {avoidable} shootdown targets were idle ({}) or running another process ({}) at send time: the IPIs that lazy TLB or gang scheduling avoid",
-                    s.idle, s.other_process
-                )?;
-            }
-        }
-        if let Some(send) = self.tlb_flush_by_reason.get("remote IPI send") {
-            if self.source.starts_with("csd") && send.count > 0 {
-                writeln!(
-                    out,
-                    "  remote flush calls (tlb_flush \"remote IPI send\"): {}; {:.1}% of them queued an IPI, the rest skipped every target (lazy TLB, or the mm no longer loaded there)",
-                    send.count,
-                    (self.shootdowns as f64 * 100.0 / send.count as f64).min(100.0)
-                )?;
-            }
-        }
-        for n in &self.notes {
-            writeln!(out, "  note: {n}")?;
-        }
+        headline(self, out)?;
         if !self.ipi_classes.is_empty() {
             writeln!(out, "\nIPI classes")?;
             let rows: Vec<Vec<String>> = self.ipi_classes.iter().map(class_row).collect();
@@ -229,36 +188,7 @@ impl RenderText for TlbReport {
             let rows: Vec<Vec<String>> = self
                 .tlb_flush_by_reason
                 .iter()
-                .map(|(name, r)| {
-                    let cpus = r
-                        .by_cpu
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, n)| **n > 0)
-                        .map(|(c, n)| format!("{c}:{n}"))
-                        .collect::<Vec<_>>()
-                        .join(" ");
-                    let mut pages: Vec<(&String, &u64)> = r.pages_hist.iter().collect();
-                    // Numeric order of the lower bound, `full` last.
-                    pages.sort_by_key(|(k, _)| {
-                        k.split('-')
-                            .next()
-                            .and_then(|n| n.parse::<u64>().ok())
-                            .unwrap_or(u64::MAX)
-                    });
-                    let pages = pages
-                        .iter()
-                        .map(|(k, v)| format!("{k}:{v}"))
-                        .collect::<Vec<_>>()
-                        .join(" ");
-                    vec![
-                        name.clone(),
-                        r.count.to_string(),
-                        r.full_flushes.to_string(),
-                        cpus,
-                        pages,
-                    ]
-                })
+                .map(|(name, r)| flush_reason_row(name, r))
                 .collect();
             table(
                 out,
@@ -287,6 +217,87 @@ impl RenderText for TlbReport {
         )?;
         Ok(())
     }
+}
+
+/// The headline: shootdowns and their rate, targets per shootdown and
+/// their state at send time, remote flush calls, notes.
+fn headline(r: &TlbReport, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "TLB shootdowns: {} ({:.1}/s over {:.3} s; from {})",
+        r.shootdowns,
+        r.shootdowns_per_second,
+        r.duration_ns as f64 / 1e9,
+        r.source
+    )?;
+    if !r.targets_hist.is_empty() {
+        writeln!(
+            out,
+            "  targets per shootdown (CPUs:count): {}",
+            hist_text(&r.targets_hist)
+        )?;
+        writeln!(
+            out,
+            "  targets at send time: {}",
+            states_line(&r.targets_at_send)
+        )?;
+        let s = &r.targets_at_send;
+        let avoidable = s.idle + s.other_process;
+        if avoidable > 0 {
+            writeln!(
+                out,
+                "  {avoidable} shootdown targets were idle ({}) or running another process ({}) at send time: the IPIs that lazy TLB or gang scheduling avoid",
+                s.idle, s.other_process
+            )?;
+        }
+    }
+    if let Some(send) = r.tlb_flush_by_reason.get("remote IPI send") {
+        if r.source.starts_with("csd") && send.count > 0 {
+            writeln!(
+                out,
+                "  remote flush calls (tlb_flush \"remote IPI send\"): {}; {:.1}% of them queued an IPI, the rest skipped every target (lazy TLB, or the mm no longer loaded there)",
+                send.count,
+                (r.shootdowns as f64 * 100.0 / send.count as f64).min(100.0)
+            )?;
+        }
+    }
+    for n in &r.notes {
+        writeln!(out, "  note: {n}")?;
+    }
+    Ok(())
+}
+
+/// One row of `tlb_flush by reason`: reason, events, full flushes, events
+/// by CPU, pages histogram (numeric order of the lower bound, `full` last).
+fn flush_reason_row(name: &str, r: &FlushReason) -> Vec<String> {
+    let cpus = r
+        .by_cpu
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(c, n)| format!("{c}:{n}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut pages: Vec<(&String, &u64)> = r.pages_hist.iter().collect();
+    // Numeric order of the lower bound, `full` last.
+    pages.sort_by_key(|(k, _)| {
+        k.split('-')
+            .next()
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(u64::MAX)
+    });
+    let pages = pages
+        .iter()
+        .map(|(k, v)| format!("{k}:{v}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    vec![
+        name.to_string(),
+        r.count.to_string(),
+        r.full_flushes.to_string(),
+        cpus,
+        pages,
+    ]
 }
 
 fn class_row(c: &ClassReport) -> Vec<String> {
