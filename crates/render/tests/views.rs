@@ -205,3 +205,68 @@ fn a_hand_made_summary_prints_as_given() {
     r.trace.cpu_unknown = false;
     assert!(text(&r, 20).contains(" on 1 CPU\n"));
 }
+
+/// Process 100 on 2 CPUs: its main thread (100) runs 1.0 .. 1.1, wakes
+/// workers 101 and 102 and sleeps; 101 runs on CPU 0 from 1.1 and 102 on
+/// CPU 1 from 1.1 + `late` s (Runnable until then), both until 2.1, when
+/// 101 wakes the main thread, which runs 2.1 .. 2.2 on CPU 0.
+fn sleeping_main(late: &str) -> String {
+    format!(
+        "\
+# tracer: nop
+#           TASK-PID       TGID    CPU#  |||||  TIMESTAMP  FUNCTION
+          <idle>-0       (-------) [000] d..2.   1.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=main next_pid=100 next_prio=120
+            main-100     (    100) [000] d..2.   1.100000: sched_wakeup: comm=w1 pid=101 prio=120 target_cpu=000
+            main-100     (    100) [000] d..2.   1.100000: sched_wakeup: comm=w2 pid=102 prio=120 target_cpu=001
+            main-100     (    100) [000] d..2.   1.100000: sched_switch: prev_comm=main prev_pid=100 prev_prio=120 prev_state=S ==> next_comm=w1 next_pid=101 next_prio=120
+          <idle>-0       (-------) [001] d..2.   {late}: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=w2 next_pid=102 next_prio=120
+              w1-101     (    100) [000] d..2.   2.100000: sched_wakeup: comm=main pid=100 prio=120 target_cpu=000
+              w1-101     (    100) [000] d..2.   2.100000: sched_switch: prev_comm=w1 prev_pid=101 prev_prio=120 prev_state=S ==> next_comm=main next_pid=100 next_prio=120
+              w2-102     (    100) [001] d..2.   2.100000: sched_switch: prev_comm=w2 prev_pid=102 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+            main-100     (    100) [000] d..2.   2.200000: sched_switch: prev_comm=main prev_pid=100 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+"
+    )
+}
+
+#[test]
+fn gang_verdict_leads_with_demand_co_run_when_the_main_thread_sleeps() {
+    // (when 102 starts, demand co-run, co-ran, fragmented, demand ns):
+    // two or more want a CPU 1.1 .. 2.1 (1 s); all three never run together.
+    for (late, demand, frag, demand_ns) in [
+        // both workers run the whole second: every member that wants a CPU has one
+        ("1.100000", "100%", "0%", 1_000_000_000),
+        // 102 waits 0.1 s of it while 101 runs: met 0.9 of 1 s; fragmented
+        // 0.1 s of the 1.2 s any member ran
+        ("1.200000", "90%", "8%", 1_000_000_000),
+    ] {
+        let trace = schedscope_parser::load_bytes("gen.txt", sleeping_main(late).as_bytes())
+            .expect("generated trace loads");
+        let r = Report::compute(
+            &trace,
+            Sections {
+                gang: true,
+                ..Sections::default()
+            },
+            &Options::default(),
+        );
+        let gangs = r
+            .gang
+            .as_ref()
+            .expect("gang asked")
+            .0
+            .as_ref()
+            .expect("gangs");
+        assert_eq!(gangs.gangs.len(), 1, "{late}: {:?}", gangs.gangs);
+        let g = &gangs.gangs[0];
+        assert_eq!(g.demand_ns, demand_ns, "{late}");
+        assert_eq!(g.corun_ratio, 0.0, "{late}");
+        let s = text(gangs, 10);
+        assert_eq!(
+            s.lines().next().unwrap_or(""),
+            format!(
+                "  process 100 (main): the threads that wanted a CPU ran together {demand} of the time two or more wanted one (demand co-run); all 3 threads co-ran 0% of the time it ran; {frag} fragmented"
+            ),
+            "{late}:\n{s}"
+        );
+    }
+}

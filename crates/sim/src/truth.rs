@@ -48,6 +48,14 @@ pub struct GangTruth {
     pub member_running_ns: Vec<u64>,
     /// The longest fragmented episode: (start ns, duration ns), earliest on ties.
     pub longest_episode: Option<(u64, u64)>,
+    /// Time with at least two members running or runnable (ns). Not in
+    /// the stored truth files (they predate it).
+    #[serde(skip)]
+    pub demand_ns: u64,
+    /// time(running = active, active >= 2) / `demand_ns`; 0 when
+    /// `demand_ns` is 0. Not in the stored truth files.
+    #[serde(skip)]
+    pub demand_corun_ratio: f64,
 }
 
 /// PLE counts: `[total, sibling_preempted, all_running, siblings_idle]`.
@@ -137,6 +145,8 @@ struct GangAcc {
     any: u64,
     all: u64,
     frag: u64,
+    demand: u64,
+    demand_met: u64,
     both: Vec<Vec<u64>>,
     run: Vec<u64>,
     episode: Option<(u64, u64)>,
@@ -181,6 +191,8 @@ impl Oracle {
                             any: 0,
                             all: 0,
                             frag: 0,
+                            demand: 0,
+                            demand_met: 0,
                             both: vec![vec![0; n]; n],
                             run: vec![0; n],
                             episode: None,
@@ -235,6 +247,12 @@ impl Oracle {
                 }
             }
             g.hist[running] += dur;
+            if active >= 2 {
+                g.demand += dur;
+                if running == active {
+                    g.demand_met += dur;
+                }
+            }
             if running >= 1 {
                 g.any += dur;
                 if running == alive {
@@ -330,6 +348,8 @@ impl Oracle {
                 all_running_ns: g.all,
                 member_running_ns: g.run,
                 longest_episode: g.longest,
+                demand_ns: g.demand,
+                demand_corun_ratio: ratio(g.demand_met, g.demand),
             });
         }
         let pairs: Vec<PairTruth> = self

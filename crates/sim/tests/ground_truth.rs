@@ -89,6 +89,18 @@ fn check_gangs(truth: &Truth, rep: &GangReport, what: &str) {
             g.corun_ratio,
             tg.corun_ratio
         );
+        assert_eq!(
+            g.demand_ns, tg.demand_ns,
+            "{what}: demand time of {}",
+            g.name
+        );
+        assert!(
+            close(g.demand_corun_ratio, tg.demand_corun_ratio),
+            "{what}: demand corun of {}: {} vs {}",
+            g.name,
+            g.demand_corun_ratio,
+            tg.demand_corun_ratio
+        );
         for (a, row) in tg.pair_corun.iter().enumerate() {
             for (b, v) in row.iter().enumerate() {
                 assert!(
@@ -537,6 +549,8 @@ fn json_keys_and_text_verdicts() {
             "tgid",
             "members",
             "corun_ratio",
+            "demand_corun_ratio",
+            "demand_ns",
             "fragmented_ns",
             "running_hist_ns",
             "pair_corun",
@@ -588,8 +602,10 @@ fn json_keys_and_text_verdicts() {
         .expect("render gang");
         let text = String::from_utf8(out).expect("utf8");
         let vm0 = &sim.truth.gangs[0];
+        assert!(vm0.demand_ns > 0, "VM 1000 had two vCPUs wanting a CPU");
         let verdict = format!(
-            "VM 1000 (qemu-vm0): all 4 vCPUs co-ran {:.0}% of the time it ran; {:.0}% fragmented",
+            "VM 1000 (qemu-vm0): the vCPUs that wanted a CPU ran together {:.0}% of the time two or more wanted one (demand co-run); all 4 vCPUs co-ran {:.0}% of the time it ran; {:.0}% fragmented",
+            vm0.demand_corun_ratio * 100.0,
             vm0.corun_ratio * 100.0,
             vm0.fragmented_ns as f64 * 100.0 / vm0.any_running_ns as f64
         );

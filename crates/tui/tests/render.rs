@@ -290,7 +290,7 @@ fn text_row(text: &str, first: &str) -> Vec<String> {
 fn tabs_show_the_figures_of_the_text_report() {
     use schedscope_render::{RenderText, TextOptions};
     let mut app = fixture_app("sim/mixed-s1.data");
-    let (latency_text, gang_text, worst, names) = {
+    let (latency_text, gang_text, worst, names, demand) = {
         let d = app.data().unwrap();
         let mut lt = Vec::new();
         let l = d.report.latency.as_ref().unwrap().0.as_ref().unwrap();
@@ -308,6 +308,10 @@ fn tabs_show_the_figures_of_the_text_report() {
             String::from_utf8(gt).unwrap(),
             format!("{}:{}", w.comm, w.tid),
             g.gangs.iter().map(|g| g.name.clone()).collect::<Vec<_>>(),
+            g.gangs
+                .iter()
+                .map(|g| format!("{:.0}%", g.demand_corun_ratio * 100.0))
+                .collect::<Vec<_>>(),
         )
     };
     assert!(names.len() >= 2, "{names:?}");
@@ -322,11 +326,12 @@ fn tabs_show_the_figures_of_the_text_report() {
     let got = text_row(&s.join("\n"), &worst);
     assert_eq!(got, want);
     assert_eq!(want.len(), 6, "{want:?}");
-    // gang: the verdict's co-ran and fragmented percentages, and the
-    // fragmented milliseconds of the detail line
+    // gang: the verdict leads with the demand co-run figure (the report's,
+    // not in the tab); its co-ran and fragmented percentages, and the
+    // fragmented milliseconds of the detail line, are the tab's
     keys(&mut app, "3");
     let s = screen(&mut app, 220, 24);
-    for name in &names {
+    for (name, demand) in names.iter().zip(&demand) {
         let Some(verdict) = gang_text
             .lines()
             .find(|l| l.trim().starts_with(&format!("{name}: ")))
@@ -351,10 +356,17 @@ fn tabs_show_the_figures_of_the_text_report() {
             .find(|l| l.starts_with(name))
             .unwrap_or_else(|| panic!("{name} row:\n{}", s.join("\n")));
         let cells: Vec<&str> = row[name.len()..].split_whitespace().collect();
-        assert_eq!(pcts.len(), 2, "{verdict}");
-        assert_eq!(cells[1], pcts[0], "co-ran of {name}: {verdict}");
+        assert_eq!(pcts.len(), 3, "{verdict}");
+        assert_eq!(pcts[0], demand, "demand co-run of {name}: {verdict}");
+        assert!(
+            verdict.contains(&format!(
+                "ran together {demand} of the time two or more wanted one (demand co-run); all "
+            )),
+            "{verdict}"
+        );
+        assert_eq!(cells[1], pcts[1], "co-ran of {name}: {verdict}");
         assert_eq!(cells[2], frag_ms, "fragmented ms of {name}: {detail}");
-        assert_eq!(cells[3], pcts[1], "fragmented share of {name}: {verdict}");
+        assert_eq!(cells[3], pcts[2], "fragmented share of {name}: {verdict}");
     }
 }
 
