@@ -3,8 +3,9 @@
 # `_schedscope/README.md` that `schedscope export` writes into every export
 # root, generated from the table definitions in crates/export/src/schema.rs
 # (the same definitions drive the writers and `_schedscope/schema.json`),
-# with its title dropped, its headings one level down and the `|` inside
-# column docs escaped so that the tables render.
+# with its title dropped and its headings one level down (the export
+# escapes the `|` inside column docs; older builds did not, so any bare one
+# is escaped here too).
 #
 # Usage: scripts/export-schema.sh            # print it (as docs/export.md shows it)
 #        scripts/export-schema.sh --update   # rewrite the export-schema block of docs/export.md
@@ -18,6 +19,7 @@ cd "$(dirname "$0")/.."
     exit 1
 }
 python3 - "$tmp/root/_schedscope/README.md" >"$tmp/schema.md" <<'PY'
+import re
 import sys
 
 for line in open(sys.argv[1], encoding="utf-8").read().split("\n")[1:]:
@@ -25,7 +27,7 @@ for line in open(sys.argv[1], encoding="utf-8").read().split("\n")[1:]:
         line = "#" + line
     elif line.startswith("| ") and line.count("|") > 5:
         cells = line[1:-1].split("|")
-        doc = "|".join(cells[3:]).strip().replace("|", "\\|")
+        doc = re.sub(r"(?<!\\)\|", r"\\|", "|".join(cells[3:]).strip())
         line = "|" + "|".join(cells[:3]) + "| " + doc + " |"
     print(line)
 PY

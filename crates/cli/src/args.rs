@@ -291,8 +291,8 @@ pub struct DiffArgs {
     /// Base traces or export roots; without `--`, exactly two inputs: BASE NEW.
     #[arg(required = true)]
     pub base: Vec<PathBuf>,
-    /// New traces or export roots (after `--`; options may follow them,
-    /// see [`hoist_diff_options`]).
+    /// New traces or export roots (after `--`; options may follow them).
+    // (`hoist_diff_options` moves such trailing options before the `--`.)
     #[arg(last = true)]
     pub new: Vec<PathBuf>,
     /// The sections to compare (every one when none is named).

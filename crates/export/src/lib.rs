@@ -205,9 +205,9 @@ fn give_back_free_memory() {
 /// Leave in `trace.events` only the events that `report --all` keeps when
 /// it loads a perf.data file (its sections' events, the ones it tallies,
 /// process fork/exit/exec), so that the timeline and the analyses see what
-/// report's do, and give the rest of the vector back: on a recording
-/// where `sched_stat_runtime` is a third of the events, the timeline is
-/// then built beside two thirds of them. The trace's event count and time
+/// report's do, and give the rest of the vector back (events no section
+/// reads; `sched_stat_runtime` and `power:cpu_idle` are kept, since the
+/// timeline places lost switch-ins from them). The trace's event count and time
 /// span still cover every event (as after report's filtered load). Text
 /// traces, which report decodes whole, are left as they are.
 fn keep_analysed_events(trace: &mut Trace) {

@@ -512,7 +512,8 @@ pub fn readme() -> String {
                     .and_then(|v| v.as_str().map(str::to_string))
                     .unwrap_or_default(),
                 c.unit,
-                c.doc
+                // (a `|` inside a cell would end it: escaped, as Markdown reads it)
+                c.doc.replace('|', "\\|")
             ));
         }
     }
