@@ -235,6 +235,8 @@ pub struct Timeline {
     /// latest]` and the loss records' spans, they bound what loss can move
     /// (`crate::idle`'s `idle_ns_min`/`idle_ns_max`).
     pub unknown: Vec<UnknownStretch>,
+    /// Per CPU, indexes into `inferred` in time order ([`Timeline::repair_at`]).
+    inferred_by_cpu: Vec<Vec<u32>>,
     /// Made by [`Timeline::build`] (not a `Default` placeholder).
     built: bool,
     index: TidIndex,
@@ -1416,6 +1418,16 @@ impl Timeline {
                 }
             };
         }
+        for (i, r) in tl.inferred.iter().enumerate() {
+            let c = r.cpu.0 as usize;
+            if c >= tl.inferred_by_cpu.len() {
+                tl.inferred_by_cpu.resize(c + 1, Vec::new());
+            }
+            tl.inferred_by_cpu[c].push(i as u32);
+        }
+        for on in &mut tl.inferred_by_cpu {
+            on.sort_by_key(|&i| tl.inferred[i as usize].ts);
+        }
         (tl, regrown)
     }
 
@@ -1424,6 +1436,21 @@ impl Timeline {
     /// none passes it).
     pub fn is_built(&self) -> bool {
         self.built
+    }
+
+    /// The repair that placed the switch-in of `tid` on `cpu` at `ts`, if
+    /// that switch-in was inferred (not recorded): a [`CpuRun`] of `tid`
+    /// starting at `ts` on `cpu`, and the Running [`StateInterval`] of `tid`
+    /// starting there, were placed by it. `None` for everything the trace
+    /// proves.
+    pub fn repair_at(&self, cpu: Cpu, tid: Tid, ts: Ts) -> Option<&InferredSwitchIn> {
+        let on = self.inferred_by_cpu.get(cpu.0 as usize)?;
+        let k = on.partition_point(|&i| self.inferred[i as usize].ts < ts);
+        on[k..]
+            .iter()
+            .map(|&i| &self.inferred[i as usize])
+            .take_while(|r| r.ts == ts)
+            .find(|r| r.tid == tid)
     }
 
     /// The timeline of `tid`.
@@ -1722,6 +1749,12 @@ mod tests {
             ]
         );
         assert_eq!((tl.inferred_switch_ins, tl.anomalies), (1, 1));
+        // The repaired run is found by where it starts; recorded ones not.
+        let r = tl.repair_at(Cpu(1), Tid(5), Ts(300));
+        assert_eq!(r.map(|r| (r.ts.0, r.tid.0)), Some((300, 5)));
+        assert!(tl.repair_at(Cpu(1), Tid(5), Ts(100)).is_none());
+        assert!(tl.repair_at(Cpu(1), Tid(6), Ts(300)).is_none());
+        assert!(tl.repair_at(Cpu(0), Tid(5), Ts(300)).is_none());
         assert_contiguous(&tl);
     }
 
