@@ -7,6 +7,7 @@
 
 mod args;
 mod cmd;
+mod heap;
 mod progress;
 
 /// The version `--version` prints: the package version and, when built
@@ -32,12 +33,6 @@ impl std::fmt::Display for ExitError {
 }
 
 impl std::error::Error for ExitError {}
-
-/// mimalloc instead of glibc's malloc, only to measure the choice (see
-/// docs/performance.md, "The allocator": glibc stays the default).
-#[cfg(feature = "mimalloc")]
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     // Code addresses are named from the trace, then the host (live

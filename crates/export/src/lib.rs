@@ -45,6 +45,20 @@ pub struct ExportOptions {
     /// Told the name of each phase of [`export`] as it starts, for
     /// progress displays.
     pub on_phase: Option<PhaseHook>,
+    /// Called between phases, when the tables written so far have been
+    /// dropped: the binary's heap policy may hand free memory back to the
+    /// system there (the library does not tune the allocator).
+    pub give_back_memory: Option<MemoryHook>,
+}
+
+/// See [`ExportOptions::give_back_memory`].
+#[derive(Clone)]
+pub struct MemoryHook(pub std::sync::Arc<dyn Fn() + Send + Sync>);
+
+impl std::fmt::Debug for MemoryHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MemoryHook")
+    }
 }
 
 /// A callback given the name of each phase of [`export`] as it starts
@@ -189,16 +203,12 @@ fn open_and_write(
     s.close_all()
 }
 
-/// Give the allocator's free memory back to the system (glibc keeps what
-/// the closed tables' builders and writer freed, in the writer thread's
-/// arena where the main thread's next allocations cannot reuse it): the
-/// timeline built next then raises the peak by its own size only.
-fn give_back_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free heap memory; it has no
-    // preconditions.
-    unsafe {
-        libc::malloc_trim(0);
+/// Between phases: [`ExportOptions::give_back_memory`], if the caller
+/// set one (what the closed tables' builders and writer freed may sit in
+/// another thread's arena, where the next phase cannot reuse it).
+fn give_back_free_memory(opts: &ExportOptions) {
+    if let Some(h) = &opts.give_back_memory {
+        (h.0)();
     }
 }
 
@@ -244,7 +254,7 @@ fn write_all(
     s: &mut Sinks,
 ) -> Result<(), ExportError> {
     // (what the load freed, too: the decoder's file-order events)
-    give_back_free_memory();
+    give_back_free_memory(opts);
     let u = Utids::new(trace);
     trace_row(trace, id, s)?;
     timed(opts, "threads", || threads(trace, s))?;
@@ -260,13 +270,13 @@ fn write_all(
     // only by the analyses, which see what `report --all` loads.
     timed(opts, "keep analysed events", || keep_analysed_events(trace));
     let trace: &Trace = trace;
-    give_back_free_memory();
+    give_back_free_memory(opts);
     let want_metrics = s.wants("summary_metric");
     let lat = timed(opts, "sched_latency", || {
         tables::latency(trace, &u, s, want_metrics)
     })?;
     s.close(&["stack", "sched_latency"])?;
-    give_back_free_memory();
+    give_back_free_memory(opts);
     let need_timeline = [
         "idle_gap",
         "thread_state",
@@ -290,7 +300,7 @@ fn write_all(
     })?;
     drop(switch_ins);
     s.close(&["thread_state", "sched_slice"])?;
-    give_back_free_memory();
+    give_back_free_memory(opts);
     let ctx = Context {
         trace,
         timeline: &timeline,

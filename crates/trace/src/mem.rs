@@ -1,5 +1,10 @@
 //! Memory for the big vectors: events, timeline intervals, CPU runs.
 //!
+//! Page-level hints only, and every one of the workspace's (madvise): how
+//! a big buffer is backed and when its pages can go. The allocator itself
+//! is never tuned by a library; that is the binary's heap policy
+//! (`schedscope`'s `heap` module).
+//!
 //! On the VMs this project runs on, the first touch of a fresh 4 KiB page
 //! costs about as much as decoding the events that fill it (a fault, the
 //! kernel zeroing the page, often the host backing it). Vectors of tens of
@@ -46,25 +51,30 @@ fn advise_huge_pages(addr: usize, len: usize) {
     let _ = (addr, len);
 }
 
-/// How much the allocator grows its heaps by at least once
-/// [`grow_heaps_in_big_steps`] was called.
-pub const HEAP_STEP: usize = 64 << 20;
-
-/// Ask glibc's malloc to grow (and keep) its heaps [`HEAP_STEP`] at a
-/// time instead of by what each allocation needs (`M_TOP_PAD`). By
-/// default every worker thread's arena grows page by page with one
-/// `mprotect` per step, and each `mprotect` of a multi-threaded process
-/// flushes the TLB of the other CPUs: a `report` of a 1.7 M-event file made
-/// about 1,100 of them. Address space only: pages are not touched (so not
-/// resident) until used. For short-lived, one-shot commands; a no-op
-/// where the C library is not glibc.
-pub fn grow_heaps_in_big_steps() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes a malloc tuning parameter; it is called
-    // with a valid parameter and value and has no memory-safety contract.
-    unsafe {
-        libc::mallopt(libc::M_TOP_PAD, HEAP_STEP as libc::c_int);
+/// Give back the whole 2 MiB pages inside `[addr, addr + len)`
+/// (madvise MADV_DONTNEED): for a buffer some of whose parts are done with
+/// before the whole is freed (the merge's input runs). The pages then read
+/// as zeros.
+///
+/// # Safety
+///
+/// The range must lie inside one allocation of the caller's, and nothing
+/// may read the released pages' former contents afterwards (they read as
+/// zeros; writing to them is fine).
+pub unsafe fn release_huge_pages(addr: usize, len: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        let start = addr.next_multiple_of(HUGE_PAGE);
+        let end = addr.saturating_add(len) / HUGE_PAGE * HUGE_PAGE;
+        if end > start {
+            // SAFETY: the caller's contract; MADV_DONTNEED on private
+            // anonymous memory only drops its contents. Failure only
+            // costs memory.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
+        }
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (addr, len);
 }
 
 /// Ask the CPU to bring the cache lines of `item` in (its first and last

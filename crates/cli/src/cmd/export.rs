@@ -4,7 +4,7 @@
 use crate::args::ExportArgs;
 use crate::cmd::report::{load_with, print_warnings, Progress};
 use crate::progress::phase_line;
-use schedscope_export::{ExportOptions, Exported, PhaseHook};
+use schedscope_export::{ExportOptions, Exported, MemoryHook, PhaseHook};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
@@ -35,6 +35,7 @@ fn config(a: &ExportArgs) -> anyhow::Result<ExportOptions> {
             timer: crate::cmd::report::timer(),
         },
         on_phase: None,
+        give_back_memory: Some(MemoryHook(Arc::new(crate::heap::give_back_free_memory))),
     })
 }
 

@@ -151,7 +151,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let cfg = Config::from_args(&args)?;
     // One-shot and multi-threaded: big heap steps spare the TLB flushes of
     // page-sized ones (see the function's docs).
-    schedscope_trace::mem::grow_heaps_in_big_steps();
+    crate::heap::for_one_shot_command();
     let progress = Progress::new();
     // Decode only the events the sections read (counts still cover the
     // whole file).
@@ -187,12 +187,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             eprintln!("schedscope: {e}");
         }
     }
-    // The process exits next: freeing millions of events and the tables
-    // one by one would only delay the exit (about 5% of the run), the OS
-    // takes the memory back at once.
-    std::mem::forget(report);
-    std::mem::forget(timeline);
-    std::mem::forget(trace);
+    // The process exits next: the OS takes the memory back at once.
+    crate::heap::leave_to_exit((report, timeline, trace));
     if failed {
         return Ok(ExitCode::from(1));
     }

@@ -182,19 +182,14 @@ impl Pages {
     }
 }
 
-/// madvise(MADV_DONTNEED) on the huge page at `addr` of the runs' memory.
+/// Give back the huge page at `addr` of the runs' memory.
 fn release_huge_page(addr: usize) {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: `addr` is a whole 2 MiB page inside the memory that the
-        // caller of merge_runs handed over (`reclaim`: never read again
-        // once merged), and every part that reads from it has finished;
-        // the page then reads as zeros, which nothing looks at before the
-        // memory is freed. Failure only costs memory.
-        unsafe { libc::madvise(addr as *mut libc::c_void, HUGE, libc::MADV_DONTNEED) };
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = addr;
+    // SAFETY: `addr` is a whole 2 MiB page inside the memory that the
+    // caller of merge_runs handed over (`reclaim`: never read again once
+    // merged), and every part that reads from it has finished; the page
+    // then reads as zeros, which nothing looks at before the memory is
+    // freed.
+    unsafe { schedscope_trace::mem::release_huge_pages(addr, HUGE) };
 }
 
 /// Splitter times for about one part per 64 Ki events (at most 8 per
