@@ -44,10 +44,10 @@
 //! counted in [`Cursor::anomalies`] and resolved in favour of the newer
 //! event.
 
-use crate::timeline::{LossEvidence, Timeline};
+use crate::timeline::{LossEvidence, Timeline, NAMES_CURRENT};
 use crate::ThreadState;
 use schedscope_trace::hash::FxMap;
-use schedscope_trace::{Event, EventData, StrId, Tid, Trace};
+use schedscope_trace::{Event, EventData, KindSet, StrId, Tid, Trace};
 
 /// One CPU's state as the cursor holds it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -130,11 +130,10 @@ type Pending = (u64, u32, Tid, bool);
 /// What the cursor has left to yield for the current event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
-    /// Replaying repaired switch-ins before the event, then on to `Learn`.
+    /// Everything: the repaired switch-ins before it, the CPU-learning or
+    /// repaired-at-event step, the event.
     Before,
-    /// The CPU-learning or repaired-at-event step, then on to `Event`.
-    Learn,
-    /// The event itself.
+    /// The event itself (the step before it was yielded).
     Event,
 }
 
@@ -142,7 +141,7 @@ enum Phase {
 #[derive(Debug)]
 pub struct Cursor<'t> {
     events: &'t [Event],
-    reads: fn(&EventData) -> bool,
+    reads: KindSet,
     start: u64,
     loss: &'t LossEvidence,
     cpus: Vec<CpuState>,
@@ -161,15 +160,14 @@ pub struct Cursor<'t> {
 
 impl Timeline {
     /// A replay cursor over `trace` (the trace this timeline was built
-    /// from), yielding the event kinds for which `reads` is true (see
-    /// [`crate::cursor`]).
-    pub fn cursor<'t>(&'t self, trace: &'t Trace, reads: fn(&EventData) -> bool) -> Cursor<'t> {
+    /// from), yielding the event kinds in `reads` (see [`crate::cursor`]).
+    pub fn cursor<'t>(&'t self, trace: &'t Trace, reads: KindSet) -> Cursor<'t> {
         Cursor::new(trace, self, reads)
     }
 }
 
 impl<'t> Cursor<'t> {
-    fn new(trace: &'t Trace, tl: &'t Timeline, reads: fn(&EventData) -> bool) -> Cursor<'t> {
+    fn new(trace: &'t Trace, tl: &'t Timeline, reads: KindSet) -> Cursor<'t> {
         let n = trace
             .events
             .iter()
@@ -235,6 +233,7 @@ impl<'t> Cursor<'t> {
 
     /// The next step, applied, or `None` at the end.
     #[allow(clippy::should_implement_trait)]
+    #[inline]
     pub fn next(&mut self) -> Option<Step<'t>> {
         loop {
             let Some(ev) = self.events.get(self.idx) else {
@@ -242,79 +241,87 @@ impl<'t> Cursor<'t> {
                 return self.replay_before(u64::MAX).map(Step::Switch);
             };
             let c = ev.cpu.0 as usize;
-            match self.phase {
-                Phase::Before => {
-                    if c >= self.cpus.len() {
-                        self.anomalies += 1;
-                        self.idx += 1;
-                        continue;
-                    }
-                    if !(self.reads)(&ev.data) {
-                        self.idx += 1;
-                        continue;
-                    }
-                    self.rest_from = self.idx;
-                    if let Some(s) = self.replay_before(ev.ts.0) {
-                        return Some(Step::Switch(s));
-                    }
-                    self.phase = Phase::Learn;
-                    self.rest_from = self.idx + 1;
-                }
-                Phase::Learn => {
-                    self.phase = Phase::Event;
-                    let ts = ev.ts.0;
-                    let st = self.cpus[c];
-                    if !st.known {
-                        self.cpus[c] = CpuState {
-                            known: true,
-                            cur: ev.tid,
-                            since: self.start,
-                        };
-                        if !ev.tid.is_idle() {
-                            self.running.set(ev.tid, Some(c as u32));
-                        }
-                        return Some(Step::Learn {
-                            ts,
-                            cpu: c as u32,
-                            tid: ev.tid,
-                        });
-                    }
-                    if st.cur.is_idle()
-                        && !ev.tid.is_idle()
-                        && crate::timeline::names_current(&ev.data)
-                    {
-                        if let Some(tid) = self.take_pending(c, ts, Some(ev.tid)) {
-                            self.anomalies += 1;
-                            let s = self.switch(c, ts, Tid::IDLE, false, StrId(0), tid);
-                            return Some(Step::Switch(Switch {
-                                cause: Cause::RepairedAtEvent,
-                                ..s
-                            }));
-                        }
-                    }
-                }
-                Phase::Event => {
-                    self.phase = Phase::Before;
-                    self.idx += 1;
-                    return Some(match ev.data {
-                        EventData::Switch {
-                            prev_tid,
-                            prev_state,
-                            prev_comm,
-                            next_tid,
-                            ..
-                        } => Step::Switch(self.switch(
-                            c,
-                            ev.ts.0,
-                            prev_tid,
-                            prev_state.is_runnable(),
-                            prev_comm,
-                            next_tid,
-                        )),
-                        _ => Step::Event(ev),
-                    });
-                }
+            if self.phase == Phase::Event {
+                self.phase = Phase::Before;
+                return Some(self.take_event(ev, c));
             }
+            if c >= self.cpus.len() {
+                self.anomalies += 1;
+                self.idx += 1;
+                continue;
+            }
+            if !self.reads.contains(&ev.data) {
+                self.idx += 1;
+                continue;
+            }
+            self.rest_from = self.idx;
+            if let Some(s) = self.replay_before(ev.ts.0) {
+                return Some(Step::Switch(s));
+            }
+            self.rest_from = self.idx + 1;
+            if let Some(step) = self.learn(ev, c) {
+                self.phase = Phase::Event;
+                return Some(step);
+            }
+            return Some(self.take_event(ev, c));
+        }
+    }
+
+    /// The step before event `ev` on CPU `c`, if any: on a CPU not seen
+    /// yet, [`Step::Learn`]; on an idle CPU, the switch-in the repair
+    /// placed at this event.
+    #[inline]
+    fn learn(&mut self, ev: &Event, c: usize) -> Option<Step<'t>> {
+        let ts = ev.ts.0;
+        let st = self.cpus[c];
+        if !st.known {
+            self.cpus[c] = CpuState {
+                known: true,
+                cur: ev.tid,
+                since: self.start,
+            };
+            if !ev.tid.is_idle() {
+                self.running.set(ev.tid, Some(c as u32));
+            }
+            return Some(Step::Learn {
+                ts,
+                cpu: c as u32,
+                tid: ev.tid,
+            });
+        }
+        if st.cur.is_idle() && !ev.tid.is_idle() && NAMES_CURRENT.contains(&ev.data) {
+            if let Some(tid) = self.take_pending(c, ts, Some(ev.tid)) {
+                self.anomalies += 1;
+                let s = self.switch(c, ts, Tid::IDLE, false, StrId(0), tid);
+                return Some(Step::Switch(Switch {
+                    cause: Cause::RepairedAtEvent,
+                    ..s
+                }));
+            }
+        }
+        None
+    }
+
+    /// Event `ev` on CPU `c` as a step (applied), moving on to the next.
+    #[inline]
+    fn take_event(&mut self, ev: &'t Event, c: usize) -> Step<'t> {
+        self.idx += 1;
+        match ev.data {
+            EventData::Switch {
+                prev_tid,
+                prev_state,
+                prev_comm,
+                next_tid,
+                ..
+            } => Step::Switch(self.switch(
+                c,
+                ev.ts.0,
+                prev_tid,
+                prev_state.is_runnable(),
+                prev_comm,
+                next_tid,
+            )),
+            _ => Step::Event(ev),
         }
     }
 
@@ -460,12 +467,7 @@ impl Running {
 
 /// The repair before each CPU's first recorded switch (module docs):
 /// entries as in [`Cursor::pending`].
-fn lead_in_switch_ins(
-    trace: &Trace,
-    tl: &Timeline,
-    n: usize,
-    reads: fn(&EventData) -> bool,
-) -> Vec<Pending> {
+fn lead_in_switch_ins(trace: &Trace, tl: &Timeline, n: usize, reads: KindSet) -> Vec<Pending> {
     // Per CPU: the first event read (time, current task), and whether its
     // first switch was seen.
     let mut first: Vec<Option<(u64, Tid)>> = vec![None; n];
@@ -477,7 +479,7 @@ fn lead_in_switch_ins(
         if left == 0 {
             break;
         }
-        if c >= n || switched[c] || !reads(&e.data) {
+        if c >= n || switched[c] || !reads.contains(&e.data) {
             continue;
         }
         let f = *first[c].get_or_insert((e.ts.0, e.tid));
@@ -511,9 +513,7 @@ mod tests {
 
     /// Everything but balancing proxies (those of idle's kinds a test may
     /// leave out).
-    fn sched(data: &EventData) -> bool {
-        crate::timeline::names_current(data) || matches!(data, EventData::Switch { .. })
-    }
+    const SCHED: KindSet = NAMES_CURRENT.union(KindSet::of(&[schedscope_trace::EventKind::Switch]));
 
     /// Every switch, and per CPU the runs of positive length the cursor's
     /// switches closed plus the run open at the end: (start, end, tid).
@@ -522,7 +522,7 @@ mod tests {
         trace: &Trace,
         tl: &Timeline,
     ) -> (Vec<Switch>, Vec<Vec<(u64, Option<u64>, i32)>>, u64) {
-        let mut cur = tl.cursor(trace, sched);
+        let mut cur = tl.cursor(trace, SCHED);
         let mut switches = Vec::new();
         let mut runs = vec![Vec::new(); cur.n_cpus()];
         while let Some(step) = cur.next() {
@@ -572,7 +572,7 @@ mod tests {
             .switch(400, 1, 7, "S", 6);
         let tl = t.build();
         let trace = &t.0;
-        let mut cur = tl.cursor(trace, sched);
+        let mut cur = tl.cursor(trace, SCHED);
         let mut seen = Vec::new();
         while let Some(step) = cur.next() {
             match step {
@@ -656,7 +656,7 @@ mod tests {
         t.push(50, 2, 9, EventData::Softirq { vec: 7, phase: 0 })
             .switch(100, 2, 4, "S", 0);
         let tl = t.build();
-        let mut cur = tl.cursor(&t.0, sched);
+        let mut cur = tl.cursor(&t.0, SCHED);
         match cur.next() {
             Some(Step::Learn { ts, cpu, tid }) => assert_eq!((ts, cpu, tid), (100, 2, Tid(4))),
             other => panic!("expected a Learn step, got {other:?}"),

@@ -137,14 +137,16 @@ impl LossBounds {
         for (c, w) in windows.iter().enumerate() {
             let runs = timeline.cpus.get(c).map(Vec::as_slice).unwrap_or(&[]);
             for &(a, b) in w {
-                // Runs overlapping or touching [a, b].
-                let k = runs.partition_point(|r| r.end.is_some_and(|e| e.0 < a));
-                let member = runs[k..]
-                    .iter()
-                    .take_while(|r| r.ts.0 <= b)
-                    .any(|r| members.contains(&r.tid));
                 // (a loss record's span may hold any member's wakeup)
-                if member || marked {
+                let member = marked || {
+                    // Runs overlapping or touching [a, b].
+                    let k = runs.partition_point(|r| r.end.is_some_and(|e| e.0 < a));
+                    runs[k..]
+                        .iter()
+                        .take_while(|r| r.ts.0 <= b)
+                        .any(|r| members.contains(&r.tid))
+                };
+                if member {
                     u += b - a;
                 }
             }

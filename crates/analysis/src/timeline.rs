@@ -50,7 +50,7 @@
 //!   whatever its prev_state; so does a switch-out with prev_state X, Z or x.
 
 use schedscope_trace::mem::{prefetch, words_as_slots, words_as_slots_ref, Word};
-use schedscope_trace::{Cpu, EventData, PrevState, StrId, Tid, Trace, Ts};
+use schedscope_trace::{Cpu, EventData, EventKind, KindSet, PrevState, StrId, Tid, Trace, Ts};
 use serde::Serialize;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
@@ -466,15 +466,17 @@ impl LossEvidence {
 /// before the switch itself (tlb:tlb_flush on a task switch reports the
 /// previous task).
 pub(crate) fn names_current(data: &EventData) -> bool {
-    matches!(
-        data,
-        EventData::Wakeup { .. }
-            | EventData::Migrate { .. }
-            | EventData::Fork { .. }
-            | EventData::Exit { .. }
-            | EventData::Exec { .. }
-    )
+    NAMES_CURRENT.contains(data)
 }
+
+/// The kinds [`names_current`] is true of.
+pub(crate) const NAMES_CURRENT: KindSet = KindSet::of(&[
+    EventKind::Wakeup,
+    EventKind::Migrate,
+    EventKind::Fork,
+    EventKind::Exit,
+    EventKind::Exec,
+]);
 
 /// The name id of `sched:sched_stat_runtime` in `trace`, when it has any
 /// such event.
@@ -483,11 +485,14 @@ pub(crate) fn stat_runtime_id(trace: &Trace) -> Option<schedscope_trace::NameId>
 }
 
 /// The `pid` and `runtime` (ns) of a `sched:sched_stat_runtime` event
-/// (`ev.name` is its id): the decoders keep them as raw fields (a text
-/// trace's `runtime=1200 [ns]` too). `None` when they are not there.
+/// (`ev.name` is its id): typed by a perf.data load without raw fields,
+/// else kept as raw fields (a text trace's `runtime=1200 [ns]` too).
+/// `None` when they are not there.
 pub(crate) fn stat_runtime(trace: &Trace, ev: &schedscope_trace::Event) -> Option<(Tid, u64)> {
-    let EventData::Other(Some(i)) = ev.data else {
-        return None;
+    let i = match ev.data {
+        EventData::StatRuntime { pid, runtime } => return Some((pid, runtime)),
+        EventData::Other(Some(i)) => i,
+        _ => return None,
     };
     let (mut pid, mut runtime) = (None, None);
     for (k, v) in trace.raw_args.get(i) {

@@ -392,6 +392,8 @@ pub fn events(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<SwitchIns, Expo
             | EventData::KvmEntry { .. }
             | EventData::WakeIdleNoIpi { .. }
             | EventData::IrqVector { .. }
+            // (typed only by a load without raw fields, which export's is not)
+            | EventData::StatRuntime { .. }
             | EventData::Other(_) => {
                 other_rows(trace, u, s, ev, ut, stat_runtime, &mut raw_id)?;
             }

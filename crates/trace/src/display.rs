@@ -274,6 +274,10 @@ impl fmt::Display for Payload<'_> {
             },
             EventData::WakeIdleNoIpi { cpu } => write!(f, "cpu={}", cpu.0),
             EventData::IrqVector { vector, .. } => write!(f, "vector={vector}"),
+            // (the comm and vruntime perf prints are not kept in this form)
+            EventData::StatRuntime { pid, runtime } => {
+                write!(f, "pid={} runtime={runtime} [ns]", pid.0)
+            }
             EventData::Other(None) => Ok(()),
             EventData::Other(Some(r)) => {
                 for (i, (k, v)) in self.trace.raw_args.get(r).enumerate() {
@@ -393,6 +397,15 @@ mod tests {
             EventData::Other(Some(r)),
         );
         assert_eq!(payload(&t, &e).to_string(), "comm=perf runtime=5");
+        let e = ev(
+            &mut t,
+            "sched:sched_stat_runtime",
+            EventData::StatRuntime {
+                pid: Tid(42),
+                runtime: 5,
+            },
+        );
+        assert_eq!(payload(&t, &e).to_string(), "pid=42 runtime=5 [ns]");
         let e = ev(&mut t, "x:y", EventData::Other(None));
         assert_eq!(line(&t, &e).to_string(), "[001] 1332.246129513: x:y:");
     }

@@ -566,9 +566,132 @@ pub enum EventData {
         /// True for *_entry, false for *_exit.
         entry: bool,
     },
+    /// sched:sched_stat_runtime, when the load keeps no raw fields: the two
+    /// fields the timeline's repairs read (with raw fields it is kept as
+    /// [`EventData::Other`] with all of them).
+    StatRuntime {
+        /// The task whose runtime is accounted (the current one).
+        pid: Tid,
+        /// ns it ran since its last update (or its switch-in).
+        runtime: u64,
+    },
     /// Any other tracepoint or sample; when the decoder kept its fields they
     /// are record `i` of [`crate::Trace::raw_args`].
     Other(Option<u32>),
+}
+
+/// The variant of an [`EventData`], without its fields: what a consumer
+/// names when it says which events it reads ([`KindSet`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum EventKind {
+    /// [`EventData::Switch`].
+    Switch,
+    /// [`EventData::Wakeup`].
+    Wakeup,
+    /// [`EventData::Migrate`].
+    Migrate,
+    /// [`EventData::Fork`].
+    Fork,
+    /// [`EventData::Exit`].
+    Exit,
+    /// [`EventData::Exec`].
+    Exec,
+    /// [`EventData::KvmExit`].
+    KvmExit,
+    /// [`EventData::KvmEntry`].
+    KvmEntry,
+    /// [`EventData::IpiSendCpu`].
+    IpiSendCpu,
+    /// [`EventData::IpiSendCpumask`].
+    IpiSendCpumask,
+    /// [`EventData::IpiRaise`].
+    IpiRaise,
+    /// [`EventData::TlbFlush`].
+    TlbFlush,
+    /// [`EventData::CsdQueue`].
+    CsdQueue,
+    /// [`EventData::CsdFunctionEntry`].
+    CsdFunctionEntry,
+    /// [`EventData::CsdFunctionExit`].
+    CsdFunctionExit,
+    /// [`EventData::CpuIdle`].
+    CpuIdle,
+    /// [`EventData::Softirq`].
+    Softirq,
+    /// [`EventData::WakeIdleNoIpi`].
+    WakeIdleNoIpi,
+    /// [`EventData::IrqVector`].
+    IrqVector,
+    /// [`EventData::StatRuntime`].
+    StatRuntime,
+    /// [`EventData::Other`].
+    Other,
+}
+
+impl EventData {
+    /// The variant.
+    #[inline]
+    pub fn kind(&self) -> EventKind {
+        match self {
+            EventData::Switch { .. } => EventKind::Switch,
+            EventData::Wakeup { .. } => EventKind::Wakeup,
+            EventData::Migrate { .. } => EventKind::Migrate,
+            EventData::Fork { .. } => EventKind::Fork,
+            EventData::Exit { .. } => EventKind::Exit,
+            EventData::Exec { .. } => EventKind::Exec,
+            EventData::KvmExit { .. } => EventKind::KvmExit,
+            EventData::KvmEntry { .. } => EventKind::KvmEntry,
+            EventData::IpiSendCpu { .. } => EventKind::IpiSendCpu,
+            EventData::IpiSendCpumask { .. } => EventKind::IpiSendCpumask,
+            EventData::IpiRaise { .. } => EventKind::IpiRaise,
+            EventData::TlbFlush { .. } => EventKind::TlbFlush,
+            EventData::CsdQueue { .. } => EventKind::CsdQueue,
+            EventData::CsdFunctionEntry { .. } => EventKind::CsdFunctionEntry,
+            EventData::CsdFunctionExit { .. } => EventKind::CsdFunctionExit,
+            EventData::CpuIdle { .. } => EventKind::CpuIdle,
+            EventData::Softirq { .. } => EventKind::Softirq,
+            EventData::WakeIdleNoIpi { .. } => EventKind::WakeIdleNoIpi,
+            EventData::IrqVector { .. } => EventKind::IrqVector,
+            EventData::StatRuntime { .. } => EventKind::StatRuntime,
+            EventData::Other(_) => EventKind::Other,
+        }
+    }
+}
+
+/// A set of [`EventKind`]s, one bit each: a membership test is a shift and
+/// a mask, cheap enough for a per-event filter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct KindSet(u32);
+
+impl KindSet {
+    /// The set of `kinds`.
+    pub const fn of(kinds: &[EventKind]) -> KindSet {
+        let mut bits = 0u32;
+        let mut i = 0;
+        while i < kinds.len() {
+            bits |= 1 << kinds[i] as u32;
+            i += 1;
+        }
+        KindSet(bits)
+    }
+
+    /// Both sets' kinds.
+    pub const fn union(self, other: KindSet) -> KindSet {
+        KindSet(self.0 | other.0)
+    }
+
+    /// Whether `kind` is in the set.
+    #[inline]
+    pub const fn has(self, kind: EventKind) -> bool {
+        self.0 & (1 << kind as u32) != 0
+    }
+
+    /// Whether `data`'s kind is in the set.
+    #[inline]
+    pub fn contains(self, data: &EventData) -> bool {
+        self.has(data.kind())
+    }
 }
 
 /// One event of a trace.
@@ -591,6 +714,25 @@ pub struct Event {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kind_sets_hold_what_they_are_made_of() {
+        let set = KindSet::of(&[EventKind::Switch, EventKind::Other]);
+        let sw = EventData::Switch {
+            prev_tid: Tid(1),
+            prev_prio: 120,
+            prev_state: PrevState::default(),
+            prev_comm: crate::StrId(0),
+            next_tid: Tid(0),
+            next_prio: 120,
+            next_comm: crate::StrId(0),
+        };
+        assert!(set.contains(&sw) && set.contains(&EventData::Other(None)));
+        assert!(!set.has(EventKind::Wakeup) && !set.has(EventKind::IrqVector));
+        let all = set.union(KindSet::of(&[EventKind::IrqVector]));
+        assert!(all.has(EventKind::IrqVector) && all.has(EventKind::Switch));
+        assert_eq!(KindSet::default(), KindSet::of(&[]));
+    }
 
     #[test]
     fn prev_state_text_round_trip() {

@@ -1,4 +1,4 @@
-//! Core schedscope types, shared by every other crate. No I/O lives here (one madvise in [`mem`]).
+//! Core schedscope types, shared by every other crate. No I/O lives here (page hints, madvise, in [`mem`]).
 //!
 //! Data flows through these types as follows: a decoder (crate
 //! `schedscope-parser`) turns a file into a [`Trace`]: a time-sorted vector of
@@ -39,8 +39,8 @@ pub mod topology;
 pub mod trace;
 
 pub use event::{
-    CpuMask, Event, EventData, KvmIsa, MaskId, NameId, PrevState, StackId, StateLayout, Sym,
-    WakeKind,
+    CpuMask, Event, EventData, EventKind, KindSet, KvmIsa, MaskId, NameId, PrevState, StackId,
+    StateLayout, Sym, WakeKind,
 };
 pub use ids::{Cpu, Dur, Tid, Ts, Utid};
 pub use raw::RawArgs;

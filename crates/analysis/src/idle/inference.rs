@@ -3,7 +3,7 @@
 //! a CPU runnable, or was woken onto one, was held off (throttled).
 
 use super::gaps::Mode;
-use super::pass::{reads, Pass};
+use super::pass::{Pass, READS};
 use schedscope_trace::{EventData, StrId, Tid};
 
 /// Inference: a task that was throttled before and now waits preempted on a
@@ -151,7 +151,7 @@ impl<'t> Pass<'t> {
     /// out), being woken, moving or exiting.
     fn switched_in_next(&self, tid: Tid) -> bool {
         for ev in self.ahead() {
-            if !reads(&ev.data) {
+            if !READS.contains(&ev.data) {
                 continue;
             }
             match ev.data {

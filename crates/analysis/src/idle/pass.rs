@@ -27,9 +27,9 @@ use super::{
 };
 use crate::cursor::{CpuState, Cursor, Step, Switch};
 use crate::stats::{dur_stats, histogram, population_stddev, SecondBuckets, SEC};
-use crate::timeline::{LossEvidence, Timeline};
+use crate::timeline::{LossEvidence, Timeline, NAMES_CURRENT};
 use schedscope_trace::hash::FxMap;
-use schedscope_trace::{EventData, Tid, Trace};
+use schedscope_trace::{EventData, EventKind, KindSet, Tid, Trace};
 use std::collections::{BTreeMap, HashSet};
 
 /// What idle keeps per CPU (who is current there is the cursor's).
@@ -117,7 +117,7 @@ pub(super) fn run_with<'t>(
     } else {
         nb
     };
-    let cursor = tl.cursor(trace, reads);
+    let cursor = tl.cursor(trace, READS);
     let n = cursor.n_cpus();
     // The times each CPU switched to idle: the starts of its idle runs
     // (exact on a CPU without loss evidence, the only ones whose entries
@@ -188,18 +188,14 @@ pub(super) fn run_with<'t>(
 /// itself (tlb:tlb_flush on a task switch reports the previous task), and
 /// would make the cursor learn the wrong task; skipping them also makes the
 /// report the same whether or not the load kept them. (The timeline's
-/// evidence kinds, `crate::timeline::names_current`, plus sched_switch and
+/// evidence kinds, `crate::timeline::NAMES_CURRENT`, plus sched_switch and
 /// the balancing proxies this pass reads.)
-pub(super) fn reads(data: &EventData) -> bool {
-    crate::timeline::names_current(data)
-        || matches!(
-            data,
-            EventData::Switch { .. }
-                | EventData::Softirq { .. }
-                | EventData::CsdQueue { .. }
-                | EventData::WakeIdleNoIpi { .. }
-        )
-}
+pub(super) const READS: KindSet = NAMES_CURRENT.union(KindSet::of(&[
+    EventKind::Switch,
+    EventKind::Softirq,
+    EventKind::CsdQueue,
+    EventKind::WakeIdleNoIpi,
+]));
 
 impl Pass<'_> {
     /// Whether CPU `c` is known and idle (the cursor's state).

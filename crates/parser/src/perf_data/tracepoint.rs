@@ -166,12 +166,15 @@ pub(crate) enum Kind {
     Other {
         fields: Vec<RawField>,
     },
-    /// sched:sched_stat_runtime: untyped like [`Kind::Other`], but its
-    /// `pid` and `runtime` are kept even without `LoadOptions::raw_fields`
-    /// (all its fields with it): the thread-state timeline places lost
-    /// switch-ins from them.
+    /// sched:sched_stat_runtime: its `pid` and `runtime` are kept even
+    /// without `LoadOptions::raw_fields`, as [`EventData::StatRuntime`]
+    /// (untyped with all its fields when raw fields are asked for): the
+    /// thread-state timeline places lost switch-ins from them.
     StatRuntime {
         fields: Vec<RawField>,
+        /// `pid` and `runtime`, read straight into
+        /// [`EventData::StatRuntime`] when no raw fields are kept.
+        typed: Option<(FieldRef, FieldRef)>,
     },
 }
 
@@ -224,7 +227,9 @@ fn keep_raw(fields: &[RawField], raw: &[u8], local: &mut Local<'_>) -> EventData
 }
 
 /// The fields of a sched_stat_runtime event: all of them with
-/// `raw_fields`, else `pid` and `runtime` (what the timeline reads).
+/// `raw_fields`, else `pid` and `runtime` (what the timeline reads; a
+/// format with both fields is decoded into [`EventData::StatRuntime`]
+/// instead).
 fn keep_stat_runtime(fields: &[RawField], raw: &[u8], local: &mut Local<'_>) -> EventData {
     if local.raw_fields {
         return push_raw(fields.iter(), raw, local);
@@ -306,6 +311,7 @@ fn build_kind(f: &EventFormat) -> Result<Kind, &'static str> {
     Ok(match (f.system.as_str(), f.name.as_str()) {
         ("sched", "sched_stat_runtime") => Kind::StatRuntime {
             fields: raw_fields_of(f),
+            typed: opt("pid").zip(opt("runtime")),
         },
         ("sched", "sched_switch") => Kind::Switch {
             prev_comm: req("prev_comm")?,
@@ -606,7 +612,14 @@ impl TpDecoder {
                 entry: *entry,
             },
             Kind::Other { fields } => keep_raw(fields, raw, local),
-            Kind::StatRuntime { fields } => keep_stat_runtime(fields, raw, local),
+            Kind::StatRuntime {
+                typed: Some((pid, runtime)),
+                ..
+            } if !local.raw_fields => EventData::StatRuntime {
+                pid: Tid(int(pid, raw)? as i32),
+                runtime: uint(runtime, raw)?,
+            },
+            Kind::StatRuntime { fields, .. } => keep_stat_runtime(fields, raw, local),
         })
     }
 }
