@@ -1,0 +1,400 @@
+//! The second pass of [`Timeline::build`]: the state machine that turns
+//! each sched_switch, wakeup, migration and exit into per-thread state
+//! intervals and per-CPU runs (the repairs of lost switch-ins are in
+//! `repair`).
+
+use super::*;
+
+/// What a switch-out leaves a task in.
+pub(super) fn state_after_switch_out(prev_state: PrevState, exiting: bool) -> ThreadState {
+    let b = prev_state.bits;
+    if exiting || b & PrevState::DEAD != 0 {
+        ThreadState::Dead
+    } else if b == 0 {
+        ThreadState::Runnable
+    } else if b & PrevState::D != 0 {
+        ThreadState::Blocked
+    } else if b & (PrevState::S | PrevState::I) != 0 {
+        ThreadState::Sleeping
+    } else {
+        ThreadState::Other
+    }
+}
+
+/// Per-CPU bookkeeping during the build.
+#[derive(Clone, Copy, Default)]
+pub(super) struct CpuTracker {
+    /// Time of the previous sched_switch on this CPU.
+    pub(super) last_switch: Option<Ts>,
+    /// Who that switch put on the CPU.
+    pub(super) current: Option<Tid>,
+}
+
+/// Per-thread state of the second pass, apart from the intervals so that
+/// every decision reads a small, cache-resident table: the open interval
+/// lives here until a transition closes it, and only then is it appended to
+/// the thread's vector (written once, in order, and not read back).
+#[derive(Clone, Copy, Default)]
+pub(super) struct Hot {
+    /// The open (last) interval, if any.
+    pub(super) open: Option<StateInterval>,
+    /// sched_process_exit seen; the next switch-out makes it Dead.
+    pub(super) exiting: bool,
+    /// Its region of the interval store: first slot, slots written, size.
+    pub(super) base: usize,
+    pub(super) len: u32,
+    pub(super) cap: u32,
+    /// Its intervals moved to [`Builder::spill`] (the region was full).
+    pub(super) spilled: bool,
+}
+
+/// The mutable state of [`Timeline::build`]'s second pass.
+pub(super) struct Builder {
+    pub(super) tl: Timeline,
+    /// Per thread, by index.
+    pub(super) hot: Vec<Hot>,
+    /// The interval store: every thread's region, as the census sized it
+    /// (in words; see [`Store`]).
+    pub(super) store: Vec<Word>,
+    /// Intervals of threads whose region was full (never, when the census
+    /// bounds hold), by thread index.
+    pub(super) spill: schedscope_trace::hash::FxMap<usize, Vec<StateInterval>>,
+    pub(super) cpus: Vec<CpuTracker>,
+    /// Interval or run pushes that found their vector full (the census
+    /// bound was too small); tests check that it stays 0.
+    pub(super) regrown: u64,
+    /// The trace's sched_stat_runtime name id, if it has any.
+    pub(super) stat: Option<schedscope_trace::NameId>,
+    /// Per CPU: the last power:cpu_idle exit not followed by an idle entry.
+    pub(super) idle_exit: Vec<Option<Ts>>,
+    /// Per CPU: the times of the trace's loss records there.
+    pub(super) marks: Vec<Vec<u64>>,
+}
+
+impl Builder {
+    /// Index of `tid`'s timeline. The census registered every thread the
+    /// events name; a thread it missed is created here all the same.
+    #[inline(always)]
+    pub(super) fn idx(&mut self, tid: Tid) -> usize {
+        match self.tl.index.get(tid) {
+            Some(i) => i,
+            None => self.add_thread(tid),
+        }
+    }
+
+    /// A thread the census did not register (out of line: never taken
+    /// when the census and this pass agree).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn add_thread(&mut self, tid: Tid) -> usize {
+        let i = self.tl.threads.len();
+        self.tl.index.insert(tid, i);
+        self.tl.threads.push(ThreadTimeline {
+            tid,
+            ..ThreadTimeline::default()
+        });
+        self.hot.push(Hot::default());
+        i
+    }
+
+    /// The open interval of thread `i`, if any.
+    #[inline]
+    pub(super) fn open(&self, i: usize) -> Option<&StateInterval> {
+        self.hot[i].open.as_ref()
+    }
+
+    /// Close thread `i`'s open interval at `next.ts` and open `next`.
+    #[inline(always)]
+    pub(super) fn transition(&mut self, i: usize, next: StateInterval) {
+        let hot = &mut self.hot[i];
+        let Some(mut last) = hot.open.replace(next) else {
+            return;
+        };
+        if last.ts == next.ts {
+            // A zero-length interval: drop it, and reopen the one before
+            // when it is the same state (e.g. woken and run at one instant).
+            if let Some(prev) = self.last_interval(i) {
+                if prev.end == Some(next.ts)
+                    && prev.state == next.state
+                    && prev.cpu == next.cpu
+                    && prev.preempted == next.preempted
+                    && prev.waker == next.waker
+                {
+                    self.pop_interval(i);
+                    self.hot[i].open = Some(StateInterval { end: None, ..prev });
+                }
+            }
+            return;
+        }
+        last.end = Some(next.ts);
+        self.push_interval(i, last);
+    }
+
+    /// The last interval written for thread `i`.
+    #[inline(always)]
+    pub(super) fn last_interval(&self, i: usize) -> Option<StateInterval> {
+        let h = &self.hot[i];
+        if h.spilled {
+            return self.spill.get(&i).and_then(|v| v.last().copied());
+        }
+        // SAFETY: the first `len` slots of the thread's region are written.
+        (h.len > 0).then(|| unsafe {
+            words_as_slots_ref::<StateInterval>(&self.store)[h.base + h.len as usize - 1]
+                .assume_init()
+        })
+    }
+
+    /// Drop the last interval written for thread `i`.
+    #[inline(always)]
+    pub(super) fn pop_interval(&mut self, i: usize) {
+        let h = &mut self.hot[i];
+        if h.spilled {
+            self.spill.get_mut(&i).and_then(|v| v.pop());
+        } else {
+            h.len -= 1;
+        }
+    }
+
+    /// Append `iv` to thread `i`'s intervals.
+    #[inline(always)]
+    pub(super) fn push_interval(&mut self, i: usize, iv: StateInterval) {
+        let h = &mut self.hot[i];
+        if !h.spilled && h.len < h.cap {
+            let slots = words_as_slots(&mut self.store);
+            let at = h.base + h.len as usize;
+            slots[at] = MaybeUninit::new(iv);
+            h.len += 1;
+            // The thread's next interval goes to the next slot, many events
+            // from now: ask for its cache lines now, so that the write then
+            // does not wait for memory (the stores' misses were most of
+            // this pass).
+            if let Some(next) = slots.get(at + 1) {
+                prefetch(next);
+            }
+        } else {
+            self.spill_push(i, iv);
+        }
+    }
+
+    /// [`Builder::push_interval`] when the region is full: move the
+    /// thread's intervals out of the store (out of line: never taken when
+    /// the census bounds hold).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn spill_push(&mut self, i: usize, iv: StateInterval) {
+        self.regrown += 1;
+        let h = &mut self.hot[i];
+        if !h.spilled {
+            h.spilled = true;
+            // SAFETY: the first `len` slots of the region are written.
+            let moved = words_as_slots_ref::<StateInterval>(&self.store)
+                [h.base..h.base + h.len as usize]
+                .iter()
+                .map(|s| unsafe { s.assume_init() })
+                .collect();
+            self.spill.insert(i, moved);
+        }
+        self.spill.entry(i).or_default().push(iv);
+    }
+
+    /// Append a run to CPU slot `c`.
+    #[inline]
+    pub(super) fn push_run(&mut self, c: usize, run: CpuRun) {
+        let runs = &mut self.tl.cpus[c];
+        self.regrown += (runs.len() == runs.capacity()) as u64;
+        runs.push(run);
+    }
+
+    pub(super) fn cpu_slot(&mut self, cpu: Cpu) -> usize {
+        let c = cpu.0 as usize;
+        if c >= self.cpus.len() {
+            self.cpus.resize(c + 1, CpuTracker::default());
+            self.tl.cpus.resize(c + 1, Vec::new());
+        }
+        c
+    }
+
+    pub(super) fn switch(&mut self, ts: Ts, cpu: Cpu, prev: Tid, prev_state: PrevState, next: Tid) {
+        let c = self.cpu_slot(cpu);
+        self.infer_switch_in_from_idle(ts, c, cpu, prev);
+        let last = self.cpus[c];
+        // Per-CPU run intervals.
+        if let Some(run) = self.tl.cpus[c].last_mut() {
+            if run.end.is_none() {
+                run.end = Some(ts);
+            }
+        }
+        if let Some(cur) = last.current.filter(|&cur| cur != prev) {
+            // The CPU said `cur` ran, yet `prev` is switched out: the switch
+            // that took `cur` off was lost. Its state since is unknown; do
+            // not leave it Running here forever.
+            self.tl.anomalies += 1;
+            if let Some(start) = last.last_switch {
+                self.tl.unknown.push(UnknownStretch {
+                    cpu,
+                    start,
+                    end: ts,
+                });
+            }
+            if !cur.is_idle() {
+                if let Some(i) = self.tl.index.get(cur) {
+                    let stale = self
+                        .open(i)
+                        .is_some_and(|iv| iv.state == ThreadState::Running && iv.cpu == Some(cpu));
+                    if stale {
+                        self.transition(
+                            i,
+                            StateInterval {
+                                ts,
+                                end: None,
+                                state: ThreadState::Unknown,
+                                cpu: None,
+                                preempted: false,
+                                waker: None,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        self.push_run(
+            c,
+            CpuRun {
+                ts,
+                end: None,
+                tid: next,
+            },
+        );
+        self.cpus[c] = CpuTracker {
+            last_switch: Some(ts),
+            current: Some(next),
+        };
+
+        // The outgoing task.
+        if !prev.is_idle() {
+            let i = self.idx(prev);
+            match self.open(i) {
+                Some(iv) if iv.state == ThreadState::Running && iv.cpu == Some(cpu) => {}
+                Some(_) => self.tl.anomalies += 1,
+                None => {
+                    // First sight: it ran since the CPU's previous switch, if known.
+                    if let Some(t0) = last.last_switch {
+                        self.hot[i].open = Some(StateInterval {
+                            ts: t0,
+                            end: None,
+                            state: ThreadState::Running,
+                            cpu: Some(cpu),
+                            preempted: false,
+                            waker: None,
+                        });
+                    }
+                }
+            }
+            let state = state_after_switch_out(prev_state, self.hot[i].exiting);
+            let runnable = state == ThreadState::Runnable;
+            self.transition(
+                i,
+                StateInterval {
+                    ts,
+                    end: None,
+                    state,
+                    cpu: runnable.then_some(cpu),
+                    preempted: runnable,
+                    waker: None,
+                },
+            );
+            if state == ThreadState::Dead {
+                self.hot[i].exiting = false;
+            }
+        }
+
+        // The incoming task.
+        if !next.is_idle() {
+            let i = self.idx(next);
+            if let Some(iv) = self.open(i) {
+                if iv.state == ThreadState::Running {
+                    // Still running elsewhere: its switch-out was lost.
+                    self.tl.anomalies += 1;
+                }
+            }
+            self.transition(
+                i,
+                StateInterval {
+                    ts,
+                    end: None,
+                    state: ThreadState::Running,
+                    cpu: Some(cpu),
+                    preempted: false,
+                    waker: None,
+                },
+            );
+        }
+    }
+
+    pub(super) fn wakeup(&mut self, ts: Ts, waker: Tid, tid: Tid, target: Cpu) {
+        if tid.is_idle() {
+            return;
+        }
+        let i = self.idx(tid);
+        if let Some(iv) = self.open(i) {
+            if matches!(iv.state, ThreadState::Running | ThreadState::Runnable) {
+                return;
+            }
+        }
+        self.transition(
+            i,
+            StateInterval {
+                ts,
+                end: None,
+                state: ThreadState::Runnable,
+                cpu: Some(target),
+                preempted: false,
+                waker: Some(waker),
+            },
+        );
+    }
+
+    pub(super) fn migrate(&mut self, ts: Ts, tid: Tid, dest: Cpu) {
+        if tid.is_idle() {
+            return;
+        }
+        let i = self.idx(tid);
+        if let Some(iv) = self.open(i).copied() {
+            if iv.state == ThreadState::Runnable && iv.cpu != Some(dest) {
+                self.transition(
+                    i,
+                    StateInterval {
+                        ts,
+                        cpu: Some(dest),
+                        ..iv
+                    },
+                );
+            }
+        }
+    }
+
+    pub(super) fn exit(&mut self, ts: Ts, tid: Tid) {
+        if tid.is_idle() {
+            return;
+        }
+        let i = self.idx(tid);
+        match self.open(i).map(|iv| iv.state) {
+            Some(ThreadState::Running) => self.hot[i].exiting = true,
+            Some(ThreadState::Dead) => {}
+            _ => {
+                // Not known to run: it cannot be switched out later, so it is dead now.
+                self.transition(
+                    i,
+                    StateInterval {
+                        ts,
+                        end: None,
+                        state: ThreadState::Dead,
+                        cpu: None,
+                        preempted: false,
+                        waker: None,
+                    },
+                );
+            }
+        }
+    }
+}
