@@ -362,6 +362,12 @@ impl Report {
             };
             Section(p.and_then(|p| opts.timed("tlb finish", || tlb::finish(&ctx, p))))
         });
+        let mut latency = latency;
+        if let Some(Section(Ok(l))) = &mut latency {
+            if timeline.is_built() {
+                l.add_loss_bounds(trace, &timeline);
+            }
+        }
         let mut report = Report {
             trace: TraceSummary::of(trace),
             latency,

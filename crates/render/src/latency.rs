@@ -72,6 +72,15 @@ impl RenderText for LatencyReport {
                 self.tasks.len() - t.len()
             )?;
         }
+        if let (Some(lo), Some(hi)) = (self.max_delay_ns_min, self.max_delay_ns_max) {
+            writeln!(
+                out,
+                "  Largest wait: {} ms, {}-{} ms given the events lost (the largest true wait lies in that range; see docs/report.md)",
+                fmt::ms(self.max_delay_ns()),
+                fmt::ms(lo),
+                fmt::ms(hi)
+            )?;
+        }
         if self.context_switch_bugs > 0 {
             writeln!(
                 out,

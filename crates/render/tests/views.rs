@@ -62,6 +62,7 @@ fn latency_has_headline_table_top_rows_and_totals() {
             wakeup: 4,
             ..WaitStarts::default()
         },
+        ..LatencyReport::default()
     };
     let s = text(&r, 1);
     let lines: Vec<&str> = s.lines().collect();
@@ -269,4 +270,21 @@ fn gang_verdict_leads_with_demand_co_run_when_the_main_thread_sleeps() {
             "{late}:\n{s}"
         );
     }
+}
+
+#[test]
+fn latency_says_how_far_loss_can_move_the_largest_wait() {
+    let mut r = LatencyReport {
+        tasks: vec![task(5, "worker", 150, 2_000_000, 2_000_300)],
+        total_switches: 1,
+        ..LatencyReport::default()
+    };
+    assert!(!text(&r, 1).contains("given the events lost"));
+    r.max_delay_ns_min = Some(1_500_000);
+    r.max_delay_ns_max = Some(4_250_000);
+    let s = text(&r, 1);
+    assert!(
+        s.contains("Largest wait: 2.000 ms, 1.500-4.250 ms given the events lost"),
+        "{s}"
+    );
 }

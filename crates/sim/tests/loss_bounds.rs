@@ -319,3 +319,91 @@ fn text_headline_says_how_far_loss_can_move_idle() {
 fn lossy_vm(sim: &Simulation) -> Simulation {
     lossy(sim, 1, 1).remove(0).1
 }
+
+/// The largest wait for a CPU in `sim`'s full event stream (before any
+/// loss), by perf's rules: a wait starts at the sched_wakeup of a task
+/// that is not runnable, or at its `R` (yield) switch-out; preempted
+/// (`R+`) switch-outs start none; it ends at the task's next switch-in.
+fn max_delay_truth(sim: &Simulation) -> u64 {
+    use schedscope_sim::model::Out;
+    use std::collections::HashMap;
+    let mut since: HashMap<i32, u64> = HashMap::new();
+    let mut runnable: HashMap<i32, bool> = HashMap::new();
+    let mut max = 0;
+    for e in &sim.events {
+        match e.data {
+            SimData::Wakeup { tid, .. } | SimData::WakeupNew { tid, .. } => {
+                if !runnable.get(&tid).copied().unwrap_or(false) {
+                    since.insert(tid, e.ts);
+                }
+                runnable.insert(tid, true);
+            }
+            SimData::Switch { prev, out, next } => {
+                if prev != 0 {
+                    runnable.insert(prev, out != Out::Sleep);
+                    if out == Out::Yielded {
+                        since.insert(prev, e.ts);
+                    }
+                }
+                if next != 0 {
+                    if let Some(s) = since.remove(&next) {
+                        max = max.max(e.ts - s);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    max
+}
+
+/// The latency section of `trace` with its loss bounds, as `report --all`
+/// computes them.
+fn latency_of(trace: &schedscope_trace::Trace) -> schedscope_analysis::latency::LatencyReport {
+    let tl = schedscope_analysis::Timeline::build(trace);
+    let mut l = schedscope_analysis::latency::compute(trace).expect("switches present");
+    l.add_loss_bounds(trace, &tl);
+    l
+}
+
+#[test]
+fn latency_max_truth_inside_the_bounds() {
+    for (scenario, seed) in [("mixed", 3), ("gang-baseline", 4)] {
+        let mut cfg = Config::scenario(scenario, seed).expect("scenario");
+        cfg.ticks = 10_000;
+        let base = simulate(&cfg);
+        let mut bounded = 0;
+        for (stat, sim) in recorded(&base) {
+            let truth = max_delay_truth(&sim);
+            // Loss-free: no bounds, and the value is the truth.
+            let clean = latency_of(&load_perf(&sim));
+            assert_eq!(
+                clean.max_delay_ns(),
+                truth,
+                "{scenario}: loss-free max delay"
+            );
+            assert_eq!(
+                (clean.max_delay_ns_min, clean.max_delay_ns_max),
+                (None, None)
+            );
+            for (name, lossy) in lossy(&sim, 1, seed) {
+                let ctx = format!("{scenario} s{seed} {name} stat={stat}");
+                for (fmt, trace) in [("perf", load_perf(&lossy)), ("text", load_text(&lossy))] {
+                    let l = latency_of(&trace);
+                    // Without bounds (no loss shows) the value must be exact.
+                    let (lo, hi) = (
+                        l.max_delay_ns_min.unwrap_or(l.max_delay_ns()),
+                        l.max_delay_ns_max.unwrap_or(l.max_delay_ns()),
+                    );
+                    inside(&format!("{ctx} {fmt} max delay"), lo, truth, hi);
+                    bounded += l.max_delay_ns_min.is_some() as usize;
+                }
+            }
+        }
+        // Nearly every lossy trace shows its loss.
+        assert!(
+            bounded >= 10,
+            "{scenario}: only {bounded} of 16 lossy traces had bounds"
+        );
+    }
+}

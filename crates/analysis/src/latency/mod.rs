@@ -41,6 +41,8 @@
 //! * `context_switch_bugs` counts switch-outs of a task that the previous
 //!   switch on that CPU did not switch in (perf's "context switch bugs").
 
+mod bounds;
+
 use crate::stats::two_percentiles_unsorted;
 use crate::timeline::TidIndex;
 use crate::{AnalysisError, Context};
@@ -66,6 +68,30 @@ pub struct LatencyReport {
     pub wakeup_event: String,
     /// How many of the `switches` ended a wait of each start kind.
     pub waits_by_start: WaitStarts,
+    /// On a trace that shows lost events (and when the report built the
+    /// thread-state timeline): the least the largest true wait for a CPU
+    /// can be, given the loss (see `bounds`). Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_delay_ns_min: Option<u64>,
+    /// Likewise, the most it can be.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_delay_ns_max: Option<u64>,
+}
+
+impl LatencyReport {
+    /// The largest `delay_max_ns` of the tasks.
+    pub fn max_delay_ns(&self) -> u64 {
+        self.tasks.iter().map(|t| t.delay_max_ns).max().unwrap_or(0)
+    }
+
+    /// Fill in `max_delay_ns_min` / `max_delay_ns_max` from the timeline of
+    /// `trace` (nothing on a trace without loss evidence).
+    pub fn add_loss_bounds(&mut self, trace: &Trace, tl: &crate::Timeline) {
+        if let Some((lo, hi)) = bounds::max_delay(self, trace, tl) {
+            self.max_delay_ns_min = Some(lo);
+            self.max_delay_ns_max = Some(hi);
+        }
+    }
 }
 
 /// What started a wait for a CPU (see the module docs). Preempted (`R+`)
@@ -635,6 +661,8 @@ fn finish<F>(trace: &Trace, use_waking: bool, passes: Vec<Pass<F>>) -> LatencyRe
         }
         .to_string(),
         tasks,
+        max_delay_ns_min: None,
+        max_delay_ns_max: None,
     }
 }
 
