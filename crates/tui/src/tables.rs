@@ -143,7 +143,7 @@ fn gang(report: &Report) -> TabTable {
     };
     if let Some(g) = ok(&report.gang, &mut tab) {
         tab.headline = format!(
-            "{} gangs; demand co-ran = time every member that wanted a CPU ran / time two or more wanted one; co-ran = time all members ran / time any ran (Enter: longest fragmented episode)",
+            "{} gangs; demand co-ran: those wanting a CPU all ran, of the time 2+ wanted one; co-ran: all ran / any ran (Enter: longest fragmented episode)",
             g.gangs.len()
         );
         if let Some(n) = &g.note {
