@@ -43,7 +43,7 @@ const EIGHTHS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇'
 /// whose runs a repair switched in.
 const DOTS: [char; 5] = [' ', '⣀', '⣤', '⣶', '⣿'];
 
-/// The glyph of a repaired cell `frac` busy: [`DOTS`] in quarters (at
+/// The glyph of a repaired cell `frac` busy: `⣀` `⣤` `⣶` `⣿` in quarters (at
 /// least one row when busy at all).
 pub fn dotted(frac: f64) -> char {
     if frac <= 0.0 {
