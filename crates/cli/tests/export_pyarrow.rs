@@ -112,7 +112,7 @@ fn pyarrow_reads_every_table_and_rows_match_perf_script() {
     );
     for (table, s) in settings {
         assert_eq!(s["table"], table.as_str());
-        assert_eq!(s["schema_version"], "2");
+        assert_eq!(s["schema_version"], "3");
         assert_eq!(s["trace_id"], run);
         assert_eq!(s["format_version"], "1.0", "{table}");
         if n(&rows[table]) > 0 {

@@ -1,5 +1,9 @@
 //! `schedscope info` on the simulator's fixtures (counts known from the
-//! fixture README and checked against `perf script` by the decoder tests).
+//! fixture README and checked against `perf script` by the decoder tests),
+//! and its lost-event repairs per CPU: on the simulator with this project's
+//! VM loss pattern injected (the counts derived from the simulator's own
+//! events), on a hand-made text trace whose repairs are known by
+//! construction, and absent from a loss-free trace.
 
 use serde_json::Value;
 use std::path::PathBuf;
@@ -87,4 +91,145 @@ fn missing_file_fails_with_the_name() {
         err.starts_with("schedscope: /nonexistent/x.data: "),
         "{err}"
     );
+}
+
+/// A tracefs text trace on 2 CPUs whose CPU 1 lost three switch-ins, each
+/// leaving a task switched out of an idle CPU: `a` (101) woken at 100.002 s
+/// (placed by the rule), `b` (102) woken at 100.010 with CPU 1 leaving idle
+/// (`power:cpu_idle` exit) at 100.011 (placed there: cpu_idle), `c` (103)
+/// whose wakeup was lost too, waking `d` from CPU 1 at 100.021 (placed at
+/// that event: task_event). CPU 0 lost nothing.
+const HAND_MADE: &str = "\
+# tracer: nop
+#
+#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION
+#              | |         |   |||||     |         |
+          <idle>-0       [000] d..2.   100.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=x next_pid=200 next_prio=120
+          <idle>-0       [001] d..2.   100.000000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=a next_pid=101 next_prio=120
+               a-101     [001] d..2.   100.001000: sched_switch: prev_comm=a prev_pid=101 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+               x-200     [000] d..2.   100.002000: sched_wakeup: comm=a pid=101 prio=120 target_cpu=001
+               a-101     [001] d..2.   100.004000: sched_switch: prev_comm=a prev_pid=101 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+               x-200     [000] d..2.   100.010000: sched_wakeup: comm=b pid=102 prio=120 target_cpu=001
+          <idle>-0       [001] d..2.   100.011000: cpu_idle: state=4294967295 cpu_id=1
+               b-102     [001] d..2.   100.013000: sched_switch: prev_comm=b prev_pid=102 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+          <idle>-0       [001] d..2.   100.013500: cpu_idle: state=1 cpu_id=1
+               c-103     [001] d..2.   100.021000: sched_waking: comm=d pid=104 prio=120 target_cpu=000
+               c-103     [001] d..2.   100.023000: sched_switch: prev_comm=c prev_pid=103 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+               x-200     [000] d..2.   100.030000: sched_switch: prev_comm=x prev_pid=200 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+";
+
+/// A fresh temporary directory.
+fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("schedscope-info-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn json_of(path: &str) -> Value {
+    let (code, out, err) = info(&["--format", "json", path]);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+#[test]
+fn repairs_of_a_hand_made_trace() {
+    let dir = temp_dir("hand");
+    let p = dir.join("hand.txt");
+    std::fs::write(&p, HAND_MADE).unwrap();
+    let p = p.display().to_string();
+    let d = json_of(&p);
+    assert_eq!(
+        d["repairs_by_cpu"],
+        serde_json::json!([{
+            "cpu": 1,
+            "unswitched_switch_outs": 3,
+            "idle_exits_missing": 3,
+            "switch_ins_repaired": 3,
+            "evidence": {"rule": 1, "cpu_idle": 1, "task_event": 1}
+        }])
+    );
+    let (code, out, err) = info(&[&p]);
+    assert_eq!(code, 0, "{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("  repaired  "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(
+        line,
+        "  repaired  CPU 1: 3 switch-ins (cpu_idle 1, task_event 1, rule 1); loss shown by 3 \
+         switch-outs no recorded switch explains, 3 of them out of idle"
+    );
+    // right under the lost events
+    let lines: Vec<&str> = out.lines().collect();
+    let at = lines.iter().position(|l| *l == line).unwrap();
+    assert!(lines[at - 1].starts_with("  lost "), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn repairs_of_the_simulated_vm_loss_pattern() {
+    use schedscope_sim::loss::{drop_idle_exits, with_stat_runtime};
+    use schedscope_sim::model::SimData;
+    use schedscope_sim::{simulate_bandwidth, BandwidthSpec};
+    let dir = temp_dir("vm");
+    let (base, _) = simulate_bandwidth(&BandwidthSpec::old_kernel(1));
+    for (stat, sim) in [
+        (false, base.clone()),
+        (true, with_stat_runtime(&base, 4_000_000)),
+    ] {
+        let (lossy, dropped) = drop_idle_exits(&sim, 1);
+        assert!(dropped > 0);
+        // From the simulator's own events: each dropped switch out of idle
+        // that follows a recorded switch on CPU 1 and precedes another
+        // leaves one switch-out that no recorded switch explains, the
+        // previous recorded switch having left the CPU idle.
+        let switches: Vec<(u64, i32, i32)> = sim
+            .events
+            .iter()
+            .filter(|e| e.cpu == 1)
+            .filter_map(|e| match e.data {
+                SimData::Switch { prev, next, .. } => Some((e.ts, prev, next)),
+                _ => None,
+            })
+            .collect();
+        let lost = (1..switches.len().saturating_sub(1))
+            .filter(|&i| switches[i].1 == 0 && switches[i].2 != 0)
+            .filter(|&i| switches[..i].iter().any(|s| !(s.1 == 0 && s.2 != 0)))
+            .count() as u64;
+        let p = dir.join(format!("vm-{stat}.data"));
+        std::fs::write(&p, schedscope_sim::perf::to_perf_data(&lossy).unwrap()).unwrap();
+        let d = json_of(&p.display().to_string());
+        let r = d["repairs_by_cpu"].as_array().unwrap();
+        assert_eq!(r.len(), 1, "only CPU 1 lost events: {r:?}");
+        let r = &r[0];
+        assert_eq!(r["cpu"], 1);
+        assert_eq!(r["unswitched_switch_outs"], lost, "stat={stat}");
+        assert_eq!(r["idle_exits_missing"], lost, "stat={stat}");
+        let n = r["switch_ins_repaired"].as_u64().unwrap();
+        assert!(n > 0 && n <= lost, "stat={stat}: {n} of {lost}");
+        let ev = r["evidence"].as_object().unwrap();
+        assert_eq!(ev.values().map(|v| v.as_u64().unwrap()).sum::<u64>(), n);
+        if stat {
+            // every lost switch-in is placed exactly by its task's runtime
+            assert_eq!(
+                ev.get("stat_runtime").and_then(Value::as_u64),
+                Some(n),
+                "{ev:?}"
+            );
+        } else {
+            assert!(!ev.contains_key("stat_runtime"), "{ev:?}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_loss_free_trace_has_no_repairs() {
+    let f = fixture("bare-metal-s1.data");
+    let d = json_of(&f);
+    assert_eq!(d["repairs_by_cpu"], serde_json::json!([]));
+    let (code, out, err) = info(&[&f]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("repaired"), "{out}");
 }

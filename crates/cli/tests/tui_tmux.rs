@@ -146,6 +146,42 @@ fn tui_in_tmux_zoom_pan_markers_tabs_search_quit() {
 }
 
 #[test]
+fn tui_in_tmux_events_pane_prints_every_field_of_untyped_events() {
+    let bin = env!("CARGO_BIN_EXE_schedscope");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/perf/stat_runtime.data"
+    );
+    // the fixture's first event, as `perf script` prints it (the stored
+    // stat_runtime.script.txt): the TUI loads untyped events' fields, so
+    // the pane has sched_stat_runtime's comm, which the typed model lacks
+    let script = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/perf/stat_runtime.script.txt"
+    ))
+    .expect("stored perf script output");
+    let first = script.lines().next().expect("a line");
+    let payload = first
+        .split_once("sched:sched_stat_runtime: ")
+        .expect("the first event is a sched_stat_runtime")
+        .1
+        .trim_end_matches(" [ns]");
+    assert!(payload.starts_with("comm="), "{payload}");
+    let cmd = format!("'{bin}' tui '{fixture}'; sleep 30");
+    let Some(s) = start("fields", 160, 30, &cmd) else {
+        return;
+    };
+    s.wait_for("the CPU lanes", |s| s.contains("\nCPU0 "));
+    s.send(&["d"]);
+    let screen = s.wait_for("the events pane", |s| s.contains("events on CPU0"));
+    assert!(
+        screen.contains(&format!("sched:sched_stat_runtime: {payload}")),
+        "{payload}:\n{screen}"
+    );
+    s.send(&["q"]);
+}
+
+#[test]
 fn tui_in_tmux_restores_the_terminal_after_a_panic_in_the_draw_loop() {
     let bin = env!("CARGO_BIN_EXE_schedscope");
     let fixture = concat!(

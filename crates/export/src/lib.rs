@@ -103,7 +103,9 @@ pub fn check_tables(names: &[String]) -> Result<(), ExportError> {
 ///
 /// The trace is borrowed mutably only to be emptied of what no table
 /// reads any more: its raw-args store ([`Trace::raw_args`]) is released
-/// once the `raw_arg` rows are written, and a perf.data trace's events
+/// once the `raw_arg` rows are written (once the timeline is built when
+/// the trace has `sched_stat_runtime` events, whose fields place its
+/// lost-event repairs), and a perf.data trace's events
 /// that the analyses do not read once the per-event tables are written,
 /// before the timeline is built, so that they are never resident
 /// together. The trace is spent: load it again to export it again.
@@ -261,15 +263,19 @@ fn write_all(
     s.close(&["trace", "process", "thread"])?;
     let switch_ins = timed(opts, "events", || tables::events(trace, &u, s))?;
     s.close(tables::EVENT_TABLES)?;
-    // Nothing reads the untyped events' fields after `raw_arg` (the
-    // analyses run here do not; only report's cpu-clock profile does):
-    // give their store back before the timeline is built.
-    drop(std::mem::take(&mut trace.raw_args));
+    // After `raw_arg`, only the timeline reads untyped events' fields:
+    // sched_stat_runtime's pid and runtime place lost switch-ins (the
+    // analyses run here read nothing else; only report's cpu-clock
+    // profile does). Without such events their store goes back before the
+    // timeline is built, else right after.
+    let stat_fields = trace.name_id("sched:sched_stat_runtime").is_some();
+    if !stat_fields {
+        drop(std::mem::take(&mut trace.raw_args));
+    }
     timed(opts, "stacks", || tables::stacks(trace, s))?;
     // Every per-event table is written: from here on the events are read
     // only by the analyses, which see what `report --all` loads.
     timed(opts, "keep analysed events", || keep_analysed_events(trace));
-    let trace: &Trace = trace;
     give_back_free_memory(opts);
     let want_metrics = s.wants("summary_metric");
     let lat = timed(opts, "sched_latency", || {
@@ -295,6 +301,11 @@ fn write_all(
             Timeline::default()
         }
     });
+    if stat_fields {
+        drop(std::mem::take(&mut trace.raw_args));
+        give_back_free_memory(opts);
+    }
+    let trace: &Trace = trace;
     timed(opts, "thread_state+sched_slice", || {
         tables::timeline(trace, &timeline, &u, &switch_ins, s)
     })?;

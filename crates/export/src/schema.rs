@@ -66,7 +66,9 @@ use ColType::*;
 /// The version of the table schemas (key-value metadata `schema_version`).
 /// 2: `sched_stat_runtime` events of the standard layout moved from
 /// `raw_event`/`raw_arg` to their own typed table.
-pub const SCHEMA_VERSION: &str = "2";
+/// 3: `thread_state` and `sched_slice` gained `repaired` and
+/// `repair_evidence` (the lost-event repairs of the timeline).
+pub const SCHEMA_VERSION: &str = "3";
 
 const TS: ColDef = c("ts", I64, "ns", "event time, trace clock");
 const CPU: ColDef = c("cpu", I32, "", "CPU that emitted the event");
@@ -104,7 +106,7 @@ pub static TABLES: &[TableDef] = &[
             c("events", I64, "count", "events decoded"),
             c("lost", I64, "count", "events the kernel reported lost"),
             c("schedscope_version", Str, "", "version of the exporter"),
-            c("schema_version", Str, "", "version of these table schemas (2 since sched_stat_runtime has its own table; 1 kept those events in raw_event/raw_arg)"),
+            c("schema_version", Str, "", "version of these table schemas (3 since thread_state and sched_slice have repaired and repair_evidence; 2 since sched_stat_runtime has its own table; 1 kept those events in raw_event/raw_arg)"),
         ],
     },
     TableDef {
@@ -342,6 +344,8 @@ pub static TABLES: &[TableDef] = &[
             c("preempted", Bool, "", "runnable because preempted (switched out with R/R+), not woken"),
             c("waker_utid", I32, "", "for runnable after a wakeup: the waker's utid"),
             c("waker_tid", I32, "", "for runnable after a wakeup: the waker's tid"),
+            c("repaired", Bool, "", "a running interval whose start no sched_switch recorded: the switch-in was lost (the CPU's trace shows loss) and the timeline's repair placed it at ts (schedscope's docs/design.md, 'Lost events'); false for everything the trace records"),
+            c("repair_evidence", Str, "", "what placed a repaired start: stat_runtime | cpu_idle | task_event | rule; null when not repaired"),
         ],
     },
     TableDef {
@@ -356,6 +360,8 @@ pub static TABLES: &[TableDef] = &[
             c("tid", I32, "", "who ran (0 = idle)"),
             c("end_state", Str, "", "state the task entered when the slice ended (thread_state names); null when open"),
             c("priority", I32, "", "next_prio of the sched_switch that started the slice; null when no switch recorded it"),
+            c("repaired", Bool, "", "the slice's switch-in was not recorded but placed by the timeline's lost-event repair (as thread_state.repaired; one row per repair, where thread_state has none for a repair placed at the instant its task left the same CPU, which continues that running interval)"),
+            c("repair_evidence", Str, "", "what placed it: stat_runtime | cpu_idle | task_event | rule; null when not repaired"),
         ],
     },
     TableDef {

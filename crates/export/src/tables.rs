@@ -630,6 +630,10 @@ pub fn timeline(
         threads.sort_by_key(|th| th.tid);
         for th in threads {
             for iv in &th.intervals {
+                let repair = match (iv.state, iv.cpu) {
+                    (ThreadState::Running, Some(c)) => tl.repair_at(c, th.tid, iv.ts),
+                    _ => None,
+                };
                 t.i64("ts", iv.ts.0 as i64)
                     .u64("dur", iv.end.map(|e| e.0.saturating_sub(iv.ts.0)))
                     .i32("utid", u.at(th.tid, iv.ts))
@@ -638,7 +642,9 @@ pub fn timeline(
                     .i32("cpu", iv.cpu.map(cpu))
                     .bool("preempted", iv.preempted)
                     .i32("waker_utid", iv.waker.and_then(|w| u.at(w, iv.ts)))
-                    .i32("waker_tid", iv.waker.map(|w| w.0));
+                    .i32("waker_tid", iv.waker.map(|w| w.0))
+                    .bool("repaired", repair.is_some())
+                    .str("repair_evidence", repair.map(|r| r.evidence.name()));
                 t.end()?;
             }
         }
@@ -666,13 +672,19 @@ pub fn timeline(
                     Some(_) => Some("idle_exit"),
                     None => None,
                 };
+                let repair = match r.tid.is_idle() {
+                    true => None,
+                    false => tl.repair_at(Cpu(c as u32), r.tid, r.ts),
+                };
                 t.i64("ts", r.ts.0 as i64)
                     .u64("dur", r.end.map(|e| e.0.saturating_sub(r.ts.0)))
                     .i32("cpu", c as i32)
                     .i32("utid", u.at(r.tid, r.ts))
                     .i32("tid", r.tid.0)
                     .str("end_state", end_state)
-                    .i32("priority", prio);
+                    .i32("priority", prio)
+                    .bool("repaired", repair.is_some())
+                    .str("repair_evidence", repair.map(|r| r.evidence.name()));
                 t.end()?;
             }
         }

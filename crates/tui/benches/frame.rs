@@ -47,7 +47,8 @@ fn path_10x() -> Option<String> {
 }
 
 /// What `schedscope tui` decodes: the events the report's sections read
-/// (the CLI's `report::load_options(&Sections::all())`).
+/// (the CLI's `report::load_options(&Sections::all())`), with the fields
+/// of untyped events for the events pane.
 fn load_options() -> schedscope_parser::LoadOptions {
     let all = Sections::all();
     schedscope_parser::LoadOptions {
@@ -55,7 +56,7 @@ fn load_options() -> schedscope_parser::LoadOptions {
             .needed_events()
             .map(|names| names.iter().map(|n| n.to_string()).collect()),
         spare: all.need_timeline(),
-        raw_fields: false,
+        raw_fields: true,
         tally: all.tallied_events().iter().map(|n| n.to_string()).collect(),
     }
 }

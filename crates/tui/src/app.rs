@@ -507,7 +507,7 @@ impl App {
         };
         let j = match (&row.jump, &row.find) {
             (Some(j), _) => j.clone(),
-            (None, Some(f)) => match f.resolve(data) {
+            (None, Some(f)) => match data.resolve(f) {
                 Ok(j) => j,
                 Err(why) => {
                     self.message = format!("cannot jump: {why}");

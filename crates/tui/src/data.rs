@@ -5,7 +5,7 @@
 
 use crate::groups::CpuGroups;
 use crate::index::{Lanes, Tid};
-use crate::jumps::Lazy;
+use crate::jumps::{Find, Jump, Lazy, Sources};
 use crate::overlay::{EventMarks, Throttled};
 use crate::tables::Tables;
 use schedscope_analysis::throttle::Throttling;
@@ -167,6 +167,17 @@ impl Data {
             None if tid == 0 => "idle".to_string(),
             None => format!("[{tid}]"),
         }
+    }
+
+    /// Search the target of a table row's jump ([`Find::resolve`] on this
+    /// data); the error says why there is none.
+    pub fn resolve(&self, f: &Find) -> Result<Jump, String> {
+        f.resolve(&Sources {
+            timeline: &self.timeline,
+            trace: self.trace.as_ref(),
+            lazy: &self.lazy,
+            label: &|t| self.label(t),
+        })
     }
 
     /// The process a task's colour follows (its tgid, else itself).

@@ -16,7 +16,10 @@
 //!   tasks and processes are merged. So a cell only ever names a task or
 //!   process that ran in it;
 //! - the mean number of tasks waiting (Runnable) for this CPU, exactly,
-//!   from the integral of a step function (the Runnable-pressure strip).
+//!   from the integral of a step function (the Runnable-pressure strip);
+//! - the time of runs whose switch-in a lost-event repair placed
+//!   ([`Lanes::repaired_ns`], from the runs' spans per CPU), which the
+//!   lanes draw dotted.
 //!
 //! Building costs O(runs + buckets) per lane once after loading; a frame
 //! costs O(columns x (log runs + [`EXACT_RUNS`] + buckets per cell)) per
@@ -622,6 +625,10 @@ pub struct Lanes {
     pub preemptions: Vec<Marks>,
     /// Per CPU: wasted idle, idle while some task waited anywhere.
     pub wasted: Vec<Spans>,
+    /// Per CPU: the runs whose switch-in no sched_switch recorded, placed
+    /// by a lost-event repair ([`Timeline::repair_at`]); empty on a CPU
+    /// without loss evidence.
+    pub repaired: Vec<Spans>,
 }
 
 impl Lanes {
@@ -695,13 +702,33 @@ impl Lanes {
                 Spans::new(any_waiting.intersect(idle))
             })
             .collect();
+        let repaired = tl
+            .cpus
+            .iter()
+            .enumerate()
+            .map(|(c, runs)| {
+                let cpu = schedscope_trace::Cpu(c as u32);
+                Spans::new(
+                    runs.iter()
+                        .filter(|r| !r.tid.is_idle() && tl.repair_at(cpu, r.tid, r.ts).is_some())
+                        .map(|r| (r.ts.0, r.end.map_or(end, |e| e.0).max(r.ts.0)))
+                        .collect(),
+                )
+            })
+            .collect();
         Lanes {
             cpus,
             any_waiting,
             wakeups: wakeups.into_iter().map(Marks::new).collect(),
             preemptions: preemptions.into_iter().map(Marks::new).collect(),
             wasted,
+            repaired,
         }
+    }
+
+    /// Time in `[a, b)` that CPU `c` ran tasks switched in by a repair.
+    pub fn repaired_ns(&self, c: usize, a: u64, b: u64) -> u64 {
+        self.repaired.get(c).map_or(0, |s| s.covered(a, b))
     }
 }
 

@@ -4,12 +4,17 @@
 //! densest burst of an IPI callsite's requests, the densest stretch of a
 //! profile symbol's samples. The request and sample times are gathered
 //! once, on the first such Enter, and kept.
+//!
+//! The search reads the timeline, the events and the cache it is given
+//! ([`Sources`]), not the UI's `Data`, which holds the tables whose rows
+//! name these targets: the modules depend one way only (`data` ->
+//! `tables` -> `jumps`).
 
-use crate::data::Data;
 use crate::index::Tid;
 use crate::overlay::{Bursts, BURST_NS};
 use schedscope_analysis::tlb::profile::leaf_samples;
-use schedscope_analysis::{Context, Options, ThreadState};
+use schedscope_analysis::{Context, Options, ThreadState, Timeline};
+use schedscope_trace::Trace;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -85,9 +90,23 @@ fn by_key(v: impl Iterator<Item = (u64, (String, String))>) -> HashMap<(String, 
     m
 }
 
+/// What a [`Find`] searches: the loaded timeline and events, the cache
+/// of event times, and how the status line names a task.
+pub struct Sources<'a> {
+    /// The thread-state timeline.
+    pub timeline: &'a Timeline,
+    /// The decoded events (None when the view was built from a timeline
+    /// alone).
+    pub trace: Option<&'a Trace>,
+    /// Event times gathered on first use.
+    pub lazy: &'a Lazy,
+    /// `comm[tid]` of a task.
+    pub label: &'a dyn Fn(Tid) -> String,
+}
+
 impl Find {
     /// Search the jump target in `d`; the error says why there is none.
-    pub fn resolve(&self, d: &Data) -> Result<Jump, String> {
+    pub fn resolve(&self, d: &Sources) -> Result<Jump, String> {
         match self {
             Find::WakerPair { waker, wakee } => longest_waker_wait(d, *waker, *wakee),
             Find::Callsite { callsite, callback } => {
@@ -114,16 +133,16 @@ impl Find {
 /// The times of `key` in `cache`, which `gather` fills on first use from
 /// the events.
 fn keyed_times(
-    d: &Data,
+    d: &Sources,
     cache: &OnceLock<HashMap<(String, String), Vec<u64>>>,
     key: (&String, &String),
     gather: impl FnOnce(&Context) -> Vec<(u64, (String, String))>,
 ) -> Result<Vec<u64>, String> {
-    let trace = d.trace.as_ref().ok_or("no events kept for this view")?;
+    let trace = d.trace.ok_or("no events kept for this view")?;
     let m = cache.get_or_init(|| {
         let ctx = Context {
             trace,
-            timeline: &d.timeline,
+            timeline: d.timeline,
             opts: &Options::default(),
         };
         by_key(gather(&ctx).into_iter())
@@ -153,8 +172,8 @@ pub(crate) fn densest_jump(times: &[u64], window: u64, what: &str) -> Result<Jum
 /// Sleeping or Blocked interval followed by a Runnable one that is not a
 /// preemption and names the waker; the waker's Runnable time in
 /// `[sleep start, wakeup)`). Ties go to the earliest.
-fn longest_waker_wait(d: &Data, waker: Tid, wakee: Tid) -> Result<Jump, String> {
-    let tl = &d.timeline;
+fn longest_waker_wait(d: &Sources, waker: Tid, wakee: Tid) -> Result<Jump, String> {
+    let tl = d.timeline;
     let end = tl.end;
     // the lhp section maps a reused tid to its last thread
     let wk = tl
@@ -199,8 +218,8 @@ fn longest_waker_wait(d: &Data, waker: Tid, wakee: Tid) -> Result<Jump, String> 
     Ok(Jump {
         what: format!(
             "the longest waker-preempted wait of {} (woken by {}, Runnable {} of it)",
-            d.label(wakee),
-            d.label(waker),
+            (d.label)(wakee),
+            (d.label)(waker),
             crate::view::fmt_dur(ns)
         ),
         start,

@@ -125,13 +125,14 @@ fn latency(report: &Report) -> TabTable {
 }
 
 fn gang(report: &Report) -> TabTable {
-    // figures as `schedscope report --gang` prints them (its verdict line
-    // and episode table)
+    // figures as `schedscope report --gang` prints them (its verdict line,
+    // led by the demand co-run, and episode table)
     let mut tab = TabTable {
         title: "Gang",
         header: vec![
             "gang",
             "members",
+            "demand co-ran",
             "co-ran",
             "fragmented ms",
             "fragmented",
@@ -142,7 +143,7 @@ fn gang(report: &Report) -> TabTable {
     };
     if let Some(g) = ok(&report.gang, &mut tab) {
         tab.headline = format!(
-            "{} gangs; co-ran = time all members ran / time any ran (Enter: longest fragmented episode)",
+            "{} gangs; demand co-ran: those wanting a CPU all ran, of the time 2+ wanted one; co-ran: all ran / any ran (Enter: longest fragmented episode)",
             g.gangs.len()
         );
         if let Some(n) = &g.note {
@@ -157,6 +158,13 @@ fn gang(report: &Report) -> TabTable {
                     cells: vec![
                         gang.name.clone(),
                         gang.members.len().to_string(),
+                        // as the verdict: none when no two members
+                        // wanted a CPU at once
+                        if gang.demand_ns == 0 {
+                            "-".into()
+                        } else {
+                            fmt::ratio_pct_whole(gang.demand_corun_ratio)
+                        },
                         fmt::ratio_pct_whole(gang.corun_ratio),
                         fmt::ms(gang.fragmented_ns),
                         fmt::ratio_pct_whole(gang.fragmented_ratio),

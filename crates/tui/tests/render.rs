@@ -220,6 +220,43 @@ fn gang_tab_lists_the_gangs_of_the_truth_file() {
 }
 
 #[test]
+fn gang_tab_shows_the_demand_co_run_of_the_simulators_truth() {
+    // the fixture's scenario, simulated again for the truth's demand
+    // co-run (the stored truth files predate it)
+    let mut cfg = schedscope_sim::Config::scenario("bare-metal", 1).expect("scenario");
+    cfg.ticks = 5000;
+    let sim = schedscope_sim::simulate(&cfg);
+    let bytes = schedscope_sim::perf::to_perf_data(&sim).expect("perf.data");
+    let trace = schedscope_parser::load_bytes("sim.data", &bytes).expect("decode");
+    let mut app = App::with_data(
+        "sim.data",
+        schedscope_tui::Data::from_trace(trace, &|_| {}),
+        false,
+    );
+    keys(&mut app, "3");
+    let s = screen(&mut app, 160, 24);
+    assert!(s[2].contains("demand co-ran"), "{}", s[2]);
+    let mut shown = 0;
+    for g in &sim.truth.gangs {
+        let line = s
+            .iter()
+            .find(|l| l.starts_with(&format!("process {} ", g.tgid)))
+            .unwrap_or_else(|| panic!("gang {} listed:\n{}", g.tgid, s.join("\n")));
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        // process TGID (comm) members demand co-ran ...
+        let want = if g.demand_ns == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.0}%", g.demand_corun_ratio * 100.0)
+        };
+        assert_eq!(cells[4], want, "{line}");
+        assert_eq!(cells[5], format!("{:.0}%", g.corun_ratio * 100.0), "{line}");
+        shown += (g.demand_ns > 0) as usize;
+    }
+    assert!(shown > 0, "some gang had demand");
+}
+
+#[test]
 fn enter_on_a_gang_row_jumps_to_its_longest_episode() {
     let mut app = fixture_app("sim/bare-metal-s1.data");
     let truth = truth("sim/bare-metal-s1.truth.json");
@@ -326,9 +363,9 @@ fn tabs_show_the_figures_of_the_text_report() {
     let got = text_row(&s.join("\n"), &worst);
     assert_eq!(got, want);
     assert_eq!(want.len(), 6, "{want:?}");
-    // gang: the verdict leads with the demand co-run figure (the report's,
-    // not in the tab); its co-ran and fragmented percentages, and the
-    // fragmented milliseconds of the detail line, are the tab's
+    // gang: the verdict leads with the demand co-run figure; it, its
+    // co-ran and fragmented percentages, and the fragmented milliseconds
+    // of the detail line, are the tab's
     keys(&mut app, "3");
     let s = screen(&mut app, 220, 24);
     for (name, demand) in names.iter().zip(&demand) {
@@ -364,9 +401,10 @@ fn tabs_show_the_figures_of_the_text_report() {
             )),
             "{verdict}"
         );
-        assert_eq!(cells[1], pcts[1], "co-ran of {name}: {verdict}");
-        assert_eq!(cells[2], frag_ms, "fragmented ms of {name}: {detail}");
-        assert_eq!(cells[3], pcts[2], "fragmented share of {name}: {verdict}");
+        assert_eq!(cells[1], pcts[0], "demand co-ran of {name}: {verdict}");
+        assert_eq!(cells[2], pcts[1], "co-ran of {name}: {verdict}");
+        assert_eq!(cells[3], frag_ms, "fragmented ms of {name}: {detail}");
+        assert_eq!(cells[4], pcts[2], "fragmented share of {name}: {verdict}");
     }
 }
 

@@ -1,7 +1,14 @@
 //! `schedscope info`: a one-screen summary of a trace file (text or JSON).
+//!
+//! A full decode and counts, no analysis, but for one thing: when the
+//! trace shows lost events ([`LossEvidence`], a pass over its
+//! sched_switch events), the thread-state timeline is built to say how
+//! many switch-ins it repaired per CPU and what placed them.
 
 use super::report::{load, print_warnings, Progress};
 use crate::args::{InfoArgs, OutputFormat};
+use schedscope_analysis::timeline::{Evidence, LossEvidence};
+use schedscope_analysis::Timeline;
 use schedscope_render::fmt;
 use schedscope_render::table::{Align, Table};
 use schedscope_trace::{CpuLoss, Tid, Trace, TraceFormat, TraceMeta, Warning};
@@ -9,6 +16,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::process::ExitCode;
+use std::time::Instant;
 
 /// How many comms the summary lists.
 const TOP_COMMS: usize = 10;
@@ -29,6 +37,9 @@ struct Info {
     lost_pct: f64,
     /// Where the loss records say events were lost (per CPU, with when).
     lost_by_cpu: Vec<CpuLoss>,
+    /// Per CPU whose trace shows lost events: the evidence and the
+    /// switch-ins the timeline repaired (empty when no CPU shows loss).
+    repairs_by_cpu: Vec<CpuRepairs>,
     /// Thread incarnations in the task table.
     tasks: u64,
     /// Distinct thread-group ids among them.
@@ -41,6 +52,59 @@ struct Info {
     top_comms: Vec<CommCount>,
     warnings: Vec<Warning>,
     meta: TraceMeta,
+}
+
+/// One CPU's lost-event evidence and the switch-ins the timeline repaired
+/// there (design.md, "Lost events").
+#[derive(Debug, Serialize)]
+struct CpuRepairs {
+    cpu: u32,
+    /// Switch-outs of a task that no recorded sched_switch put on the CPU.
+    unswitched_switch_outs: u64,
+    /// Of them, those where the CPU's previous recorded switch had left it
+    /// idle (a switch out of idle that was not traced).
+    idle_exits_missing: u64,
+    /// Switch-ins no sched_switch recorded that the timeline inferred.
+    switch_ins_repaired: u64,
+    /// Those by the evidence that placed them (`stat_runtime`,
+    /// `cpu_idle`, `task_event`, `rule`; kinds with none are left out).
+    evidence: BTreeMap<&'static str, u64>,
+}
+
+/// The repairs of every CPU whose trace shows lost events; building the
+/// timeline only when one does (the evidence is one pass over the
+/// switches, the timeline costs as much as the decode again).
+fn repairs_of(trace: &Trace) -> Vec<CpuRepairs> {
+    let loss = LossEvidence::of(trace);
+    if !loss.cpus.iter().any(|c| c.unswitched_outs > 0) {
+        return Vec::new();
+    }
+    let t0 = Instant::now();
+    let tl = Timeline::build(trace);
+    if std::env::var_os("SCHEDSCOPE_TIMING").is_some() {
+        eprintln!(
+            "timing: timeline {:.1} ms",
+            t0.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    loss.cpus
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.unswitched_outs > 0)
+        .map(|(c, l)| {
+            let mut evidence: BTreeMap<&'static str, u64> = BTreeMap::new();
+            for r in tl.inferred.iter().filter(|r| r.cpu.0 as usize == c) {
+                *evidence.entry(r.evidence.name()).or_insert(0) += 1;
+            }
+            CpuRepairs {
+                cpu: c as u32,
+                unswitched_switch_outs: l.unswitched_outs,
+                idle_exits_missing: l.idle_exits_missing,
+                switch_ins_repaired: evidence.values().sum(),
+                evidence,
+            }
+        })
+        .collect()
 }
 
 /// Events emitted by the threads of one comm.
@@ -99,6 +163,7 @@ impl Info {
                 trace.lost as f64 * 100.0 / (events + trace.lost) as f64
             },
             lost_by_cpu: trace.lost_by_cpu.clone(),
+            repairs_by_cpu: repairs_of(trace),
             tasks: trace.tasks.len() as u64,
             processes: processes.len() as u64,
             cpu_unknown: trace.cpu_unknown,
@@ -145,6 +210,28 @@ impl Info {
                 _ => "time not recorded (lost counters only)".to_string(),
             };
             writeln!(out, "    {cpu:<7} {} events lost, {when}", l.lost)?;
+        }
+        for (i, r) in self.repairs_by_cpu.iter().enumerate() {
+            let label = if i == 0 { "repaired" } else { "" };
+            // strongest evidence first, as design.md lists them
+            let placed: Vec<String> = Evidence::ALL
+                .iter()
+                .filter_map(|e| {
+                    r.evidence
+                        .get(e.name())
+                        .map(|n| format!("{} {n}", e.name()))
+                })
+                .collect();
+            let repaired = match r.switch_ins_repaired {
+                0 => "no switch-in".to_string(),
+                n => format!("{n} switch-ins ({})", placed.join(", ")),
+            };
+            writeln!(
+                out,
+                "  {label:<9} CPU {}: {repaired}; loss shown by {} switch-outs no recorded \
+                 switch explains, {} of them out of idle",
+                r.cpu, r.unswitched_switch_outs, r.idle_exits_missing
+            )?;
         }
         if self.processes == 0 && self.tasks > 0 {
             writeln!(

@@ -5,7 +5,7 @@
 
 mod timeline;
 
-pub use timeline::{colour, pressure_glyph};
+pub use timeline::{colour, dotted, pressure_glyph, repair_text, REPAIRED_LEGEND};
 
 use crate::app::{App, Load, TABS};
 use crate::keymap::help_lines;

@@ -14,6 +14,13 @@
 //! (`w`, `e`, `i`, ...) the largest wakeup latency, the preemptions, the
 //! wasted idle of each cell and so on (see [`overlay_cell`]); with `r`, a
 //! task lane is underlined where its cgroup was throttled.
+//!
+//! Runs whose switch-in no sched_switch recorded, placed by the timeline's
+//! lost-event repair, are drawn dotted: a cell where they hold at least
+//! half of the busy time shows a braille block of the same height
+//! ([`dotted`], `⣀` to `⣿`) instead of the eighth block or the code, in
+//! CPU lanes, group lanes and (as `⣿`) task lanes; the legend says so and
+//! the detail line of such a run names the evidence and the window.
 
 use super::put_str;
 use crate::app::{App, LaneRow, Overlay};
@@ -31,6 +38,25 @@ pub const LABEL: u16 = 8;
 const PANE: u16 = 34;
 
 const EIGHTHS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// Braille blocks of one to four rows of dots: the busy height of a cell
+/// whose runs a repair switched in.
+const DOTS: [char; 5] = [' ', '⣀', '⣤', '⣶', '⣿'];
+
+/// The glyph of a repaired cell `frac` busy: `⣀` `⣤` `⣶` `⣿` in quarters (at
+/// least one row when busy at all).
+pub fn dotted(frac: f64) -> char {
+    if frac <= 0.0 {
+        return ' ';
+    }
+    DOTS[((frac * 4.0).ceil() as usize).clamp(1, 4)]
+}
+
+/// Whether a cell with `repaired_ns` of repaired runs in `busy_ns` of
+/// busy time is drawn dotted: they hold at least half of it.
+pub fn is_repaired(repaired_ns: u64, busy_ns: u64) -> bool {
+    repaired_ns > 0 && repaired_ns.saturating_mul(2) >= busy_ns
+}
 
 /// A stable colour per process: a golden-ratio hue walk (as KernelShark's).
 pub fn colour(key: Tid) -> Color {
@@ -108,7 +134,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &mut App) {
     }
     axis(buf, main, app);
     // (task, cells it is shown in), in order of first appearance
-    let mut seen: Vec<(Tid, u32)> = Vec::new();
+    let mut seen = Seen::default();
     for (i, row) in rows.iter().enumerate().skip(app.lane_scroll).take(h) {
         let y = lanes_area.y + (i - app.lane_scroll) as u16;
         let selected = i == app.lane;
@@ -116,9 +142,17 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &mut App) {
     }
     if rows.len().saturating_sub(app.lane_scroll) < h {
         // the processes that fill most of the screen first
-        seen.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
-        let seen: Vec<Tid> = seen.into_iter().map(|(t, _)| t).collect();
-        legend(buf, main, lanes_area.bottom() - 1, &seen, app, d);
+        seen.tasks.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+        let tasks: Vec<Tid> = seen.tasks.iter().map(|&(t, _)| t).collect();
+        legend(
+            buf,
+            main,
+            lanes_area.bottom() - 1,
+            &tasks,
+            seen.repaired,
+            app,
+            d,
+        );
     }
     if pane {
         side_pane(
@@ -137,10 +171,23 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &mut App) {
 /// Tasks the legend can list.
 const LEGEND_MAX: usize = 64;
 
+/// What the lanes drew, for the legend.
+#[derive(Default)]
+struct Seen {
+    /// (task, cells it is shown in), in order of first appearance.
+    tasks: Vec<(Tid, u32)>,
+    /// Whether some cell was drawn dotted (repaired runs).
+    repaired: bool,
+}
+
+/// The legend entry of dotted cells.
+pub const REPAIRED_LEGEND: &str = "⣿ switch-in repaired (lost events) ";
+
 /// The legend of the tasks shown in the CPU lanes, those shown in the most
 /// cells first (ties in order of first appearance): their colour (or code
-/// without colour) and `comm[tid]`.
-fn legend(buf: &mut Buffer, main: Rect, y: u16, seen: &[Tid], app: &App, d: &Data) {
+/// without colour) and `comm[tid]`; first, when some cell was drawn dotted,
+/// what the dots mean ([`REPAIRED_LEGEND`]).
+fn legend(buf: &mut Buffer, main: Rect, y: u16, seen: &[Tid], repaired: bool, app: &App, d: &Data) {
     let mut x = put_str(
         buf,
         main,
@@ -150,6 +197,9 @@ fn legend(buf: &mut Buffer, main: Rect, y: u16, seen: &[Tid], app: &App, d: &Dat
         Style::default().add_modifier(Modifier::DIM),
     );
     x = x.max(main.x + LABEL);
+    if repaired {
+        x = put_str(buf, main, x, y, REPAIRED_LEGEND, Style::default());
+    }
     for &t in seen {
         if x >= main.right() {
             break;
@@ -255,7 +305,7 @@ fn lane_row(
     row: LaneRow,
     selected: bool,
     app: &App,
-    seen: &mut Vec<(Tid, u32)>,
+    seen: &mut Seen,
 ) {
     let Some(d) = app.data() else { return };
     let v = &app.view;
@@ -314,14 +364,22 @@ fn lane_row(
                             (true, true) => None,
                         };
                         if let Some(shown) = shown {
-                            match seen.iter().position(|(t, _)| *t == shown) {
-                                Some(k) => seen[k].1 += 1,
-                                None if seen.len() < LEGEND_MAX => seen.push((shown, 1)),
+                            match seen.tasks.iter().position(|(t, _)| *t == shown) {
+                                Some(k) => seen.tasks[k].1 += 1,
+                                None if seen.tasks.len() < LEGEND_MAX => {
+                                    seen.tasks.push((shown, 1))
+                                }
                                 None => {}
                             }
                         }
                         let col = colour(p);
-                        if app.no_color {
+                        let rep = d.lanes.repaired_ns(c, a, b);
+                        if rep > 0 && is_repaired(rep, d.lanes.cpus[c].busy_ns(a, b)) {
+                            // runs a repair switched in: dotted, same height
+                            seen.repaired = true;
+                            stretch = (None, 0);
+                            (dotted(cell.busy), (!app.no_color).then_some(col))
+                        } else if app.no_color {
                             if cell.several {
                                 stretch = (None, 0);
                                 (eighth(cell.busy), None)
@@ -351,10 +409,13 @@ fn lane_row(
             LaneRow::Group(g) => {
                 let cpus = d.cpu_groups.groups.get(g).map_or(&[][..], Vec::as_slice);
                 let mut busy = 0.0;
+                let (mut busy_ns, mut rep_ns) = (0u64, 0u64);
                 let mut tally: Vec<(Tid, u32)> = Vec::new();
                 for &c in cpus.iter().filter(|&&c| c < d.lanes.cpus.len()) {
                     let cell = d.lanes.cpus[c].cell(a, b);
                     busy += cell.busy;
+                    rep_ns += d.lanes.repaired_ns(c, a, b);
+                    busy_ns += d.lanes.cpus[c].busy_ns(a, b);
                     if let Some(t) = cell.task {
                         match tally.iter_mut().find(|x| x.0 == t) {
                             Some(x) => x.1 += 1,
@@ -364,13 +425,24 @@ fn lane_row(
                 }
                 let n = cpus.len().max(1) as f64;
                 let top = tally.iter().max_by_key(|x| (x.1, -x.0)).map(|x| x.0);
-                (eighth(busy / n), top.map(|t| colour(d.colour_key(t))))
+                let fg = top.map(|t| colour(d.colour_key(t)));
+                if is_repaired(rep_ns, busy_ns) {
+                    seen.repaired = true;
+                    (dotted(busy / n), fg)
+                } else {
+                    (eighth(busy / n), fg)
+                }
             }
             LaneRow::Overlay(c, o) => overlay_cell(d, c, o, a, b),
             LaneRow::Task(t) => {
-                let s = task_state(d, t, a, b);
+                let (s, repaired) = task_state(d, t, a, b);
                 let (ch, col) = state_glyph(s);
-                (ch, Some(col))
+                if repaired {
+                    seen.repaired = true;
+                    (DOTS[4], Some(col))
+                } else {
+                    (ch, Some(col))
+                }
             }
         };
         let mut style = Style::default();
@@ -464,28 +536,49 @@ fn overlay_cell(d: &Data, c: usize, o: Overlay, a: u64, b: u64) -> (char, Option
 }
 
 /// The state a task spent the most time in during `[a, b)` (exact for up
-/// to 32 intervals, else the state at the cell's middle).
-fn task_state(d: &Data, tid: Tid, a: u64, b: u64) -> ThreadState {
+/// to 32 intervals, else the state at the cell's middle), and whether it
+/// is Running in runs a repair switched in (at least half of its Running
+/// time in the cell; else the interval at the middle).
+fn task_state(d: &Data, tid: Tid, a: u64, b: u64) -> (ThreadState, bool) {
     let Some(info) = d.tasks.get(&tid) else {
-        return ThreadState::Unknown;
+        return (ThreadState::Unknown, false);
     };
-    let end = d.timeline.end;
-    let ivs = &d.timeline.threads[info.thread].intervals[..];
+    let tl = &d.timeline;
+    let end = tl.end;
+    let repaired = |iv: &schedscope_analysis::StateInterval| {
+        iv.state == ThreadState::Running
+            && iv
+                .cpu
+                .is_some_and(|c| tl.repair_at(c, schedscope_trace::Tid(tid), iv.ts).is_some())
+    };
+    let ivs = &tl.threads[info.thread].intervals[..];
     let i0 = ivs.partition_point(|iv| iv.end_or(end).0 <= a);
     let i1 = ivs.partition_point(|iv| iv.ts.0 < b).max(i0);
     if i1 - i0 > 32 {
         let mid = a + (b - a) / 2;
         let i = ivs.partition_point(|iv| iv.end_or(end).0 <= mid);
-        return ivs.get(i).map_or(ThreadState::Unknown, |iv| iv.state);
+        return ivs
+            .get(i)
+            .map_or((ThreadState::Unknown, false), |iv| (iv.state, repaired(iv)));
     }
     let mut best = (0u64, ThreadState::Unknown);
+    let (mut running, mut rep) = (0u64, 0u64);
     for iv in &ivs[i0..i1] {
         let ov = iv.end_or(end).0.min(b).saturating_sub(iv.ts.0.max(a));
         if ov > best.0 {
             best = (ov, iv.state);
         }
+        if iv.state == ThreadState::Running {
+            running += ov;
+            if repaired(iv) {
+                rep += ov;
+            }
+        }
     }
-    best.1
+    (
+        best.1,
+        best.1 == ThreadState::Running && is_repaired(rep, running),
+    )
 }
 
 fn side_pane(buf: &mut Buffer, area: Rect, app: &App, d: &Data) {
@@ -609,11 +702,12 @@ pub fn detail(app: &App) -> Option<String> {
                 let fine = |t: u64| fmt_rel(t.saturating_sub(v.lo), b - a);
                 let now = match lane.run_at(v.cursor) {
                     Some((s, e, t)) if t != 0 => format!(
-                        "; at the cursor {} ran {}..{} ({})",
+                        "; at the cursor {} ran {}..{} ({}){}",
                         d.label(t),
                         fine(s),
                         fine(e),
-                        fmt_dur(e - s)
+                        fmt_dur(e - s),
+                        repair_text(d, v.lo, *c as u32, t, s)
                     ),
                     _ => String::new(),
                 };
@@ -641,12 +735,13 @@ pub fn detail(app: &App) -> Option<String> {
                         .and_then(|t| t.tgid)
                         .map_or(String::new(), |p| format!(" pid {p}"));
                     format!(
-                        "CPU{c} @{}: {}{pid} ran {}..{} ({}); {waiting} waiting",
+                        "CPU{c} @{}: {}{pid} ran {}..{} ({}){}; {waiting} waiting",
                         rel(v.cursor),
                         d.label(tid),
                         rel(s),
                         rel(e),
-                        fmt_dur(e - s)
+                        fmt_dur(e - s),
+                        repair_text(d, v.lo, *c as u32, tid, s)
                     )
                 }
                 None => format!("CPU{c} @{}: no run known; {waiting} waiting", rel(v.cursor)),
@@ -680,9 +775,33 @@ pub fn detail(app: &App) -> Option<String> {
                     fmt_dur(iv.end_or(end).0.saturating_sub(iv.ts.0)),
                     iv.waker
                         .map_or(String::new(), |w| format!(" woken by {}", d.label(w.0)))
-                ) + &thr,
+                ) + &match (iv.state, iv.cpu) {
+                    (ThreadState::Running, Some(c)) => repair_text(d, v.lo, c.0, *t, iv.ts.0),
+                    _ => String::new(),
+                } + &thr,
             )
         }
+    }
+}
+
+/// What the detail line adds about a run of `tid` on `cpu` that started at
+/// `start` when a lost-event repair placed its switch-in: `; switch-in
+/// repaired from EVIDENCE, between EARLIEST and LATEST` (times from the
+/// trace start `lo`, to the microsecond); empty for a recorded switch-in.
+pub fn repair_text(d: &Data, lo: u64, cpu: u32, tid: Tid, start: u64) -> String {
+    let at = |t: u64| fmt_rel(t.saturating_sub(lo), 1_000_000);
+    match d.timeline.repair_at(
+        schedscope_trace::Cpu(cpu),
+        schedscope_trace::Tid(tid),
+        schedscope_trace::Ts(start),
+    ) {
+        Some(r) => format!(
+            "; switch-in repaired from {}, between {} and {}",
+            r.evidence.name(),
+            at(r.earliest.0),
+            at(r.latest.0)
+        ),
+        None => String::new(),
     }
 }
 
