@@ -79,29 +79,18 @@ fn windows(trace: &Trace, tl: &Timeline, n: usize, lo: u64, hi: u64) -> Vec<Wind
             }
         }
     }
-    if !trace.loss_marks.is_empty() {
-        // Each CPU's event times (only the CPUs that lost events).
-        let mut times: Vec<Vec<u64>> = vec![Vec::new(); n];
-        let lossy: Vec<bool> = (0..n)
-            .map(|c| trace.loss_marks.iter().any(|m| m.cpu as usize == c))
-            .collect();
-        for ev in &trace.events {
-            let c = ev.cpu.0 as usize;
-            if lossy.get(c).copied().unwrap_or(false) {
-                times[c].push(ev.ts.0);
-            }
-        }
-        for m in &trace.loss_marks {
-            let Some(t) = times.get(m.cpu as usize) else {
-                continue;
-            };
-            // The last event strictly before the record, the first at or
-            // after it (the trace's ends when there is none).
-            let k = t.partition_point(|&x| x < m.ts);
-            let a = k.checked_sub(1).map_or(lo, |i| t[i]);
-            let b = t.get(k).copied().unwrap_or(hi);
-            add(m.cpu, a, b);
-        }
+    // Around each loss record: from the CPU's last event strictly before
+    // it to its first at or after it (the trace's ends when there is
+    // none), found from the record's place in the time-sorted events
+    // (the nearest events of its CPU are a few steps away; no pass over
+    // the whole trace).
+    let events = &trace.events;
+    for m in &trace.loss_marks {
+        let k = events.partition_point(|e| e.ts.0 < m.ts);
+        let on = |e: &&schedscope_trace::Event| e.cpu.0 == m.cpu;
+        let a = events[..k].iter().rev().find(on).map_or(lo, |e| e.ts.0);
+        let b = events[k..].iter().find(on).map_or(hi, |e| e.ts.0);
+        add(m.cpu, a, b);
     }
     w.into_iter().map(merge).collect()
 }
