@@ -7,6 +7,10 @@ use std::path::{Path, PathBuf};
 
 /// The default tracepoints (issue 3), in the order they are opened; the
 /// first available one carries the COMM/FORK/EXIT tracking records.
+/// `sched:sched_stat_runtime` dates a switch-in the kernel did not trace
+/// (its runtime starts at the switch-in), which makes the timeline's
+/// common lost-event repair exact; its measured cost is in
+/// docs/performance.md ("The cost of the runtime event").
 pub const DEFAULT_EVENTS: &[&str] = &[
     "sched:sched_switch",
     "sched:sched_waking",
@@ -17,6 +21,7 @@ pub const DEFAULT_EVENTS: &[&str] = &[
     "sched:sched_process_exit",
     "sched:sched_process_exec",
     "sched:sched_wake_idle_without_ipi",
+    "sched:sched_stat_runtime",
     "kvm:kvm_exit",
     "kvm:kvm_entry",
     "ipi:ipi_send_cpu",
@@ -31,6 +36,18 @@ pub const DEFAULT_EVENTS: &[&str] = &[
     "irq_vectors:call_function_entry",
     "irq_vectors:call_function_single_entry",
     "irq_vectors:reschedule_entry",
+];
+
+/// Tracepoints declared with `__perf_count`: the kernel adds their count
+/// (ns) to the event, so a sample must carry it as its period (one sample
+/// per event); without PERIOD in the sample type the kernel writes one
+/// sample per unit of the count, up to its throttle.
+pub const PERF_COUNT_EVENTS: &[&str] = &[
+    "sched:sched_stat_runtime",
+    "sched:sched_stat_wait",
+    "sched:sched_stat_sleep",
+    "sched:sched_stat_iowait",
+    "sched:sched_stat_blocked",
 ];
 
 /// Tracepoint filters applied by default: only the SCHED softirq (vec 7,
@@ -428,10 +445,20 @@ mod tests {
             }]
         );
 
-        let a = resolve_event_list(&["+sched:sched_stat_runtime".into()], &nowhere()).unwrap();
+        let a = resolve_event_list(&["+sched:sched_stat_wait".into()], &nowhere()).unwrap();
         assert_eq!(a.len(), DEFAULT_EVENTS.len() + 1);
-        assert_eq!(a.last().unwrap().name, "sched:sched_stat_runtime");
+        assert_eq!(a.last().unwrap().name, "sched:sched_stat_wait");
         assert!(a.last().unwrap().explicit);
+        // a default named with `+` is not repeated, only marked explicit
+        // (a kernel without it is then an error, not a notice)
+        let a = resolve_event_list(&["+sched:sched_stat_runtime".into()], &nowhere()).unwrap();
+        assert_eq!(names(&a), DEFAULT_EVENTS);
+        let e = a
+            .iter()
+            .find(|e| e.name == "sched:sched_stat_runtime")
+            .unwrap();
+        assert!(e.explicit);
+        assert_eq!(a.iter().filter(|e| e.explicit).count(), 1);
 
         let both = resolve_event_list(
             &["sched:sched_switch,+sched:sched_waking".into()],

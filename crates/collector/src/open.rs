@@ -17,16 +17,17 @@ use std::path::Path;
 pub(crate) const TRIMMED_SAMPLE_FIELDS: u64 = abi::sample::IP | abi::sample::PERIOD;
 
 /// The [`TRIMMED_SAMPLE_FIELDS`] left out of tracepoint `name`'s samples:
-/// always the instruction pointer; the period only on the default events.
-/// A tracepoint declared with `__perf_count` (sched_stat_runtime,
-/// sched_stat_wait/sleep/iowait/blocked) adds its count (ns) to the
-/// event, and without PERIOD in the sample type the kernel writes one
-/// sample per unit of that count, up to its throttle (400 identical
-/// records per sched_stat_runtime event on this kernel); with PERIOD it
-/// writes one sample that carries the count, as in perf's recordings.
-/// Every default event counts 1, so its period would always read 1.
+/// always the instruction pointer; the period only on the default events
+/// that count 1 (their period would always read 1). A tracepoint declared
+/// with `__perf_count` ([`events::PERF_COUNT_EVENTS`]: sched_stat_runtime,
+/// a default, and sched_stat_wait/sleep/iowait/blocked) adds its count
+/// (ns) to the event, and without PERIOD in the sample type the kernel
+/// writes one sample per unit of that count, up to its throttle (400
+/// identical records per sched_stat_runtime event on this kernel); with
+/// PERIOD it writes one sample that carries the count, as in perf's
+/// recordings.
 pub(crate) fn trimmed_sample_fields(name: &str) -> u64 {
-    if events::DEFAULT_EVENTS.contains(&name) {
+    if events::DEFAULT_EVENTS.contains(&name) && !events::PERF_COUNT_EVENTS.contains(&name) {
         TRIMMED_SAMPLE_FIELDS
     } else {
         abi::sample::IP
@@ -313,6 +314,7 @@ mod tests {
     use std::path::PathBuf;
 
     /// A fake tracefs with only some of the default events.
+    /// (Keyed by the number of events: each test gives a different one.)
     fn fake_tracefs(events: &[(&str, u64)]) -> PathBuf {
         let d = std::env::temp_dir().join(format!(
             "schedscope-fake-tracefs-{}-{}",
@@ -347,6 +349,42 @@ mod tests {
             p[1].attr.sample_type & TRIMMED_SAMPLE_FIELDS,
             abi::sample::PERIOD,
             "a __perf_count tracepoint's count is its period: one sample per event"
+        );
+        let _ = std::fs::remove_dir_all(&tfs);
+    }
+
+    #[test]
+    fn the_default_sched_stat_runtime_keeps_its_period() {
+        let tfs = fake_tracefs(&[
+            ("sched:sched_switch", 11),
+            ("sched:sched_waking", 12),
+            ("sched:sched_stat_runtime", 14),
+            ("power:cpu_idle", 15),
+        ]);
+        let p = plan(&RecordConfig::default(), &tfs, &mut |_| {}, &mut Vec::new()).unwrap();
+        let names: Vec<&str> = p.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "sched:sched_switch",
+                "sched:sched_waking",
+                "sched:sched_stat_runtime",
+                "power:cpu_idle"
+            ]
+        );
+        assert!(p.iter().all(|e| !e.explicit), "all four are defaults");
+        for i in [0, 1, 3] {
+            assert_eq!(
+                p[i].attr.sample_type & TRIMMED_SAMPLE_FIELDS,
+                0,
+                "{}",
+                p[i].name
+            );
+        }
+        assert_eq!(
+            p[2].attr.sample_type & TRIMMED_SAMPLE_FIELDS,
+            abi::sample::PERIOD,
+            "a default __perf_count tracepoint keeps its period: one sample per event"
         );
         let _ = std::fs::remove_dir_all(&tfs);
     }

@@ -84,3 +84,131 @@ pub fn run(cmd: &mut Command) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// Per-CPU idle time from `/proc/stat` text: for each `cpuN` line, `N ->
+/// (idle + iowait, all fields)` in USER_HZ ticks (see [`user_hz`]); the
+/// aggregate `cpu` line is left out. `None` when a `cpuN` line has fewer
+/// than the five fields up to iowait or a field is not a number.
+pub fn proc_stat_idle_ticks(text: &str) -> Option<std::collections::BTreeMap<u32, (u64, u64)>> {
+    let mut out = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        let Some(cpu) = f.next().and_then(|c| c.strip_prefix("cpu")) else {
+            continue;
+        };
+        if cpu.is_empty() {
+            continue;
+        }
+        let cpu: u32 = cpu.parse().ok()?;
+        let v: Vec<u64> = f.map(str::parse).collect::<Result<_, _>>().ok()?;
+        // user nice system idle iowait irq softirq steal guest guest_nice;
+        // guest time is also counted in user (and guest_nice in nice)
+        let idle = v.get(3)? + v.get(4)?;
+        let all = v.iter().take(8).sum();
+        out.insert(cpu, (idle, all));
+    }
+    Some(out)
+}
+
+/// The clock ticks per second of `/proc/stat` (USER_HZ), from `getconf
+/// CLK_TCK`; 100 (the value on every common architecture) when getconf
+/// cannot say.
+pub fn user_hz() -> u64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .filter(|&hz| hz > 0)
+        .unwrap_or(100)
+}
+
+/// The cgroup v1 `cpu` controller's mount, `/sys/fs/cgroup/cpu`, when it
+/// is mounted there with CFS bandwidth control (`cpu.cfs_quota_us`).
+pub fn cgroup_v1_cpu() -> Option<PathBuf> {
+    let dir = PathBuf::from("/sys/fs/cgroup/cpu");
+    dir.join("cpu.cfs_quota_us").is_file().then_some(dir)
+}
+
+/// A system-wide recorder for [`record_system_wide`].
+#[derive(Clone, Copy, Debug)]
+pub enum Recorder<'a> {
+    /// `perf record -q -a -e EVENTS` (a comma list).
+    Perf(&'a str),
+    /// A schedscope binary's `record`, with these options before `--` (its
+    /// default events when they name none).
+    Schedscope(&'a std::path::Path, &'a [&'a str]),
+}
+
+/// What [`record_system_wide`] recorded.
+#[derive(Debug)]
+pub struct Recorded {
+    /// The perf.data file written.
+    pub file: PathBuf,
+    /// The recorder's stderr (schedscope's summary, perf's messages).
+    pub stderr: String,
+}
+
+/// Record the whole system with `recorder` into `out` while `command`
+/// runs (the recorder starts it and stops when it exits), stdin closed.
+/// `Err` (naming the recorder, with its exit status and stderr) when it
+/// cannot be started, exits unsuccessfully (as it does when `command`
+/// fails) or leaves no file.
+pub fn record_system_wide<S: AsRef<std::ffi::OsStr>>(
+    recorder: Recorder,
+    out: &std::path::Path,
+    command: &[S],
+) -> Result<Recorded, String> {
+    let mut cmd = match recorder {
+        Recorder::Perf(events) => {
+            let mut c = Command::new("perf");
+            c.args(["record", "-q", "-a", "-e", events]);
+            c
+        }
+        Recorder::Schedscope(bin, opts) => {
+            let mut c = Command::new(bin);
+            c.arg("record").args(opts);
+            c
+        }
+    };
+    cmd.arg("-o").arg(out).arg("--").args(command);
+    cmd.stdin(std::process::Stdio::null());
+    let o = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    if !o.status.success() {
+        return Err(format!("{cmd:?} failed ({}):\n{stderr}", o.status));
+    }
+    if !out.is_file() {
+        return Err(format!("{cmd:?} wrote no {}:\n{stderr}", out.display()));
+    }
+    Ok(Recorded {
+        file: out.to_path_buf(),
+        stderr,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_stat_idle_is_idle_plus_iowait_per_cpu() {
+        let text = "cpu  10 1 20 300 4 0 2 0 0 0\n\
+                    cpu0 5 0 10 100 3 0 1 7 9 0\n\
+                    cpu1 5 1 10 200 1 0 1 0 0 0\n\
+                    intr 123 4 5\nctxt 99\n";
+        let m = proc_stat_idle_ticks(text).unwrap();
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[&0], (103, 5 + 10 + 100 + 3 + 1 + 7));
+        assert_eq!(m[&1], (201, 5 + 1 + 10 + 200 + 1 + 1));
+        // this machine's own file parses, one entry per CPU line
+        let own = std::fs::read_to_string("/proc/stat").unwrap();
+        let lines = own
+            .lines()
+            .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
+            .count();
+        assert_eq!(proc_stat_idle_ticks(&own).unwrap().len(), lines);
+        assert!(proc_stat_idle_ticks("cpu0 1 2 3\n").is_none(), "no iowait");
+        assert!(proc_stat_idle_ticks("cpu0 1 2 3 x 5\n").is_none());
+    }
+}
