@@ -168,13 +168,13 @@ impl Timeline {
 
 impl<'t> Cursor<'t> {
     fn new(trace: &'t Trace, tl: &'t Timeline, reads: KindSet) -> Cursor<'t> {
-        let n = trace
-            .events
-            .iter()
-            .map(|e| e.cpu.0 + 1)
-            .max()
-            .unwrap_or(0)
-            .max(trace.nr_cpus) as usize;
+        // (the census counted every event's CPU; a timeline not built did not)
+        let seen = if tl.is_built() {
+            tl.cpus_seen()
+        } else {
+            trace.events.iter().map(|e| e.cpu.0 + 1).max().unwrap_or(0)
+        };
+        let n = seen.max(trace.nr_cpus) as usize;
         let mut pending: Vec<Pending> = tl
             .inferred
             .iter()

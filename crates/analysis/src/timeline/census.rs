@@ -21,6 +21,8 @@ pub(super) struct Census {
     pub(super) cpu_next: Vec<Option<Tid>>,
     /// Evidence of lost events, per CPU.
     pub(super) loss: LossEvidence,
+    /// One more than the highest CPU any event names (of every kind).
+    pub(super) cpus_seen: u32,
 }
 
 /// One thread in the [`Census`].
@@ -44,6 +46,7 @@ impl Census {
             cpu_bound: vec![0; nr_cpus],
             cpu_next: vec![None; nr_cpus],
             loss: LossEvidence::default(),
+            cpus_seen: 0,
         }
     }
 
@@ -164,6 +167,7 @@ impl Census {
         let mut s = Census::new(trace.nr_cpus as usize);
         let stat = stat_runtime_id(trace);
         for ev in &trace.events {
+            s.cpus_seen = s.cpus_seen.max(ev.cpu.0.saturating_add(1));
             if names_current(&ev.data) || (stat.is_some() && Some(ev.name) == stat) {
                 s.names_current(ev.cpu, ev.tid);
             }

@@ -179,6 +179,9 @@ pub struct Timeline {
     pub unknown: Vec<UnknownStretch>,
     /// Per CPU, indexes into `inferred` in time order ([`Timeline::repair_at`]).
     inferred_by_cpu: Vec<Vec<u32>>,
+    /// One more than the highest CPU any event of the trace names
+    /// ([`Timeline::cpus_seen`]).
+    cpus_seen: u32,
     /// Made by [`Timeline::build`] (not a `Default` placeholder).
     built: bool,
     index: TidIndex,
@@ -320,6 +323,7 @@ impl Timeline {
                 index: census.index,
                 inferred_switch_ins_by_cpu: vec![0; census.cpu_bound.len()],
                 loss: census.loss,
+                cpus_seen: census.cpus_seen,
                 built: true,
                 ..Timeline::default()
             },
@@ -422,6 +426,13 @@ impl Timeline {
             .map(|&i| &self.inferred[i as usize])
             .take_while(|r| r.ts == ts)
             .find(|r| r.tid == tid)
+    }
+
+    /// One more than the highest CPU any event of the trace names, every
+    /// kind counted (0 for a timeline not built, or of a trace without
+    /// events).
+    pub fn cpus_seen(&self) -> u32 {
+        self.cpus_seen
     }
 
     /// The timeline of `tid`.
