@@ -73,13 +73,22 @@ impl RenderText for LatencyReport {
             )?;
         }
         if let (Some(lo), Some(hi)) = (self.max_delay_ns_min, self.max_delay_ns_max) {
-            writeln!(
-                out,
-                "  Largest wait: {} ms, {}-{} ms given the events lost (the largest true wait lies in that range; see docs/report.md)",
-                fmt::ms(self.max_delay_ns()),
-                fmt::ms(lo),
-                fmt::ms(hi)
-            )?;
+            let max = self.max_delay_ns();
+            if lo == hi && hi == max {
+                writeln!(
+                    out,
+                    "  Largest wait: {} ms; the events lost cannot change it",
+                    fmt::ms(max)
+                )?;
+            } else {
+                writeln!(
+                    out,
+                    "  Largest wait: {} ms, {}-{} ms given the events lost (the largest true wait lies in that range; see docs/report.md)",
+                    fmt::ms(max),
+                    fmt::ms(lo),
+                    fmt::ms(hi)
+                )?;
+            }
         }
         if self.context_switch_bugs > 0 {
             writeln!(

@@ -287,4 +287,11 @@ fn latency_says_how_far_loss_can_move_the_largest_wait() {
         s.contains("Largest wait: 2.000 ms, 1.500-4.250 ms given the events lost"),
         "{s}"
     );
+    r.max_delay_ns_min = Some(2_000_000);
+    r.max_delay_ns_max = Some(2_000_000);
+    let s = text(&r, 1);
+    assert!(
+        s.contains("Largest wait: 2.000 ms; the events lost cannot change it"),
+        "{s}"
+    );
 }
