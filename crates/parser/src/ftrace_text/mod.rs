@@ -32,7 +32,7 @@ use prefix::Style;
 use rayon::prelude::*;
 use schedscope_trace::{
     Cpu, CpuMask, Event, EventData, MaskId, NameId, PrevState, Severity, StackId, StateLayout, Sym,
-    Tid, Trace, TraceFormat, Ts,
+    TaskTableBuilder, Tid, Trace, TraceFormat, Ts,
 };
 use std::collections::HashMap;
 
@@ -676,7 +676,8 @@ struct Builder {
     bad_body: HashMap<NameId, (u64, u64)>,
     mask_unprinted: (u64, u64),
     header_cpus: u32,
-    swapper_named: bool,
+    /// The task table, from line prefixes and event fields.
+    tasks: TaskTableBuilder,
     /// Deduplicated call chains.
     stack_ids: HashMap<Vec<u64>, StackId>,
     /// Kernel symbols learnt from perf script frames.
@@ -710,7 +711,7 @@ impl Builder {
             bad_body: HashMap::new(),
             mask_unprinted: (0, 0),
             header_cpus: 0,
-            swapper_named: false,
+            tasks: TaskTableBuilder::new(),
             stack_ids: HashMap::new(),
             ksyms: HashMap::new(),
             raw_fields: false,
@@ -760,13 +761,6 @@ impl Builder {
         self.trace.cpumasks.push(m.clone());
         self.masks.insert(m, id);
         id
-    }
-
-    /// Name a task from an event field (placeholders and the idle task skipped).
-    fn comm(&mut self, tid: i32, comm: &str) {
-        if tid > 0 && !comm.is_empty() && comm != "<...>" && comm != "<idle>" {
-            self.trace.tasks.set_comm(Tid(tid), comm);
-        }
     }
 
     /// The id of a call chain, stored once.
@@ -845,18 +839,7 @@ impl Builder {
                 let e = self.bad_body.entry(name).or_insert((0, abs(l.line as u64)));
                 e.0 += 1;
             }
-            // Task table from the line prefix.
-            if l.tid == 0 {
-                if !self.swapper_named {
-                    self.trace.tasks.set_comm(Tid(0), "swapper");
-                    self.swapper_named = true;
-                }
-            } else {
-                self.comm(l.tid, l.comm);
-                if let Some(tgid) = l.tgid {
-                    self.trace.tasks.set_tgid(Tid(l.tid), Tid(tgid));
-                }
-            }
+            self.tasks.line_task(Tid(l.tid), l.comm, l.tgid.map(Tid));
             let ts = Ts(l.ts);
             let line = abs(l.line as u64);
             let data = match l.payload {
@@ -950,8 +933,8 @@ impl Builder {
                     }
                     self.unknown_states.0 += 1;
                 }
-                self.comm(prev_tid, prev_comm);
-                self.comm(next_tid, next_comm);
+                self.tasks.printed_comm(Tid(prev_tid), prev_comm);
+                self.tasks.printed_comm(Tid(next_tid), next_comm);
                 EventData::Switch {
                     prev_tid: Tid(prev_tid),
                     prev_prio,
@@ -969,7 +952,7 @@ impl Builder {
                 prio,
                 target_cpu,
             } => {
-                self.comm(tid, comm);
+                self.tasks.printed_comm(Tid(tid), comm);
                 EventData::Wakeup {
                     kind,
                     tid: Tid(tid),
@@ -984,7 +967,7 @@ impl Builder {
                 orig_cpu,
                 dest_cpu,
             } => {
-                self.comm(tid, comm);
+                self.tasks.printed_comm(Tid(tid), comm);
                 EventData::Migrate {
                     tid: Tid(tid),
                     comm: s(self, comm),
@@ -998,10 +981,8 @@ impl Builder {
                 child_comm,
                 child_tid,
             } => {
-                self.comm(parent_tid, parent_comm);
-                self.trace
-                    .tasks
-                    .fork(Tid(child_tid), None, child_comm, Some(ts));
+                self.tasks.printed_comm(Tid(parent_tid), parent_comm);
+                self.tasks.fork_event(Tid(child_tid), child_comm, ts);
                 EventData::Fork {
                     parent_tid: Tid(parent_tid),
                     child_tid: Tid(child_tid),
@@ -1009,7 +990,7 @@ impl Builder {
                 }
             }
             Payload::Exit { comm, tid } => {
-                self.trace.tasks.exit(Tid(tid), ts);
+                self.tasks.exit(Tid(tid), ts);
                 EventData::Exit {
                     tid: Tid(tid),
                     comm: s(self, comm),
@@ -1166,6 +1147,7 @@ impl Builder {
     }
 
     fn finish(mut self) -> Trace {
+        self.trace.tasks = std::mem::take(&mut self.tasks).finish();
         self.resolve_numeric_states();
         let t = &mut self.trace;
         if self.unknown_states.0 > 0 {

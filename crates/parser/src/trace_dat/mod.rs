@@ -26,7 +26,8 @@ use crate::perf_data::remap_local;
 use crate::perf_data::tracepoint::TpDecoder;
 use crate::ParseError;
 use schedscope_trace::{
-    Cpu, CpuMask, Event, EventData, MaskId, Severity, StackId, StrId, Tid, Trace, TraceFormat, Ts,
+    Cpu, CpuMask, Event, EventData, MaskId, Severity, StackId, StrId, TaskTableBuilder, Tid, Trace,
+    TraceFormat, Ts,
 };
 use std::collections::HashMap;
 
@@ -350,31 +351,16 @@ fn finish(
     }
     // tasks: forks and exits in time order, then comms from the events and
     // the saved cmdlines
-    for i in 0..trace.events.len() {
-        let ev = trace.events[i];
-        match ev.data {
-            EventData::Fork {
-                child_tid,
-                child_comm,
-                ..
-            } => {
-                let c = trace.strings.get(child_comm).to_string();
-                trace.tasks.fork(child_tid, None, &c, Some(ev.ts));
-            }
-            EventData::Exit { tid, .. } => trace.tasks.exit(tid, ev.ts),
-            _ => {}
-        }
-    }
+    let mut b = TaskTableBuilder::from_table(std::mem::take(&mut trace.tasks));
+    b.fork_exit_events(&trace.events, &trace.strings, true, true);
     let mut cm: Vec<(i32, (u64, StrId))> = local.comm_by_tid;
     cm.sort_unstable_by_key(|(tid, _)| *tid);
     for (tid, (_, c)) in cm {
         let c = smap.get(c.0 as usize).copied().unwrap_or_default();
-        let c = trace.strings.get(c).to_string();
-        trace.tasks.set_comm(Tid(tid), &c);
+        b.event_comm(Tid(tid), trace.strings.get(c));
     }
     for (pid, comm) in &meta.cmdlines {
-        if trace.tasks.comm(Tid(*pid)).is_empty() {
-            trace.tasks.set_comm(Tid(*pid), comm);
-        }
+        b.saved_cmdline(Tid(*pid), comm);
     }
+    trace.tasks = b.finish();
 }
