@@ -35,6 +35,17 @@ impl RenderText for IdleReport {
 
 fn render(r: &IdleReport, opts: &TextOptions, out: &mut dyn Write) -> io::Result<()> {
     let top = opts.top.max(1);
+    headline(r, out)?;
+    per_second(r, out)?;
+    per_cpu(r, out)?;
+    balancing(r, top, out)?;
+    gaps(r, top, out)?;
+    cgroups(r, top, out)?;
+    notes(r, out)
+}
+
+/// Wasted idle (throttled, imbalance, attribution), then idle time.
+fn headline(r: &IdleReport, out: &mut dyn Write) -> io::Result<()> {
     let cpu_time = r.duration_ns.saturating_mul(r.cpus.len() as u64);
     writeln!(
         out,
@@ -63,7 +74,11 @@ fn render(r: &IdleReport, opts: &TextOptions, out: &mut dyn Write) -> io::Result
         r.duration_ns as f64 / 1e9
     )?;
     writeln!(out)?;
+    Ok(())
+}
 
+/// Idle % and work done per second of trace.
+fn per_second(r: &IdleReport, out: &mut dyn Write) -> io::Result<()> {
     let p = &r.per_second_idle_pct;
     let mut t = Table::plain(&["Idle time", "Average", "Std-deviation", "Min", "Max"]);
     t.row(vec![
@@ -86,7 +101,11 @@ fn render(r: &IdleReport, opts: &TextOptions, out: &mut dyn Write) -> io::Result
         )?;
     }
     writeln!(out)?;
+    Ok(())
+}
 
+/// The per-CPU table.
+fn per_cpu(r: &IdleReport, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "Per CPU")?;
     let mut t = Table::plain(&[
         "CPU",
@@ -114,7 +133,12 @@ fn render(r: &IdleReport, opts: &TextOptions, out: &mut dyn Write) -> io::Result
     }
     t.write(out)?;
     writeln!(out)?;
+    Ok(())
+}
 
+/// Idle balancing: softirqs, kicks, pulls, waits before a pull, how gaps
+/// ended, the busiest kick pairs.
+fn balancing(r: &IdleReport, top: usize, out: &mut dyn Write) -> io::Result<()> {
     let b = &r.balance;
     writeln!(
         out,
@@ -182,7 +206,11 @@ fn render(r: &IdleReport, opts: &TextOptions, out: &mut dyn Write) -> io::Result
         t.write(out)?;
     }
     writeln!(out)?;
+    Ok(())
+}
 
+/// Wasted-idle gaps by length, and the longest.
+fn gaps(r: &IdleReport, top: usize, out: &mut dyn Write) -> io::Result<()> {
     if !r.gaps.histogram.is_empty() {
         writeln!(out, "Wasted-idle gaps by length")?;
         let mut t = Table::plain(&["length (µs)", "gaps", "total (ms)"]);
@@ -218,7 +246,11 @@ fn render(r: &IdleReport, opts: &TextOptions, out: &mut dyn Write) -> io::Result
         t.write(out)?;
         writeln!(out)?;
     }
+    Ok(())
+}
 
+/// The recorded cgroups.
+fn cgroups(r: &IdleReport, top: usize, out: &mut dyn Write) -> io::Result<()> {
     if !r.cgroups.is_empty() {
         writeln!(out, "cgroups (recorded cpu.stat samples)")?;
         let mut t = Table::plain(&[
@@ -247,6 +279,11 @@ fn render(r: &IdleReport, opts: &TextOptions, out: &mut dyn Write) -> io::Result
         t.write(out)?;
         writeln!(out)?;
     }
+    Ok(())
+}
+
+/// Missing events, lost-event repairs, tolerated anomalies.
+fn notes(r: &IdleReport, out: &mut dyn Write) -> io::Result<()> {
     if !r.missing_events.is_empty() {
         writeln!(
             out,

@@ -93,130 +93,165 @@ impl RenderText for TlbReport {
     fn render_text(&self, opts: &TextOptions, out: &mut dyn Write) -> io::Result<()> {
         let top = top_or(opts, 10);
         headline(self, out)?;
-        if !self.ipi_classes.is_empty() {
-            writeln!(out, "\nIPI classes")?;
-            let rows: Vec<Vec<String>> = self.ipi_classes.iter().map(class_row).collect();
-            table(
-                out,
-                &[
-                    "class",
-                    "requests",
-                    "per s",
-                    "targets",
-                    "IPIs",
-                    "deliv p50 us",
-                    "p99 us",
-                    "max us",
-                    "handler p50 us",
-                    "p99 us",
-                    "max us",
-                    "targets hist",
-                ],
-                &[
-                    true, false, false, false, false, false, false, false, false, false, false,
-                    true,
-                ],
-                &rows,
-            )?;
-        }
-        if !self.top_callsites.is_empty() {
-            writeln!(out, "\nTop callsites")?;
-            let rows: Vec<Vec<String>> = self
-                .top_callsites
-                .iter()
-                .take(top)
-                .map(|c| {
-                    vec![
-                        c.count.to_string(),
-                        pct(c.share),
-                        c.class.label().to_string(),
-                        c.callsite.clone(),
-                        c.callback.clone(),
-                    ]
-                })
-                .collect();
-            table(
-                out,
-                &["requests", "share %", "class", "callsite", "function run"],
-                &[false, false, true, true, true],
-                &rows,
-            )?;
-        }
-        if !self.senders.is_empty() {
-            writeln!(out, "\nProcesses initiating shootdowns")?;
-            table(
-                out,
-                &["shootdowns", "share %", "pid", "comm", "top thread (count)"],
-                &[false, false, false, true, true],
-                &senders_rows(&self.senders, top),
-            )?;
-        }
-        for c in &self.ipi_classes {
-            if c.class == IpiClass::TlbShootdown || c.senders.is_empty() {
-                continue;
-            }
-            writeln!(out, "\nSenders of {} IPIs", c.class.label())?;
-            table(
-                out,
-                &["requests", "share %", "pid", "comm", "top thread (count)"],
-                &[false, false, false, true, true],
-                &senders_rows(&c.senders, top.min(5)),
-            )?;
-        }
-        if !self.top_stacks.is_empty() {
-            writeln!(out, "\nTop stacks (innermost first)")?;
-            for (i, s) in self.top_stacks.iter().take(top).enumerate() {
-                writeln!(
-                    out,
-                    "  #{} {} requests ({}%), {} -> {}",
-                    i + 1,
-                    s.count,
-                    pct(s.share),
-                    s.class.label(),
-                    s.callback
-                )?;
-                for f in s.frames.iter().take(24) {
-                    writeln!(out, "      {f}")?;
-                }
-                if s.frames.len() > 24 {
-                    writeln!(out, "      ... {} more frames", s.frames.len() - 24)?;
-                }
-            }
-        }
-        if !self.tlb_flush_by_reason.is_empty() {
-            writeln!(out, "\ntlb_flush by reason")?;
-            let rows: Vec<Vec<String>> = self
-                .tlb_flush_by_reason
-                .iter()
-                .map(|(name, r)| flush_reason_row(name, r))
-                .collect();
-            table(
-                out,
-                &["reason", "events", "full", "by CPU", "pages (range:count)"],
-                &[true, false, false, true, true],
-                &rows,
-            )?;
-        }
-        if !self.irq_vectors.is_empty() {
-            let s = self
-                .irq_vectors
-                .iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            writeln!(out, "\nIRQ vector entries: {s}")?;
-        }
-        writeln!(
-            out,
-            "\nsymbols: {} distinct, {} unsymbolized (kernel: {}); undelivered csds {}, unmatched IPIs {}",
-            self.symbols.distinct,
-            self.symbols.unsymbolized,
-            self.symbols.kernel_source,
-            self.undelivered,
-            self.unmatched_ipis
-        )?;
-        Ok(())
+        classes(self, out)?;
+        callsites(self, top, out)?;
+        senders(self, top, out)?;
+        stacks(self, top, out)?;
+        flush_reasons(self, out)?;
+        symbols(self, out)
     }
+}
+
+/// The IPI classes table.
+fn classes(r: &TlbReport, out: &mut dyn Write) -> io::Result<()> {
+    if !r.ipi_classes.is_empty() {
+        writeln!(out, "\nIPI classes")?;
+        let rows: Vec<Vec<String>> = r.ipi_classes.iter().map(class_row).collect();
+        table(
+            out,
+            &[
+                "class",
+                "requests",
+                "per s",
+                "targets",
+                "IPIs",
+                "deliv p50 us",
+                "p99 us",
+                "max us",
+                "handler p50 us",
+                "p99 us",
+                "max us",
+                "targets hist",
+            ],
+            &[
+                true, false, false, false, false, false, false, false, false, false, false, true,
+            ],
+            &rows,
+        )?;
+    }
+    Ok(())
+}
+
+/// The top (callsite, function) pairs.
+fn callsites(r: &TlbReport, top: usize, out: &mut dyn Write) -> io::Result<()> {
+    if !r.top_callsites.is_empty() {
+        writeln!(out, "\nTop callsites")?;
+        let rows: Vec<Vec<String>> = r
+            .top_callsites
+            .iter()
+            .take(top)
+            .map(|c| {
+                vec![
+                    c.count.to_string(),
+                    pct(c.share),
+                    c.class.label().to_string(),
+                    c.callsite.clone(),
+                    c.callback.clone(),
+                ]
+            })
+            .collect();
+        table(
+            out,
+            &["requests", "share %", "class", "callsite", "function run"],
+            &[false, false, true, true, true],
+            &rows,
+        )?;
+    }
+    Ok(())
+}
+
+/// The processes initiating shootdowns, then the senders of each other
+/// class.
+fn senders(r: &TlbReport, top: usize, out: &mut dyn Write) -> io::Result<()> {
+    if !r.senders.is_empty() {
+        writeln!(out, "\nProcesses initiating shootdowns")?;
+        table(
+            out,
+            &["shootdowns", "share %", "pid", "comm", "top thread (count)"],
+            &[false, false, false, true, true],
+            &senders_rows(&r.senders, top),
+        )?;
+    }
+    for c in &r.ipi_classes {
+        if c.class == IpiClass::TlbShootdown || c.senders.is_empty() {
+            continue;
+        }
+        writeln!(out, "\nSenders of {} IPIs", c.class.label())?;
+        table(
+            out,
+            &["requests", "share %", "pid", "comm", "top thread (count)"],
+            &[false, false, false, true, true],
+            &senders_rows(&c.senders, top.min(5)),
+        )?;
+    }
+    Ok(())
+}
+
+/// The top call stacks, innermost first (24 frames at most).
+fn stacks(r: &TlbReport, top: usize, out: &mut dyn Write) -> io::Result<()> {
+    if !r.top_stacks.is_empty() {
+        writeln!(out, "\nTop stacks (innermost first)")?;
+        for (i, s) in r.top_stacks.iter().take(top).enumerate() {
+            writeln!(
+                out,
+                "  #{} {} requests ({}%), {} -> {}",
+                i + 1,
+                s.count,
+                pct(s.share),
+                s.class.label(),
+                s.callback
+            )?;
+            for f in s.frames.iter().take(24) {
+                writeln!(out, "      {f}")?;
+            }
+            if s.frames.len() > 24 {
+                writeln!(out, "      ... {} more frames", s.frames.len() - 24)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// tlb_flush by reason.
+fn flush_reasons(r: &TlbReport, out: &mut dyn Write) -> io::Result<()> {
+    if !r.tlb_flush_by_reason.is_empty() {
+        writeln!(out, "\ntlb_flush by reason")?;
+        let rows: Vec<Vec<String>> = r
+            .tlb_flush_by_reason
+            .iter()
+            .map(|(name, r)| flush_reason_row(name, r))
+            .collect();
+        table(
+            out,
+            &["reason", "events", "full", "by CPU", "pages (range:count)"],
+            &[true, false, false, true, true],
+            &rows,
+        )?;
+    }
+    if !r.irq_vectors.is_empty() {
+        let s = r
+            .irq_vectors
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        writeln!(out, "\nIRQ vector entries: {s}")?;
+    }
+    Ok(())
+}
+
+/// IRQ vector entries, symbolization, undelivered and unmatched counts.
+fn symbols(r: &TlbReport, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "\nsymbols: {} distinct, {} unsymbolized (kernel: {}); undelivered csds {}, unmatched IPIs {}",
+        r.symbols.distinct,
+        r.symbols.unsymbolized,
+        r.symbols.kernel_source,
+        r.undelivered,
+        r.unmatched_ipis
+    )?;
+    Ok(())
 }
 
 /// The headline: shootdowns and their rate, targets per shootdown and

@@ -21,6 +21,8 @@
 //! * [`symbols`]: code locations, their resolved names, and the
 //!   [`symbols::Symbolizer`] seam the analyses ask through.
 //! * [`task`]: the task table (tid -> tgid, comm).
+//! * [`task_builder`]: the rules every decoder fills the task table by
+//!   ([`TaskTableBuilder`]).
 //! * [`topology`]: which CPUs share a package, die and core.
 //! * [`trace`]: the [`Trace`] container, its metadata and warnings.
 
@@ -35,6 +37,7 @@ pub mod raw;
 pub mod strings;
 pub mod symbols;
 pub mod task;
+pub mod task_builder;
 pub mod topology;
 pub mod trace;
 
@@ -46,6 +49,7 @@ pub use ids::{Cpu, Dur, Tid, Ts, Utid};
 pub use raw::RawArgs;
 pub use strings::{StrId, Strings};
 pub use task::{Task, TaskTable};
+pub use task_builder::TaskTableBuilder;
 pub use topology::CpuTopology;
 pub use trace::{
     CgroupSample, CpuLoss, KernelSymbols, LossMark, Mapping, Severity, Tally, Trace, TraceFormat,

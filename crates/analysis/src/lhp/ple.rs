@@ -5,7 +5,7 @@ use crate::groups;
 use crate::timeline::{StateInterval, ThreadState};
 use crate::{AnalysisError, Context};
 use schedscope_trace::hash::FxMap;
-use schedscope_trace::{EventData, KvmIsa, Tid, Trace, Ts};
+use schedscope_trace::{Event, EventData, KvmIsa, Tid, Trace, Ts};
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
@@ -219,198 +219,275 @@ pub(super) fn ple(ctx: &Context) -> Result<PleReport, AnalysisError> {
     ple_pass(ctx, None)
 }
 
-fn ple_pass(
-    ctx: &Context,
-    mut exits: Option<&mut Vec<PleExit>>,
-) -> Result<PleReport, AnalysisError> {
-    let trace = ctx.trace;
-    let tl = ctx.timeline;
+/// One pass over the events: every kvm_exit counted by reason (with its
+/// handling time up to the thread's next kvm_entry), every PLE exit
+/// classified by its siblings' states and followed to the next switch on
+/// its CPU; `exits` gets one row per PLE exit when asked for.
+fn ple_pass(ctx: &Context, exits: Option<&mut Vec<PleExit>>) -> Result<PleReport, AnalysisError> {
     let defs = groups::vm_gangs(ctx)?;
-    let index = groups::member_index(&defs);
-    let vcpus = groups::vcpu_threads(trace);
-    // Cursors per gang member.
-    let mut cursors: Vec<Vec<Cursor>> = defs
-        .iter()
-        .map(|d| {
-            d.members
-                .iter()
-                .map(|t| Cursor {
-                    ivs: tl.thread(*t).map(|x| &x.intervals[..]).unwrap_or(&[]),
-                    i: 0,
-                })
-                .collect()
-        })
-        .collect();
-
-    let secs = trace.duration().0 as f64 / 1e9;
-    let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
-    let mut per_vm: Vec<PleVm> = defs
-        .iter()
-        .map(|d| PleVm {
-            tgid: d.tgid,
-            name: d.name.clone(),
-            vcpus: d.members.len(),
-            ..PleVm::default()
-        })
-        .collect();
-    let mut per_vcpu: BTreeMap<Tid, PleVcpu> = BTreeMap::new();
-    let mut outcomes = YieldOutcomes::default();
-    // Per CPU: PLE exits awaiting the next switch (ts, gang index or none).
-    // (exit time, gang index, row in `exits`)
-    type Pending = (Ts, Option<usize>, Option<usize>);
-    let mut pending: Vec<Vec<Pending>> = vec![Vec::new(); trace.nr_cpus as usize];
-    // Exit counts and handling time: rows (VM, isa, code, count, ns) and their index.
-    let mut reason_rows: Vec<(Option<Tid>, KvmIsa, u32, u64, u64)> = Vec::new();
-    let mut reason_idx: FxMap<(Option<Tid>, KvmIsa, u32), usize> = FxMap::default();
-    // Per vCPU thread, looked up once: its VM (tgid), gang position, open exit.
-    struct Slot {
-        vm: Option<Tid>,
-        gm: Option<(usize, usize)>,
-        open: Option<(Ts, usize)>,
-    }
-    let mut slots: Vec<Slot> = Vec::new();
-    let mut slot_of: FxMap<Tid, usize> = FxMap::default();
-
-    for ev in &trace.events {
+    let mut pass = PlePass::new(ctx, &defs, exits);
+    for ev in &ctx.trace.events {
         match ev.data {
             EventData::KvmExit {
                 exit_reason, isa, ..
-            } => {
-                let si = *slot_of.entry(ev.tid).or_insert_with(|| {
-                    let vm = tl
-                        .thread(ev.tid)
-                        .and_then(|t| t.tgid)
-                        .or_else(|| trace.tasks.tgid(ev.tid));
-                    slots.push(Slot {
-                        vm,
-                        gm: index.get(&ev.tid).copied(),
-                        open: None,
-                    });
-                    slots.len() - 1
-                });
-                let (vm, gm) = (slots[si].vm, slots[si].gm);
-                let code = match isa {
-                    KvmIsa::Vmx => exit_reason & 0xffff,
-                    _ => exit_reason,
-                };
-                let ri = *reason_idx.entry((vm, isa, code)).or_insert_with(|| {
-                    reason_rows.push((vm, isa, code, 0, 0));
-                    reason_rows.len() - 1
-                });
-                reason_rows[ri].3 += 1;
-                slots[si].open = Some((ev.ts, ri));
-                if !is_ple(isa, exit_reason) {
-                    continue;
-                }
-                let class = match gm {
-                    None => PleClass::SiblingsIdle,
-                    Some((g, m)) => classify(&mut cursors[g], m, ev.ts),
-                };
-                let v = per_vcpu.entry(ev.tid).or_insert_with(|| PleVcpu {
-                    tid: ev.tid,
-                    vcpu: vcpus.get(&ev.tid).copied().flatten(),
-                    tgid: gm.and_then(|(g, _)| defs[g].tgid).or(vm),
-                    ..PleVcpu::default()
-                });
-                v.total += 1;
-                let bump = |sp: &mut u64, ar: &mut u64, si: &mut u64| match class {
-                    PleClass::SiblingPreempted => *sp += 1,
-                    PleClass::AllRunning => *ar += 1,
-                    PleClass::SiblingsIdle => *si += 1,
-                };
-                bump(
-                    &mut v.sibling_preempted,
-                    &mut v.all_running,
-                    &mut v.siblings_idle,
-                );
-                if let Some((g, _)) = gm {
-                    let p = &mut per_vm[g];
-                    p.total += 1;
-                    bump(
-                        &mut p.sibling_preempted,
-                        &mut p.all_running,
-                        &mut p.siblings_idle,
-                    );
-                }
-                let c = ev.cpu.0 as usize;
-                if c >= pending.len() {
-                    pending.resize(c + 1, Vec::new());
-                }
-                let row = exits.as_deref_mut().map(|x| {
-                    x.push(PleExit {
-                        ts: ev.ts,
-                        cpu: ev.cpu,
-                        tid: ev.tid,
-                        vm,
-                        class,
-                        outcome: YieldOutcome::NoSwitch,
-                    });
-                    x.len() - 1
-                });
-                pending[c].push((ev.ts, gm.map(|(g, _)| g), row));
-            }
-            EventData::KvmEntry { .. } => {
-                if let Some(&si) = slot_of.get(&ev.tid) {
-                    if let Some((t0, ri)) = slots[si].open.take() {
-                        reason_rows[ri].4 += ev.ts.0.saturating_sub(t0.0);
-                    }
-                }
-            }
-            EventData::Switch { next_tid, .. } => {
-                let c = ev.cpu.0 as usize;
-                let Some(list) = pending.get_mut(c) else {
-                    continue;
-                };
-                for (t0, g, row) in list.drain(..) {
-                    let outcome = if ev.ts.0.saturating_sub(t0.0) > YIELD_WINDOW_NS {
-                        outcomes.no_switch += 1;
-                        YieldOutcome::NoSwitch
-                    } else if g.is_some_and(|g| defs[g].members.binary_search(&next_tid).is_ok()) {
-                        outcomes.to_sibling += 1;
-                        if let Some(g) = g {
-                            per_vm[g].yield_to_sibling += 1;
-                        }
-                        YieldOutcome::ToSibling
-                    } else {
-                        outcomes.to_other += 1;
-                        YieldOutcome::ToOther
-                    };
-                    if let (Some(x), Some(r)) = (exits.as_deref_mut(), row) {
-                        if let Some(e) = x.get_mut(r) {
-                            e.outcome = outcome;
-                        }
-                    }
-                }
-            }
+            } => pass.exit(ev, isa, exit_reason),
+            EventData::KvmEntry { .. } => pass.entry(ev),
+            EventData::Switch { next_tid, .. } => pass.switch(ev, next_tid),
             _ => {}
         }
     }
-    outcomes.no_switch += pending.iter().map(|l| l.len() as u64).sum::<u64>();
-    let mut report = PleReport {
-        directed_yield: outcomes,
-        ..PleReport::default()
-    };
-    for v in per_vcpu.values_mut() {
-        v.per_second = rate(v.total);
-        report.total += v.total;
-        report.sibling_preempted += v.sibling_preempted;
-        report.all_running += v.all_running;
-        report.siblings_idle += v.siblings_idle;
+    Ok(pass.report())
+}
+
+/// A vCPU thread, looked up once: its VM (tgid), gang position, open exit.
+struct Slot {
+    vm: Option<Tid>,
+    /// (gang, member) in the gang definitions.
+    gm: Option<(usize, usize)>,
+    /// The exit awaiting its kvm_entry: (time, row in `reason_rows`).
+    open: Option<(Ts, usize)>,
+}
+
+/// A PLE exit awaiting the next switch on its CPU: (exit time, gang
+/// index, row in `exits`).
+type Pending = (Ts, Option<usize>, Option<usize>);
+
+/// Exit counts and handling time of one (VM, isa, code): (VM, isa, code,
+/// count, ns).
+type ReasonRow = (Option<Tid>, KvmIsa, u32, u64, u64);
+
+/// The state of [`ple_pass`].
+struct PlePass<'a, 'x> {
+    trace: &'a Trace,
+    tl: &'a crate::Timeline,
+    defs: &'a [groups::GangDef],
+    /// tid -> (gang, member).
+    index: std::collections::HashMap<Tid, (usize, usize)>,
+    /// vCPU thread -> its vCPU id.
+    vcpus: BTreeMap<Tid, Option<u32>>,
+    /// State cursors per gang member.
+    cursors: Vec<Vec<Cursor<'a>>>,
+    per_vm: Vec<PleVm>,
+    per_vcpu: BTreeMap<Tid, PleVcpu>,
+    outcomes: YieldOutcomes,
+    /// Per CPU: PLE exits awaiting the next switch.
+    pending: Vec<Vec<Pending>>,
+    reason_rows: Vec<ReasonRow>,
+    reason_idx: FxMap<(Option<Tid>, KvmIsa, u32), usize>,
+    slots: Vec<Slot>,
+    slot_of: FxMap<Tid, usize>,
+    exits: Option<&'x mut Vec<PleExit>>,
+}
+
+impl<'a, 'x> PlePass<'a, 'x> {
+    fn new(
+        ctx: &Context<'a>,
+        defs: &'a [groups::GangDef],
+        exits: Option<&'x mut Vec<PleExit>>,
+    ) -> Self {
+        let (trace, tl) = (ctx.trace, ctx.timeline);
+        let cursors = defs
+            .iter()
+            .map(|d| {
+                d.members
+                    .iter()
+                    .map(|t| Cursor {
+                        ivs: tl.thread(*t).map(|x| &x.intervals[..]).unwrap_or(&[]),
+                        i: 0,
+                    })
+                    .collect()
+            })
+            .collect();
+        let per_vm = defs
+            .iter()
+            .map(|d| PleVm {
+                tgid: d.tgid,
+                name: d.name.clone(),
+                vcpus: d.members.len(),
+                ..PleVm::default()
+            })
+            .collect();
+        PlePass {
+            trace,
+            tl,
+            defs,
+            index: groups::member_index(defs),
+            vcpus: groups::vcpu_threads(trace),
+            cursors,
+            per_vm,
+            per_vcpu: BTreeMap::new(),
+            outcomes: YieldOutcomes::default(),
+            pending: vec![Vec::new(); trace.nr_cpus as usize],
+            reason_rows: Vec::new(),
+            reason_idx: FxMap::default(),
+            slots: Vec::new(),
+            slot_of: FxMap::default(),
+            exits,
+        }
     }
-    report.per_second = rate(report.total);
-    for p in &mut per_vm {
-        p.per_second = rate(p.total);
+
+    /// The slot of vCPU thread `tid`, made on its first exit.
+    fn slot(&mut self, tid: Tid) -> usize {
+        let (tl, trace) = (self.tl, self.trace);
+        let (slots, index) = (&mut self.slots, &self.index);
+        *self.slot_of.entry(tid).or_insert_with(|| {
+            let vm = tl
+                .thread(tid)
+                .and_then(|t| t.tgid)
+                .or_else(|| trace.tasks.tgid(tid));
+            slots.push(Slot {
+                vm,
+                gm: index.get(&tid).copied(),
+                open: None,
+            });
+            slots.len() - 1
+        })
     }
-    // Only gangs with vCPU threads are VMs (explicit gangs may be plain processes).
-    report.per_vm = per_vm
-        .into_iter()
-        .zip(&defs)
-        .filter(|(_, d)| !d.vcpus.is_empty())
-        .map(|(v, _)| v)
-        .collect();
-    report.per_vcpu = per_vcpu.into_values().collect();
-    report.exit_reasons = exit_reasons(trace, reason_rows);
-    Ok(report)
+
+    /// A kvm_exit: counted by reason and left open until the thread's
+    /// next kvm_entry; a PLE exit is classified and awaits the next switch.
+    fn exit(&mut self, ev: &Event, isa: KvmIsa, exit_reason: u32) {
+        let si = self.slot(ev.tid);
+        let (vm, gm) = (self.slots[si].vm, self.slots[si].gm);
+        let code = match isa {
+            KvmIsa::Vmx => exit_reason & 0xffff,
+            _ => exit_reason,
+        };
+        let rows = &mut self.reason_rows;
+        let ri = *self.reason_idx.entry((vm, isa, code)).or_insert_with(|| {
+            rows.push((vm, isa, code, 0, 0));
+            rows.len() - 1
+        });
+        self.reason_rows[ri].3 += 1;
+        self.slots[si].open = Some((ev.ts, ri));
+        if is_ple(isa, exit_reason) {
+            self.ple_exit(ev, vm, gm);
+        }
+    }
+
+    /// A PLE exit of a thread of VM `vm` at gang position `gm`.
+    fn ple_exit(&mut self, ev: &Event, vm: Option<Tid>, gm: Option<(usize, usize)>) {
+        let class = match gm {
+            None => PleClass::SiblingsIdle,
+            Some((g, m)) => classify(&mut self.cursors[g], m, ev.ts),
+        };
+        let (vcpus, defs) = (&self.vcpus, self.defs);
+        let v = self.per_vcpu.entry(ev.tid).or_insert_with(|| PleVcpu {
+            tid: ev.tid,
+            vcpu: vcpus.get(&ev.tid).copied().flatten(),
+            tgid: gm.and_then(|(g, _)| defs[g].tgid).or(vm),
+            ..PleVcpu::default()
+        });
+        v.total += 1;
+        let bump = |sp: &mut u64, ar: &mut u64, si: &mut u64| match class {
+            PleClass::SiblingPreempted => *sp += 1,
+            PleClass::AllRunning => *ar += 1,
+            PleClass::SiblingsIdle => *si += 1,
+        };
+        bump(
+            &mut v.sibling_preempted,
+            &mut v.all_running,
+            &mut v.siblings_idle,
+        );
+        if let Some((g, _)) = gm {
+            let p = &mut self.per_vm[g];
+            p.total += 1;
+            bump(
+                &mut p.sibling_preempted,
+                &mut p.all_running,
+                &mut p.siblings_idle,
+            );
+        }
+        let c = ev.cpu.0 as usize;
+        if c >= self.pending.len() {
+            self.pending.resize(c + 1, Vec::new());
+        }
+        let row = self.exits.as_deref_mut().map(|x| {
+            x.push(PleExit {
+                ts: ev.ts,
+                cpu: ev.cpu,
+                tid: ev.tid,
+                vm,
+                class,
+                outcome: YieldOutcome::NoSwitch,
+            });
+            x.len() - 1
+        });
+        self.pending[c].push((ev.ts, gm.map(|(g, _)| g), row));
+    }
+
+    /// A kvm_entry closes its thread's open exit: its handling time.
+    fn entry(&mut self, ev: &Event) {
+        if let Some(&si) = self.slot_of.get(&ev.tid) {
+            if let Some((t0, ri)) = self.slots[si].open.take() {
+                self.reason_rows[ri].4 += ev.ts.0.saturating_sub(t0.0);
+            }
+        }
+    }
+
+    /// A switch on a CPU decides the directed-yield outcome of the PLE
+    /// exits awaiting it there.
+    fn switch(&mut self, ev: &Event, next_tid: Tid) {
+        let c = ev.cpu.0 as usize;
+        let Some(list) = self.pending.get_mut(c) else {
+            return;
+        };
+        for (t0, g, row) in list.drain(..) {
+            let outcome = if ev.ts.0.saturating_sub(t0.0) > YIELD_WINDOW_NS {
+                self.outcomes.no_switch += 1;
+                YieldOutcome::NoSwitch
+            } else if g.is_some_and(|g| self.defs[g].members.binary_search(&next_tid).is_ok()) {
+                self.outcomes.to_sibling += 1;
+                if let Some(g) = g {
+                    self.per_vm[g].yield_to_sibling += 1;
+                }
+                YieldOutcome::ToSibling
+            } else {
+                self.outcomes.to_other += 1;
+                YieldOutcome::ToOther
+            };
+            if let (Some(x), Some(r)) = (self.exits.as_deref_mut(), row) {
+                if let Some(e) = x.get_mut(r) {
+                    e.outcome = outcome;
+                }
+            }
+        }
+    }
+
+    /// The report: totals and rates, the VMs (gangs with vCPU threads),
+    /// the vCPUs, the exit reasons.
+    fn report(mut self) -> PleReport {
+        let secs = self.trace.duration().0 as f64 / 1e9;
+        let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        let mut outcomes = self.outcomes;
+        outcomes.no_switch += self.pending.iter().map(|l| l.len() as u64).sum::<u64>();
+        let mut report = PleReport {
+            directed_yield: outcomes,
+            ..PleReport::default()
+        };
+        for v in self.per_vcpu.values_mut() {
+            v.per_second = rate(v.total);
+            report.total += v.total;
+            report.sibling_preempted += v.sibling_preempted;
+            report.all_running += v.all_running;
+            report.siblings_idle += v.siblings_idle;
+        }
+        report.per_second = rate(report.total);
+        for p in &mut self.per_vm {
+            p.per_second = rate(p.total);
+        }
+        // Only gangs with vCPU threads are VMs (explicit gangs may be plain processes).
+        report.per_vm = self
+            .per_vm
+            .into_iter()
+            .zip(self.defs)
+            .filter(|(_, d)| !d.vcpus.is_empty())
+            .map(|(v, _)| v)
+            .collect();
+        report.per_vcpu = self.per_vcpu.into_values().collect();
+        report.exit_reasons = exit_reasons(self.trace, self.reason_rows);
+        report
+    }
 }
 
 /// The class of a PLE exit of member `m` at `ts`, from its siblings' states
@@ -448,7 +525,7 @@ fn classify(cursors: &mut [Cursor], m: usize, ts: Ts) -> PleClass {
 
 /// Exit reasons per VM from rows (VM, isa, code, count, ns), most frequent
 /// first, with their shares.
-fn exit_reasons(trace: &Trace, rows: Vec<(Option<Tid>, KvmIsa, u32, u64, u64)>) -> Vec<VmExits> {
+fn exit_reasons(trace: &Trace, rows: Vec<ReasonRow>) -> Vec<VmExits> {
     let mut by_vm: BTreeMap<Option<Tid>, Vec<ExitReason>> = BTreeMap::new();
     for (vm, isa, code, count, time_ns) in rows {
         by_vm.entry(vm).or_default().push(ExitReason {

@@ -6,7 +6,7 @@
 
 use super::Timed;
 use schedscope_trace::hash::FxMap;
-use schedscope_trace::{Cpu, EventData, StackId, Sym, Tid, Trace, Ts};
+use schedscope_trace::{Cpu, Event, EventData, StackId, Sym, Tid, Trace, Ts};
 use std::collections::{BTreeMap, HashMap};
 
 /// "CPU `cpu` (thread `tid`) asked `targets` to run `func`."
@@ -154,20 +154,37 @@ pub(super) fn bucket_pages(i: usize) -> i64 {
     }
 }
 
+/// The pass's state: the requests found so far and what is open.
+struct Pass<'t> {
+    trace: &'t Trace,
+    /// The trace records csd:csd_queue_cpu.
+    has_csd: bool,
+    out: Scan,
+    /// Open csd group per sending CPU.
+    open: Vec<Option<usize>>,
+    /// (target cpu, csd) -> (queue time, request index).
+    pending: FxMap<(u32, u64), (Ts, usize)>,
+    /// Per target CPU: stack of running csd functions (csd, entry time, request).
+    running: Vec<Vec<(u64, Ts, Option<usize>)>>,
+    irq_names: HashMap<u16, String>,
+    /// The index in `out.flushes` used last.
+    last_reason: usize,
+}
+
 /// Run the pass. `has_csd`: the trace records csd:csd_queue_cpu, so that
 /// ipi_send_* events with a callback are the hardware side of csd requests.
 pub(super) fn scan(trace: &Trace, has_csd: bool) -> Scan {
-    let mut out = Scan::default();
     let ncpu = (trace.nr_cpus as usize).max(1);
-    // Open csd group per sending CPU.
-    let mut open: Vec<Option<usize>> = vec![None; ncpu];
-    // (target cpu, csd) -> (queue time, request index).
-    let mut pending: FxMap<(u32, u64), (Ts, usize)> = FxMap::default();
-    // Per target CPU: stack of running csd functions (csd, entry time, request).
-    let mut running: Vec<Vec<(u64, Ts, Option<usize>)>> = vec![Vec::new(); ncpu];
-    let mut irq_names: HashMap<u16, String> = HashMap::new();
-    let mut last_reason = 0usize;
-
+    let mut p = Pass {
+        trace,
+        has_csd,
+        out: Scan::default(),
+        open: vec![None; ncpu],
+        pending: FxMap::default(),
+        running: vec![Vec::new(); ncpu],
+        irq_names: HashMap::new(),
+        last_reason: 0,
+    };
     // No csd group can be open before the first csd_queue_cpu: until then
     // the other events need not be looked at beyond their kind.
     let mut csd_seen = false;
@@ -176,15 +193,15 @@ pub(super) fn scan(trace: &Trace, has_csd: bool) -> Scan {
         if !relevant(&e.data) {
             // Any other event on the CPU closes its open csd group.
             if csd_seen {
-                if let Some(o) = open.get_mut(c) {
+                if let Some(o) = p.open.get_mut(c) {
                     *o = None;
                 }
             }
             continue;
         }
-        if c >= open.len() {
-            open.resize(c + 1, None);
-            running.resize(c + 1, Vec::new());
+        if c >= p.open.len() {
+            p.open.resize(c + 1, None);
+            p.running.resize(c + 1, Vec::new());
         }
         match e.data {
             EventData::CsdQueue {
@@ -194,57 +211,13 @@ pub(super) fn scan(trace: &Trace, has_csd: bool) -> Scan {
                 csd,
             } => {
                 csd_seen = true;
-                let joined = open[c].and_then(|i| {
-                    let r = &mut out.requests[i];
-                    let ok = r.csd
-                        && r.tid == e.tid
-                        && r.callsite == callsite
-                        && r.func == func
-                        && r.targets.last().is_some_and(|l| target.0 > l);
-                    ok.then(|| {
-                        r.targets.push(target.0);
-                        i
-                    })
-                });
-                let idx = match joined {
-                    Some(i) => i,
-                    None => {
-                        out.requests.push(Request {
-                            ts: e.ts,
-                            cpu: e.cpu,
-                            tid: e.tid,
-                            callsite,
-                            func,
-                            targets: Targets::one(target.0),
-                            stack: e.stack,
-                            ipis: 0,
-                            standalone_ipi: false,
-                            csd: true,
-                        });
-                        out.requests.len() - 1
-                    }
-                };
-                open[c] = Some(idx);
-                if pending.insert((target.0, csd), (e.ts, idx)).is_some() {
-                    // The previous queue of this csd was never seen running.
-                    out.undelivered += 1;
-                }
+                p.csd_queue(e, target.0, callsite, func, csd);
             }
             EventData::IpiSendCpu {
                 cpu: target,
                 callsite,
                 callback,
-            } => {
-                ipi(
-                    &mut out,
-                    &mut open,
-                    e,
-                    Targets::one(target.0),
-                    callsite,
-                    callback,
-                    has_csd,
-                );
-            }
+            } => p.ipi(e, Targets::one(target.0), callsite, callback),
             EventData::IpiSendCpumask {
                 mask,
                 callsite,
@@ -255,51 +228,27 @@ pub(super) fn scan(trace: &Trace, has_csd: bool) -> Scan {
                     .get(mask.0 as usize)
                     .map(|m| m.iter().collect())
                     .unwrap_or_default();
-                ipi(&mut out, &mut open, e, targets, callsite, callback, has_csd);
+                p.ipi(e, targets, callsite, callback);
             }
-            EventData::CsdFunctionEntry { csd, .. } => {
-                open[c] = None;
-                let ri = pending.remove(&(e.cpu.0, csd)).map(|(qts, ri)| {
-                    out.deliveries.push((ri, e.ts.since(qts)));
-                    ri
-                });
-                running[c].push((csd, e.ts, ri));
-            }
-            EventData::CsdFunctionExit { csd, .. } => {
-                open[c] = None;
-                if let Some(pos) = running[c].iter().rposition(|r| r.0 == csd) {
-                    let (_, ets, ri) = running[c].remove(pos);
-                    running[c].truncate(pos);
-                    if let Some(ri) = ri {
-                        out.handlers.push((ri, e.ts.since(ets)));
-                    }
-                }
-            }
+            EventData::CsdFunctionEntry { csd, .. } => p.csd_entry(e, csd),
+            EventData::CsdFunctionExit { csd, .. } => p.csd_exit(e, csd),
             EventData::TlbFlush { reason, pages } => {
                 // (no csd group to close: the kernel traces a shootdown's
                 // "remote IPI send" flush before queueing its csds and the
                 // local flush after sending the IPIs; tallied loads do not
                 // even keep these events)
-                flush(&mut out, &mut last_reason, reason, pages, c, 1);
+                flush(&mut p.out, &mut p.last_reason, reason, pages, c, 1);
             }
-            EventData::IrqVector { entry, .. } => {
-                open[c] = None;
-                if entry {
-                    let name = irq_names
-                        .entry(e.name.0)
-                        .or_insert_with(|| trace.event_name(e.name).to_string());
-                    *out.irq_vectors.entry(name.clone()).or_default() += 1;
-                }
-            }
-            _ => open[c] = None, // not reached: see `relevant`
+            EventData::IrqVector { entry, .. } => p.irq_vector(e, entry),
+            _ => p.open[c] = None, // not reached: see `relevant`
         }
     }
     // Flushes a filtered load tallied instead of keeping.
     for t in &trace.tallies {
         if let EventData::TlbFlush { reason, pages } = t.data {
             flush(
-                &mut out,
-                &mut last_reason,
+                &mut p.out,
+                &mut p.last_reason,
                 reason,
                 pages,
                 t.cpu.0 as usize,
@@ -307,8 +256,114 @@ pub(super) fn scan(trace: &Trace, has_csd: bool) -> Scan {
             );
         }
     }
-    out.undelivered += pending.len() as u64;
-    out
+    p.out.undelivered += p.pending.len() as u64;
+    p.out
+}
+
+impl Pass<'_> {
+    /// A csd queued for `target`: it joins the sending CPU's open group
+    /// (same thread, callsite and function, ascending targets) or starts a
+    /// request.
+    fn csd_queue(&mut self, e: &Event, target: u32, callsite: Sym, func: Sym, csd: u64) {
+        let c = e.cpu.0 as usize;
+        let joined = self.open[c].and_then(|i| {
+            let r = &mut self.out.requests[i];
+            let ok = r.csd
+                && r.tid == e.tid
+                && r.callsite == callsite
+                && r.func == func
+                && r.targets.last().is_some_and(|l| target > l);
+            ok.then(|| {
+                r.targets.push(target);
+                i
+            })
+        });
+        let idx = match joined {
+            Some(i) => i,
+            None => {
+                self.out.requests.push(Request {
+                    ts: e.ts,
+                    cpu: e.cpu,
+                    tid: e.tid,
+                    callsite,
+                    func,
+                    targets: Targets::one(target),
+                    stack: e.stack,
+                    ipis: 0,
+                    standalone_ipi: false,
+                    csd: true,
+                });
+                self.out.requests.len() - 1
+            }
+        };
+        self.open[c] = Some(idx);
+        if self.pending.insert((target, csd), (e.ts, idx)).is_some() {
+            // The previous queue of this csd was never seen running.
+            self.out.undelivered += 1;
+        }
+    }
+
+    /// A hardware IPI: the IPI of the sending CPU's open csd group, or a
+    /// request of its own.
+    fn ipi(&mut self, e: &Event, targets: Targets, callsite: Sym, callback: Sym) {
+        let c = e.cpu.0 as usize;
+        let group = self.open[c].take();
+        if !is_null(callback) && self.has_csd {
+            if let Some(i) = group {
+                self.out.requests[i].ipis += 1;
+                return;
+            }
+        }
+        self.out.requests.push(Request {
+            ts: e.ts,
+            cpu: e.cpu,
+            tid: e.tid,
+            callsite,
+            func: callback,
+            targets,
+            stack: e.stack,
+            ipis: 1,
+            standalone_ipi: self.has_csd && !is_null(callback),
+            csd: false,
+        });
+    }
+
+    /// A csd function starts on its target: the delivery of its queue.
+    fn csd_entry(&mut self, e: &Event, csd: u64) {
+        let c = e.cpu.0 as usize;
+        self.open[c] = None;
+        let ri = self.pending.remove(&(e.cpu.0, csd)).map(|(qts, ri)| {
+            self.out.deliveries.push((ri, e.ts.since(qts)));
+            ri
+        });
+        self.running[c].push((csd, e.ts, ri));
+    }
+
+    /// A csd function ends on its target: the handler's run time.
+    fn csd_exit(&mut self, e: &Event, csd: u64) {
+        let c = e.cpu.0 as usize;
+        self.open[c] = None;
+        if let Some(pos) = self.running[c].iter().rposition(|r| r.0 == csd) {
+            let (_, ets, ri) = self.running[c].remove(pos);
+            self.running[c].truncate(pos);
+            if let Some(ri) = ri {
+                self.out.handlers.push((ri, e.ts.since(ets)));
+            }
+        }
+    }
+
+    /// An IRQ vector entry or exit: entries counted by event name.
+    fn irq_vector(&mut self, e: &Event, entry: bool) {
+        self.open[e.cpu.0 as usize] = None;
+        if entry {
+            let trace = self.trace;
+            let name = self
+                .irq_names
+                .entry(e.name.0)
+                .or_insert_with(|| trace.event_name(e.name).to_string());
+            *self.out.irq_vectors.entry(name.clone()).or_default() += 1;
+        }
+    }
 }
 
 /// Count `n` tlb_flush events of `reason` and `pages` on CPU `c`;
@@ -339,35 +394,4 @@ fn flush(out: &mut Scan, last_reason: &mut usize, reason: i32, pages: i64, c: us
         f.by_cpu[c] += n;
         f.pages[page_bucket(pages)] += n;
     }
-}
-
-fn ipi(
-    out: &mut Scan,
-    open: &mut [Option<usize>],
-    e: &schedscope_trace::Event,
-    targets: Targets,
-    callsite: Sym,
-    callback: Sym,
-    has_csd: bool,
-) {
-    let c = e.cpu.0 as usize;
-    let group = open[c].take();
-    if !is_null(callback) && has_csd {
-        if let Some(i) = group {
-            out.requests[i].ipis += 1;
-            return;
-        }
-    }
-    out.requests.push(Request {
-        ts: e.ts,
-        cpu: e.cpu,
-        tid: e.tid,
-        callsite,
-        func: callback,
-        targets,
-        stack: e.stack,
-        ipis: 1,
-        standalone_ipi: has_csd && !is_null(callback),
-        csd: false,
-    });
 }

@@ -4,8 +4,10 @@ use super::*;
 use crate::{CpuRun, Options, Timeline};
 use schedscope_trace::symbols::PERF_CONTEXT_MAX;
 use schedscope_trace::{
-    Cpu, CpuMask, Event, EventData, KernelSymbols, MaskId, NameId, StackId, Trace, TraceFormat,
+    Cpu, CpuMask, Event, EventData, KernelSymbols, MaskId, NameId, StackId, Sym, Tid, Trace,
+    TraceFormat, Ts,
 };
+use std::collections::BTreeMap;
 
 const K: u64 = 0xffff_ffff_8100_0000;
 const SCMC: u64 = K; // smp_call_function_many_cond

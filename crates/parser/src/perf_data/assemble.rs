@@ -8,7 +8,7 @@ use super::hash::FxMap;
 use super::tracepoint;
 use super::{order, tracing_data, Decoded, Timing};
 use schedscope_trace::{
-    CpuMask, Event, EventData, MaskId, Severity, StackId, StrId, Tid, Trace, Ts,
+    CpuMask, Event, EventData, MaskId, Severity, StackId, StrId, TaskTableBuilder, Tid, Trace, Ts,
 };
 use std::mem::MaybeUninit;
 
@@ -408,7 +408,8 @@ struct TaskFacts {
 
 /// Build the task table: COMM/FORK/EXIT records in time order, then what
 /// the events tell (fork/exit events when the file has no such records,
-/// the tracing data's saved cmdlines, sample tids, event comms).
+/// the tracing data's saved cmdlines, sample tids, event comms), by the
+/// rules of [`TaskTableBuilder`].
 fn build_tasks(trace: &mut Trace, t: TaskFacts, td: &tracing_data::TracingData) {
     let TaskFacts {
         mut ops,
@@ -418,61 +419,31 @@ fn build_tasks(trace: &mut Trace, t: TaskFacts, td: &tracing_data::TracingData) 
         saw_exit,
     } = t;
     ops.sort_by_key(|(ts, _)| *ts);
-    let mut comm_rec_ts: FxMap<i32, u64> = FxMap::default(); // tid -> time of its last COMM record
+    let mut b = TaskTableBuilder::from_table(std::mem::take(&mut trace.tasks));
     for (ts, op) in ops {
         match op {
             TaskOp::Comm { pid, tid, comm } => {
-                let c = trace.strings.get(comm).to_string();
-                trace.tasks.set_comm(Tid(tid), &c);
-                trace.tasks.set_tgid(Tid(tid), Tid(pid));
-                comm_rec_ts.insert(tid, ts);
+                b.comm_record(Tid(pid), Tid(tid), trace.strings.get(comm))
             }
-            TaskOp::Fork { pid, tid, ptid } => {
-                let c = trace.tasks.comm(Tid(ptid)).to_string();
-                trace.tasks.fork(Tid(tid), Some(Tid(pid)), &c, Some(Ts(ts)));
-            }
-            TaskOp::Exit { tid } => trace.tasks.exit(Tid(tid), Ts(ts)),
+            TaskOp::Fork { pid, tid, ptid } => b.fork_record(Tid(pid), Tid(tid), Tid(ptid), Ts(ts)),
+            TaskOp::Exit { tid } => b.exit(Tid(tid), Ts(ts)),
         }
     }
-    if !saw_fork || !saw_exit {
-        for i in 0..trace.events.len() {
-            let ev = trace.events[i];
-            match ev.data {
-                EventData::Fork {
-                    child_tid,
-                    child_comm,
-                    ..
-                } if !saw_fork => {
-                    let c = trace.strings.get(child_comm).to_string();
-                    trace.tasks.fork(child_tid, None, &c, Some(ev.ts));
-                }
-                EventData::Exit { tid, .. } if !saw_exit => trace.tasks.exit(tid, ev.ts),
-                _ => {}
-            }
-        }
-    }
+    b.fork_exit_events(&trace.events, &trace.strings, !saw_fork, !saw_exit);
     for (pid, comm) in &td.cmdlines {
-        if trace.tasks.comm(Tid(*pid)).is_empty() {
-            trace.tasks.set_comm(Tid(*pid), comm);
-        }
+        b.saved_cmdline(Tid(*pid), comm);
     }
     let mut tg: Vec<_> = tgid_by_tid.into_iter().collect();
     tg.sort_unstable();
     for (tid, pid) in tg {
-        if trace.tasks.tgid(Tid(tid)).is_none() {
-            trace.tasks.set_tgid(Tid(tid), Tid(pid));
-        }
+        b.sample_tgid(Tid(tid), Tid(pid));
     }
     let mut cm: Vec<_> = comm_by_tid.into_iter().collect();
     cm.sort_unstable_by_key(|(tid, _)| *tid);
     for (tid, (_ts, c)) in cm {
-        // COMM records win: perf synthesizes them from /proc/PID/comm, which
-        // for kworkers carries the workqueue suffix the tracepoints lack.
-        if !comm_rec_ts.contains_key(&tid) || trace.tasks.comm(Tid(tid)).is_empty() {
-            let c = trace.strings.get(c).to_string();
-            trace.tasks.set_comm(Tid(tid), &c);
-        }
+        b.event_comm(Tid(tid), trace.strings.get(c));
     }
+    trace.tasks = b.finish();
 }
 
 /// Renumber the chunk-local ids of an event payload with a chunk's maps

@@ -662,7 +662,46 @@ fn section_content<'a>(
         .map_err(|e| f.corrupt(s.offset + 16 + 8, format!("{what}: {e}")))
 }
 
+/// Version 7: the compression, the chain of options sections, the
+/// metadata sections they point at, then the buffers.
 fn parse_v7<'a>(f: &File<'a>, i: &'a [u8], m: &mut Meta<'a>) -> Result<(), ParseError> {
+    let (codec, first) = compression(f, i)?;
+    let (offsets, buffers) = options_chain(f, first, codec, m)?;
+    let mut have = [false; 6];
+    for (id, off) in offsets {
+        metadata_section(f, id, off, codec, m)?;
+        have[(id - opt::HEADER_INFO) as usize] = true;
+    }
+    if !have[0] {
+        return Err(f.corrupt(
+            0,
+            "the file has no header info section (HEADER_INFO option missing)",
+        ));
+    }
+    if !have[2] {
+        m.notes
+            .push("the file has no event formats section: events cannot be decoded".into());
+    }
+    for b in buffers {
+        match buffer_v7(f, b, codec, m) {
+            Ok(b) => m.buffers.push(b),
+            Err(e) => m.problems.push(format!("{e}; that buffer is skipped")),
+        }
+    }
+    if m.cpu_count == 0 {
+        m.cpu_count = m
+            .buffers
+            .iter()
+            .flat_map(|b| b.cpus.iter().map(|c| c.cpu + 1))
+            .max()
+            .unwrap_or(0);
+    }
+    Ok(())
+}
+
+/// The compression (codec name and version) and the offset of the first
+/// options section.
+fn compression(f: &File<'_>, i: &[u8]) -> Result<(Codec, u64), ParseError> {
     let (_, (cname, cver, first)) = f.run(
         i,
         "the compression name, version and first options offset",
@@ -687,10 +726,24 @@ fn parse_v7<'a>(f: &File<'a>, i: &'a [u8], m: &mut Meta<'a>) -> Result<(), Parse
             ))
         }
     };
-    // options sections: a chain through DONE's next offset
+    Ok((codec, first))
+}
+
+/// A metadata section: the option id that points at it, its offset.
+type SectionAt = (u16, u64);
+
+/// The options sections, a chain through DONE's next offset from `first`:
+/// the offsets of the metadata sections (by option id) and the buffer
+/// options; the options every version has go into `m`.
+fn options_chain<'a>(
+    f: &File<'a>,
+    first: u64,
+    codec: Codec,
+    m: &mut Meta<'a>,
+) -> Result<(Vec<SectionAt>, Vec<BufferOpt>), ParseError> {
     let mut next = first;
     let mut seen = std::collections::HashSet::new();
-    let mut offsets: Vec<(u16, u64)> = Vec::new();
+    let mut offsets: Vec<SectionAt> = Vec::new();
     let mut buffers: Vec<BufferOpt> = Vec::new();
     while next != 0 {
         if !seen.insert(next) {
@@ -744,89 +797,79 @@ fn parse_v7<'a>(f: &File<'a>, i: &'a [u8], m: &mut Meta<'a>) -> Result<(), Parse
             }
         }
     }
-    // metadata sections
-    let mut have = [false; 6];
-    for (id, off) in offsets {
-        let what = match id {
-            opt::HEADER_INFO => "the header info section",
-            opt::FTRACE_EVENTS => "the ftrace formats section",
-            opt::EVENT_FORMATS => "the event formats section",
-            opt::KALLSYMS => "the kallsyms section",
-            opt::PRINTK => "the printk section",
-            _ => "the saved cmdlines section",
-        };
-        let s = section(f, off, what)?;
-        if s.id != id {
-            return Err(f.corrupt(
-                off,
-                format!(
-                    "expected {what} (id {id}), found a section with id {}",
-                    s.id
-                ),
-            ));
-        }
-        let content = section_content(f, &s, codec, what)?;
-        // decompressed content is parsed in its own buffer: offsets in
-        // messages are then those of the section
-        let (cf, data): (File<'_>, &[u8]) = match &content {
-            Cow::Borrowed(b) => (
-                File {
-                    name: f.name,
-                    data: f.data,
-                },
-                b,
-            ),
-            Cow::Owned(v) => (
-                File {
-                    name: f.name,
-                    data: v,
-                },
-                v.as_slice(),
-            ),
-        };
-        let r = match id {
-            opt::HEADER_INFO => header_info(&cf, data, m).map(|_| ()),
-            opt::FTRACE_EVENTS => ftrace_formats(&cf, data, m).map(|_| ()),
-            opt::EVENT_FORMATS => event_formats(&cf, data, m).map(|_| ()),
-            opt::KALLSYMS => kallsyms(&cf, data, m).map(|_| ()),
-            opt::PRINTK => printk(&cf, data, m).map(|_| ()),
-            _ => cmdlines(&cf, data, m).map(|_| ()),
-        };
-        if let Err(e) = r {
-            let e = match (&content, e) {
-                (Cow::Owned(_), ParseError::Truncated { offset, expected, .. }) => f.corrupt(
-                    off,
-                    format!("{what} (compressed) ends at byte {offset} of its content: expected {expected}"),
-                ),
-                (_, e) => e,
-            };
-            return Err(e);
-        }
-        have[(id - opt::HEADER_INFO) as usize] = true;
-    }
-    if !have[0] {
+    Ok((offsets, buffers))
+}
+
+/// The metadata section option `id` points at (`off`): header info,
+/// formats, kallsyms, printk formats or saved cmdlines, into `m`.
+fn metadata_section<'a>(
+    f: &File<'a>,
+    id: u16,
+    off: u64,
+    codec: Codec,
+    m: &mut Meta<'a>,
+) -> Result<(), ParseError> {
+    let what = match id {
+        opt::HEADER_INFO => "the header info section",
+        opt::FTRACE_EVENTS => "the ftrace formats section",
+        opt::EVENT_FORMATS => "the event formats section",
+        opt::KALLSYMS => "the kallsyms section",
+        opt::PRINTK => "the printk section",
+        _ => "the saved cmdlines section",
+    };
+    let s = section(f, off, what)?;
+    if s.id != id {
         return Err(f.corrupt(
-            0,
-            "the file has no header info section (HEADER_INFO option missing)",
+            off,
+            format!(
+                "expected {what} (id {id}), found a section with id {}",
+                s.id
+            ),
         ));
     }
-    if !have[2] {
-        m.notes
-            .push("the file has no event formats section: events cannot be decoded".into());
-    }
-    for b in buffers {
-        match buffer_v7(f, b, codec, m) {
-            Ok(b) => m.buffers.push(b),
-            Err(e) => m.problems.push(format!("{e}; that buffer is skipped")),
-        }
-    }
-    if m.cpu_count == 0 {
-        m.cpu_count = m
-            .buffers
-            .iter()
-            .flat_map(|b| b.cpus.iter().map(|c| c.cpu + 1))
-            .max()
-            .unwrap_or(0);
+    let content = section_content(f, &s, codec, what)?;
+    // decompressed content is parsed in its own buffer: offsets in
+    // messages are then those of the section
+    let (cf, data): (File<'_>, &[u8]) = match &content {
+        Cow::Borrowed(b) => (
+            File {
+                name: f.name,
+                data: f.data,
+            },
+            b,
+        ),
+        Cow::Owned(v) => (
+            File {
+                name: f.name,
+                data: v,
+            },
+            v.as_slice(),
+        ),
+    };
+    let r = match id {
+        opt::HEADER_INFO => header_info(&cf, data, m).map(|_| ()),
+        opt::FTRACE_EVENTS => ftrace_formats(&cf, data, m).map(|_| ()),
+        opt::EVENT_FORMATS => event_formats(&cf, data, m).map(|_| ()),
+        opt::KALLSYMS => kallsyms(&cf, data, m).map(|_| ()),
+        opt::PRINTK => printk(&cf, data, m).map(|_| ()),
+        _ => cmdlines(&cf, data, m).map(|_| ()),
+    };
+    if let Err(e) = r {
+        let e = match (&content, e) {
+            (
+                Cow::Owned(_),
+                ParseError::Truncated {
+                    offset, expected, ..
+                },
+            ) => f.corrupt(
+                off,
+                format!(
+                    "{what} (compressed) ends at byte {offset} of its content: expected {expected}"
+                ),
+            ),
+            (_, e) => e,
+        };
+        return Err(e);
     }
     Ok(())
 }

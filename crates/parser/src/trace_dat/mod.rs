@@ -26,7 +26,8 @@ use crate::perf_data::remap_local;
 use crate::perf_data::tracepoint::TpDecoder;
 use crate::ParseError;
 use schedscope_trace::{
-    Cpu, CpuMask, Event, EventData, MaskId, Severity, StackId, StrId, Tid, Trace, TraceFormat, Ts,
+    Cpu, CpuMask, Event, EventData, MaskId, Severity, StackId, StrId, TaskTableBuilder, Tid, Trace,
+    TraceFormat, Ts,
 };
 use std::collections::HashMap;
 
@@ -59,107 +60,24 @@ pub fn decode_with(name: &str, data: &[u8], raw_fields: bool) -> Result<Trace, P
     for p in &meta.notes {
         trace.warn(Severity::DataLoss, p.clone(), 1);
     }
-    // formats by id; decoders are built when an id is first met
-    let mut by_id: HashMap<u16, usize> = HashMap::new();
-    for (i, f) in meta.formats.iter().enumerate() {
-        if let Ok(id) = u16::try_from(f.id) {
-            by_id.entry(id).or_insert(i);
-        }
-    }
-    let mut decoders: HashMap<u16, Option<(TpDecoder, usize)>> = HashMap::new();
-    let mut raw = schedscope_trace::RawArgs::new();
-    let mut local = Local::default();
-    local.printk = Some(&meta.printk);
-    let mut events: Vec<Event> = Vec::new();
-    let mut counts: HashMap<u16, u64> = HashMap::new();
-    let (mut unknown, mut short) = (Anomaly::default(), Anomaly::default());
-    let mut lost = 0u64;
-    let mut lost_unknown = 0u64;
-    let ts_offset = meta.ts_offset;
+    let mut dec = RingDecoder::new(&meta, raw_fields);
+    let (mut lost, mut lost_unknown) = (0u64, 0u64);
     for b in &meta.buffers {
-        match b.clock.as_deref() {
-            Some(c) if NOT_NS_CLOCKS.contains(&c) => trace.warn(
-                Severity::DataLoss,
-                format!(
-                    "instance {:?} was recorded with the {c:?} trace clock: its timestamps are not nanoseconds",
-                    b.name
-                ),
-                1,
-            ),
-            Some(c) if !c.is_empty() && !NS_CLOCKS.contains(&c) => trace.warn(
-                Severity::Info,
-                format!(
-                    "instance {:?} was recorded with the {c:?} trace clock, which schedscope does not know: its timestamps are read as nanoseconds",
-                    b.name
-                ),
-                1,
-            ),
-            _ => {}
-        }
+        clock_warning(&mut trace, b);
         for cd in &b.cpus {
-            let cpu = Cpu(cd.cpu);
-            let pages: &[u8] = &cd.pages;
             let compressed = matches!(cd.pages, std::borrow::Cow::Owned(_));
             let st = ring::walk(
-                pages,
+                &cd.pages,
                 b.page_size as usize,
                 meta.page,
                 |ts, payload, off| {
-                    let where_ = Where {
+                    let at = Where {
                         cpu: cd.cpu,
                         file_offset: cd.offset,
                         compressed,
                         at: off,
                     };
-                    let Some(ct) = payload.get(..2).map(|b| u16::from_le_bytes([b[0], b[1]]))
-                    else {
-                        short.hit(where_);
-                        return;
-                    };
-                    let dec = decoders.entry(ct).or_insert_with(|| {
-                        let i = *by_id.get(&ct)?;
-                        let f = meta.formats.get(i)?;
-                        if trace.event_names.len() >= u16::MAX as usize {
-                            return None; // (NameId is 16 bits)
-                        }
-                        let name = trace.intern_name(&f.full_name());
-                        let (d, problem) = TpDecoder::build(f, name);
-                        if let Some(p) = problem {
-                            trace.warn(Severity::Info, p, 1);
-                        }
-                        Some((d, i))
-                    });
-                    let Some((dec, fi)) = dec.as_ref() else {
-                        unknown.hit(where_);
-                        unknown.value.get_or_insert(ct as u64);
-                        return;
-                    };
-                    let tid = dec
-                        .common_pid
-                        .and_then(|f| f.read_i64(payload))
-                        .unwrap_or(-1);
-                    let Some(mut data) = dec.decode(payload, ts, &mut local) else {
-                        short.hit(where_);
-                        return;
-                    };
-                    if let (EventData::Other(_), Some(f), true) =
-                        (data, meta.formats.get(*fi), raw_fields)
-                    {
-                        let args = fields::as_text(f, payload);
-                        let pairs = args.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-                        // a full store keeps the event without its fields
-                        data = EventData::Other(raw.push(pairs).ok());
-                    }
-                    *counts.entry(dec.name.0).or_default() += 1;
-                    let ts = (ts as i128 + ts_offset as i128).clamp(0, u64::MAX as i128) as u64;
-                    events.push(Event {
-                        ts: Ts(ts),
-                        cpu,
-                        tid: Tid(tid as i32),
-                        name: dec.name,
-                        stack: StackId::NONE,
-                        data,
-                    });
+                    dec.event(&mut trace, Cpu(cd.cpu), ts, payload, at);
                 },
             );
             lost = lost.saturating_add(st.lost);
@@ -183,29 +101,7 @@ pub fn decode_with(name: &str, data: &[u8], raw_fields: bool) -> Result<Trace, P
             1,
         );
     }
-    if let Some(w) = unknown.first {
-        trace.warn(
-            Severity::Error,
-            format!(
-                "{} events have an event id with no format in the file (first: id {} at {}); skipped",
-                unknown.count,
-                unknown.value.unwrap_or(0),
-                w.describe()
-            ),
-            unknown.count,
-        );
-    }
-    if let Some(w) = short.first {
-        trace.warn(
-            Severity::Error,
-            format!(
-                "{} events are shorter than their format or name a CPU >= 65536 (first at {}); skipped",
-                short.count,
-                w.describe()
-            ),
-            short.count,
-        );
-    }
+    dec.anomaly_warnings(&mut trace);
     trace.lost = lost;
     if lost > 0 || lost_unknown > 0 {
         trace.warn(
@@ -221,9 +117,170 @@ pub fn decode_with(name: &str, data: &[u8], raw_fields: bool) -> Result<Trace, P
             lost.max(1),
         );
     }
+    let RingDecoder {
+        raw,
+        local,
+        events,
+        counts,
+        ..
+    } = dec;
     trace.raw_args = raw;
     finish(&mut trace, events, local, &meta, counts);
     Ok(trace)
+}
+
+/// A warning for an instance recorded with a trace clock whose timestamps
+/// are not (or may not be) nanoseconds.
+fn clock_warning(trace: &mut Trace, b: &meta::Buffer<'_>) {
+    match b.clock.as_deref() {
+        Some(c) if NOT_NS_CLOCKS.contains(&c) => trace.warn(
+            Severity::DataLoss,
+            format!(
+                "instance {:?} was recorded with the {c:?} trace clock: its timestamps are not nanoseconds",
+                b.name
+            ),
+            1,
+        ),
+        Some(c) if !c.is_empty() && !NS_CLOCKS.contains(&c) => trace.warn(
+            Severity::Info,
+            format!(
+                "instance {:?} was recorded with the {c:?} trace clock, which schedscope does not know: its timestamps are read as nanoseconds",
+                b.name
+            ),
+            1,
+        ),
+        _ => {}
+    }
+}
+
+/// Decodes the raw events of the ring buffers through the file's formats
+/// (a decoder per event id, built when the id is first met) into events
+/// with decoder-local string and mask ids.
+struct RingDecoder<'m> {
+    meta: &'m meta::Meta<'m>,
+    /// Format index by event id.
+    by_id: HashMap<u16, usize>,
+    /// Decoder and format index by event id; `None` for an id without a
+    /// usable format.
+    decoders: HashMap<u16, Option<(TpDecoder, usize)>>,
+    raw_fields: bool,
+    raw: schedscope_trace::RawArgs,
+    local: Local<'m>,
+    events: Vec<Event>,
+    /// Events per name id.
+    counts: HashMap<u16, u64>,
+    /// Events whose id has no format.
+    unknown: Anomaly,
+    /// Events shorter than their format.
+    short: Anomaly,
+}
+
+impl<'m> RingDecoder<'m> {
+    fn new(meta: &'m meta::Meta<'m>, raw_fields: bool) -> Self {
+        let mut by_id: HashMap<u16, usize> = HashMap::new();
+        for (i, f) in meta.formats.iter().enumerate() {
+            if let Ok(id) = u16::try_from(f.id) {
+                by_id.entry(id).or_insert(i);
+            }
+        }
+        let mut local = Local::default();
+        local.printk = Some(&meta.printk);
+        RingDecoder {
+            meta,
+            by_id,
+            decoders: HashMap::new(),
+            raw_fields,
+            raw: schedscope_trace::RawArgs::new(),
+            local,
+            events: Vec::new(),
+            counts: HashMap::new(),
+            unknown: Anomaly::default(),
+            short: Anomaly::default(),
+        }
+    }
+
+    /// One raw event of CPU `cpu` at ring time `ts`, found at `at`.
+    #[inline]
+    fn event(&mut self, trace: &mut Trace, cpu: Cpu, ts: u64, payload: &'m [u8], at: Where) {
+        let meta = self.meta;
+        let Some(ct) = payload.get(..2).map(|b| u16::from_le_bytes([b[0], b[1]])) else {
+            self.short.hit(at);
+            return;
+        };
+        let by_id = &self.by_id;
+        let dec = self.decoders.entry(ct).or_insert_with(|| {
+            let i = *by_id.get(&ct)?;
+            let f = meta.formats.get(i)?;
+            if trace.event_names.len() >= u16::MAX as usize {
+                return None; // (NameId is 16 bits)
+            }
+            let name = trace.intern_name(&f.full_name());
+            let (d, problem) = TpDecoder::build(f, name);
+            if let Some(p) = problem {
+                trace.warn(Severity::Info, p, 1);
+            }
+            Some((d, i))
+        });
+        let Some((dec, fi)) = dec.as_ref() else {
+            self.unknown.hit(at);
+            self.unknown.value.get_or_insert(ct as u64);
+            return;
+        };
+        let tid = dec
+            .common_pid
+            .and_then(|f| f.read_i64(payload))
+            .unwrap_or(-1);
+        let Some(mut data) = dec.decode(payload, ts, &mut self.local) else {
+            self.short.hit(at);
+            return;
+        };
+        if let (EventData::Other(_), Some(f), true) = (data, meta.formats.get(*fi), self.raw_fields)
+        {
+            let args = fields::as_text(f, payload);
+            let pairs = args.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+            // a full store keeps the event without its fields
+            data = EventData::Other(self.raw.push(pairs).ok());
+        }
+        *self.counts.entry(dec.name.0).or_default() += 1;
+        let ts = (ts as i128 + meta.ts_offset as i128).clamp(0, u64::MAX as i128) as u64;
+        self.events.push(Event {
+            ts: Ts(ts),
+            cpu,
+            tid: Tid(tid as i32),
+            name: dec.name,
+            stack: StackId::NONE,
+            data,
+        });
+    }
+
+    /// Warnings for the events skipped: ids without a format, events
+    /// shorter than their format.
+    fn anomaly_warnings(&self, trace: &mut Trace) {
+        let (unknown, short) = (&self.unknown, &self.short);
+        if let Some(w) = unknown.first {
+            trace.warn(
+                Severity::Error,
+                format!(
+                    "{} events have an event id with no format in the file (first: id {} at {}); skipped",
+                    unknown.count,
+                    unknown.value.unwrap_or(0),
+                    w.describe()
+                ),
+                unknown.count,
+            );
+        }
+        if let Some(w) = short.first {
+            trace.warn(
+                Severity::Error,
+                format!(
+                    "{} events are shorter than their format or name a CPU >= 65536 (first at {}); skipped",
+                    short.count,
+                    w.describe()
+                ),
+                short.count,
+            );
+        }
+    }
 }
 
 /// Where an event was: for messages.
@@ -350,31 +407,16 @@ fn finish(
     }
     // tasks: forks and exits in time order, then comms from the events and
     // the saved cmdlines
-    for i in 0..trace.events.len() {
-        let ev = trace.events[i];
-        match ev.data {
-            EventData::Fork {
-                child_tid,
-                child_comm,
-                ..
-            } => {
-                let c = trace.strings.get(child_comm).to_string();
-                trace.tasks.fork(child_tid, None, &c, Some(ev.ts));
-            }
-            EventData::Exit { tid, .. } => trace.tasks.exit(tid, ev.ts),
-            _ => {}
-        }
-    }
+    let mut b = TaskTableBuilder::from_table(std::mem::take(&mut trace.tasks));
+    b.fork_exit_events(&trace.events, &trace.strings, true, true);
     let mut cm: Vec<(i32, (u64, StrId))> = local.comm_by_tid;
     cm.sort_unstable_by_key(|(tid, _)| *tid);
     for (tid, (_, c)) in cm {
         let c = smap.get(c.0 as usize).copied().unwrap_or_default();
-        let c = trace.strings.get(c).to_string();
-        trace.tasks.set_comm(Tid(tid), &c);
+        b.event_comm(Tid(tid), trace.strings.get(c));
     }
     for (pid, comm) in &meta.cmdlines {
-        if trace.tasks.comm(Tid(*pid)).is_empty() {
-            trace.tasks.set_comm(Tid(*pid), comm);
-        }
+        b.saved_cmdline(Tid(*pid), comm);
     }
+    trace.tasks = b.finish();
 }

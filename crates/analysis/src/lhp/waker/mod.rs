@@ -1,0 +1,552 @@
+//! Waker-preempted time: how long sleepers waited past their wakeup
+//! because their waker was Runnable but off CPU (bare metal or guest).
+//!
+//! The computation is in steps, one file each: `buckets` finds each wakee
+//! thread's wakeups and buckets them by waker; `steps` is a waker's
+//! Runnable-time index; `rows` answers a waker's buckets from its index;
+//! this module runs them and turns the rows into the pair and process
+//! tables.
+
+mod buckets;
+mod rows;
+mod steps;
+
+use crate::timeline::Timeline;
+use buckets::{bucket_chunk, Chunk, ChunkScratch, TidIndex};
+use rayon::prelude::*;
+use rows::{waker_rows, PairRow};
+use schedscope_trace::{Tid, Trace};
+use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+use std::ops::Range;
+use steps::runnable_steps;
+
+/// Waiting caused by a preempted waker, for one (waker, wakee) pair.
+#[derive(Clone, Debug, Serialize)]
+pub struct WakerPair {
+    /// The waker.
+    pub waker: Tid,
+    /// Its comm.
+    pub waker_comm: String,
+    /// The woken task.
+    pub wakee: Tid,
+    /// Its comm.
+    pub wakee_comm: String,
+    /// Wakeups.
+    pub wakeups: u64,
+    /// Time the wakee slept while the waker was Runnable (ns).
+    pub waker_preempted_ns: u64,
+    /// Longest single such wait (ns).
+    pub max_ns: u64,
+}
+
+/// Waiting caused by a preempted waker, per wakee process.
+#[derive(Clone, Debug, Serialize)]
+pub struct WakerProcess {
+    /// The wakee's process (None: unknown).
+    pub tgid: Option<Tid>,
+    /// Its name.
+    pub name: String,
+    /// Wakeups of its threads.
+    pub wakeups: u64,
+    /// Total sleep of its threads before those wakeups (ns).
+    pub sleep_ns: u64,
+    /// Part of that during which the waker was Runnable (ns).
+    pub waker_preempted_ns: u64,
+}
+
+/// The bare-metal part.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct WakerPreemptedReport {
+    /// Sum over all wakeups (ns).
+    pub total_ns: u64,
+    /// Wakeups examined (sleep start known, waker a task).
+    pub wakeups: u64,
+    /// Per pair, largest first (all pairs with nonzero time).
+    pub pairs: Vec<WakerPair>,
+    /// Per wakee process, largest first.
+    pub processes: Vec<WakerProcess>,
+}
+
+/// Intervals per chunk of wakee threads (scratch stays in cache, and
+/// enough chunks to share among threads).
+const CHUNK_INTERVALS: usize = 1 << 12;
+
+/// Compute the bare-metal waker-preempted table.
+///
+/// Three streaming steps, no per-wakeup hashing or sorting, little new
+/// memory (fresh pages cost more than reading the timeline again):
+/// 1. chunks of wakee threads (in parallel) find their wakeups and bucket
+///    them by waker;
+/// 2. each waker (in parallel) rebuilds its Runnable-time steps in scratch
+///    and answers its buckets, one cursor per (waker, wakee) run;
+/// 3. the rows become the pair and process tables.
+pub fn waker_preempted(trace: &Trace, tl: &Timeline) -> WakerPreemptedReport {
+    waker_preempted_chunked(trace, tl, CHUNK_INTERVALS)
+}
+
+/// [`waker_preempted`] with chunks of about `chunk_intervals` intervals.
+fn waker_preempted_chunked(
+    trace: &Trace,
+    tl: &Timeline,
+    chunk_intervals: usize,
+) -> WakerPreemptedReport {
+    let n = tl.threads.len();
+    let (index, dup) = TidIndex::of(tl);
+    let chunks: Vec<Chunk> = wakee_ranges(tl, chunk_intervals)
+        .into_par_iter()
+        .map_init(ChunkScratch::default, |buf, r| {
+            bucket_chunk(r.start, &tl.threads[r.clone()], n, &index, buf)
+        })
+        .collect();
+    drop(index);
+    let (part_off, parts) = buckets_by_waker(&chunks, n);
+    let (mut rows, wakee_ns) = answer_wakers(tl, &chunks, &part_off, &parts, dup);
+    if dup {
+        merge_by_tid(tl, &mut rows);
+    }
+    let pairs = pair_table(trace, tl, rows, dup);
+    let (wakeups, processes) = process_table(trace, tl, &chunks, &wakee_ns);
+    WakerPreemptedReport {
+        total_ns: pairs.iter().map(|p| p.waker_preempted_ns).sum(),
+        wakeups,
+        pairs,
+        processes,
+    }
+}
+
+/// Contiguous ranges of threads with about `chunk_intervals` intervals
+/// each (the wakee chunks).
+fn wakee_ranges(tl: &Timeline, chunk_intervals: usize) -> Vec<Range<usize>> {
+    let n = tl.threads.len();
+    let mut ranges = Vec::new();
+    let (mut start, mut acc) = (0usize, 0usize);
+    for (i, t) in tl.threads.iter().enumerate() {
+        acc += t.intervals.len();
+        if acc >= chunk_intervals {
+            ranges.push(start..i + 1);
+            (start, acc) = (i + 1, 0);
+        }
+    }
+    if start < n {
+        ranges.push(start..n);
+    }
+    ranges
+}
+
+/// Per waker, its buckets in chunk order (a transpose of the chunks'
+/// bucket lists, so that each waker reads one list): waker `a`'s are
+/// `parts[part_off[a]..part_off[a + 1]]`, each (chunk, start, end).
+fn buckets_by_waker(chunks: &[Chunk], n: usize) -> (Vec<u32>, Vec<(u32, u32, u32)>) {
+    let mut part_off = vec![0u32; n + 1];
+    for c in chunks {
+        for &(a, _, _) in &c.buckets {
+            part_off[a as usize + 1] += 1;
+        }
+    }
+    for a in 0..n {
+        part_off[a + 1] += part_off[a];
+    }
+    let mut parts = vec![(0u32, 0u32, 0u32); part_off[n] as usize];
+    let mut fill = part_off.clone();
+    for (ci, c) in chunks.iter().enumerate() {
+        for &(a, s, e) in &c.buckets {
+            let f = &mut fill[a as usize];
+            parts[*f as usize] = (ci as u32, s, e);
+            *f += 1;
+        }
+    }
+    (part_off, parts)
+}
+
+/// Each waker (in parallel) rebuilds its Runnable-time steps in scratch
+/// and answers its buckets. Returns the pair rows with time (all rows when
+/// tids repeat: they are merged by tid later) and each wakee thread's
+/// waker-preempted ns.
+fn answer_wakers(
+    tl: &Timeline,
+    chunks: &[Chunk],
+    part_off: &[u32],
+    parts: &[(u32, u32, u32)],
+    dup: bool,
+) -> (Vec<PairRow>, Vec<u64>) {
+    let (n, end) = (tl.threads.len(), tl.end);
+    let keep = |r: &PairRow| r.ns > 0 || dup;
+    (0..n)
+        .into_par_iter()
+        .filter(|&a| part_off[a] < part_off[a + 1])
+        .fold(
+            || (Vec::new(), Vec::new(), vec![0u64; n]),
+            |(mut rows, mut steps, mut wakee_ns), a| {
+                let m = runnable_steps(&tl.threads[a].intervals, end, &mut steps);
+                let mine = &parts[part_off[a] as usize..part_off[a + 1] as usize];
+                for &(ci, s, e) in mine {
+                    let c = &chunks[ci as usize];
+                    waker_rows(a as u32, &steps[..m], c, (s as usize, e as usize), |r| {
+                        wakee_ns[r.wakee as usize] += r.ns;
+                        if keep(&r) {
+                            rows.push(r);
+                        }
+                    });
+                }
+                (rows, steps, wakee_ns)
+            },
+        )
+        .map(|(rows, _, ns)| (rows, ns))
+        .reduce(
+            || (Vec::new(), vec![0u64; n]),
+            |(mut ra, mut na), (mut rb, nb)| {
+                if ra.is_empty() {
+                    ra = rb;
+                } else {
+                    ra.append(&mut rb);
+                }
+                for (x, y) in na.iter_mut().zip(&nb) {
+                    *x += y;
+                }
+                (ra, na)
+            },
+        )
+}
+
+/// Several threads share a tid: pairs are per (waker tid, wakee tid).
+fn merge_by_tid(tl: &Timeline, rows: &mut Vec<PairRow>) {
+    let tid = |i: u32| tl.threads[i as usize].tid;
+    rows.sort_unstable_by_key(|r| (tid(r.waker), tid(r.wakee)));
+    rows.dedup_by(|r, kept| {
+        let same = tid(r.waker) == tid(kept.waker) && tid(r.wakee) == tid(kept.wakee);
+        if same {
+            kept.wakeups += r.wakeups;
+            kept.ns += r.ns;
+            kept.max = kept.max.max(r.max);
+        }
+        same
+    });
+    rows.retain(|r| r.ns > 0);
+}
+
+/// The comm of `tid`: its (last) thread's, else the task table's.
+fn comm_of_tid(trace: &Trace, tl: &Timeline, tid: Tid) -> String {
+    tl.thread(tid)
+        .map(|t| t.comm.clone())
+        .unwrap_or_else(|| trace.tasks.comm(tid).to_string())
+}
+
+/// The pair table: largest first, then by waker and wakee tid, named.
+fn pair_table(trace: &Trace, tl: &Timeline, mut rows: Vec<PairRow>, dup: bool) -> Vec<WakerPair> {
+    let tid = |i: u32| tl.threads[i as usize].tid;
+    let comm = |i: u32| {
+        if dup {
+            comm_of_tid(trace, tl, tid(i))
+        } else {
+            tl.threads[i as usize].comm.clone()
+        }
+    };
+    // One integer key per row (i32 order kept by flipping the sign bit),
+    // sorted before the strings exist. Keys are unique, so an unstable
+    // sort is deterministic.
+    let flipped: Vec<u32> = tl
+        .threads
+        .iter()
+        .map(|t| t.tid.0 as u32 ^ 0x8000_0000)
+        .collect();
+    let order_key = |r: &PairRow| {
+        let t = |i: u32| u128::from(flipped[i as usize]);
+        (u128::from(!r.ns) << 64) | (t(r.waker) << 32) | t(r.wakee)
+    };
+    rows.sort_unstable_by_key(order_key);
+    rows.iter()
+        .map(|r| WakerPair {
+            waker: tid(r.waker),
+            waker_comm: comm(r.waker),
+            wakee: tid(r.wakee),
+            wakee_comm: comm(r.wakee),
+            wakeups: r.wakeups,
+            waker_preempted_ns: r.ns,
+            max_ns: r.max,
+        })
+        .collect()
+}
+
+/// All wakeups examined, and the per wakee process table (largest
+/// first): wakeups, sleep and waker-preempted time of its threads.
+fn process_table(
+    trace: &Trace,
+    tl: &Timeline,
+    chunks: &[Chunk],
+    wakee_ns: &[u64],
+) -> (u64, Vec<WakerProcess>) {
+    // wakee tgid -> (wakeups, sleep, ns)
+    let mut procs: BTreeMap<Option<Tid>, (u64, u64, u64)> = BTreeMap::new();
+    for c in chunks {
+        for (k, w) in c.totals.iter().enumerate() {
+            if w.wakeups > 0 {
+                let b = c.first + k;
+                let q = procs.entry(tl.threads[b].tgid).or_default();
+                q.0 += w.wakeups;
+                q.1 += w.sleep_ns;
+                q.2 += wakee_ns[b];
+            }
+        }
+    }
+    let wakeups = chunks
+        .iter()
+        .flat_map(|c| &c.totals)
+        .map(|w| w.wakeups)
+        .sum();
+    let mut processes: Vec<WakerProcess> = procs
+        .into_iter()
+        .map(|(tgid, (wakeups, sleep_ns, ns))| WakerProcess {
+            tgid,
+            name: match tgid {
+                Some(g) => {
+                    let c = trace.tasks.comm(g);
+                    if c.is_empty() {
+                        comm_of_tid(trace, tl, g)
+                    } else {
+                        c.to_string()
+                    }
+                }
+                None => "(no tgid)".to_string(),
+            },
+            wakeups,
+            sleep_ns,
+            waker_preempted_ns: ns,
+        })
+        .collect();
+    processes.sort_by_key(|p| (Reverse(p.waker_preempted_ns), p.tgid));
+    (wakeups, processes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timeline::{StateInterval, ThreadState, ThreadTimeline};
+    use schedscope_trace::Ts;
+
+    pub(super) fn iv(ts: u64, end: Option<u64>, state: ThreadState) -> StateInterval {
+        StateInterval {
+            ts: Ts(ts),
+            end: end.map(Ts),
+            state,
+            cpu: None,
+            preempted: false,
+            waker: None,
+        }
+    }
+
+    /// A small deterministic generator (xorshift), so tests need no crate.
+    /// A small deterministic generator (xorshift), so tests need no crate.
+    pub(super) struct Rng(pub(super) u64);
+    impl Rng {
+        pub(super) fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    pub(super) const STATES: [ThreadState; 5] = [
+        ThreadState::Running,
+        ThreadState::Runnable,
+        ThreadState::Sleeping,
+        ThreadState::Blocked,
+        ThreadState::Other,
+    ];
+
+    /// A random contiguous timeline for case `case`: 2 to 6 threads, mostly
+    /// wakeups after sleeps (so that pairs repeat), wakers that are idle,
+    /// unknown or without a timeline; some cases with tids past pid_max
+    /// (the hash-map index), some with sleeps longer than a u32 of ns (the
+    /// long-gap side table), some with one tid twice (a reused tid).
+    fn random_timeline(rng: &mut Rng, case: u64) -> Timeline {
+        let nthreads = 2 + rng.below(5) as usize;
+        let base = if case % 4 == 2 { 1 << 23 } else { 100 };
+        let scale = if case % 4 == 1 { 1u64 << 29 } else { 1 };
+        let tid_of = |i: usize| {
+            Tid(if i == nthreads - 1 && case.is_multiple_of(3) {
+                base
+            } else {
+                base + i as i32
+            })
+        };
+        let mut threads = Vec::new();
+        for i in 0..nthreads {
+            let mut ivs = Vec::new();
+            let mut ts = rng.below(100);
+            let mut prev = ThreadState::Running;
+            for _ in 0..rng.below(120) {
+                let len = rng.below(25) * scale;
+                let state = if matches!(prev, ThreadState::Sleeping | ThreadState::Blocked)
+                    && rng.below(4) != 0
+                {
+                    ThreadState::Runnable
+                } else {
+                    STATES[rng.below(5) as usize]
+                };
+                prev = state;
+                let waker = match rng.below(6) {
+                    0 => None,
+                    1 => Some(Tid::IDLE),
+                    2 => Some(Tid(if rng.below(2) == 0 { 999 } else { -7 })), // no timeline
+                    _ => Some(tid_of(rng.below(nthreads as u64) as usize)),
+                };
+                ivs.push(StateInterval {
+                    end: Some(Ts(ts + len)),
+                    preempted: rng.below(4) == 0,
+                    waker,
+                    ..iv(ts, None, state)
+                });
+                ts += len;
+            }
+            if let Some(l) = ivs.last_mut() {
+                if rng.below(2) == 0 {
+                    l.end = None;
+                }
+            }
+            threads.push(ThreadTimeline {
+                tid: tid_of(i),
+                tgid: Some(Tid(10 + (i % 3) as i32)),
+                comm: format!("t{i}"),
+                intervals: ivs.into(),
+            });
+        }
+        let mut tl = Timeline::default();
+        tl.end = Ts(3000 * scale);
+        tl.threads = threads;
+        tl
+    }
+
+    /// (wakeups, sleep or waker-preempted ns, max ns) by pair or process.
+    type Sums<K> = BTreeMap<K, (u64, u64, u64)>;
+
+    /// What [`direct`] finds.
+    struct Direct {
+        /// Pairs with time: (wakeups, ns, max).
+        pairs: Sums<(Tid, Tid)>,
+        /// Wakee processes: (wakeups, sleep, ns).
+        procs: Sums<Option<Tid>>,
+        wakeups: u64,
+        /// Waits longer than a u32 of ns.
+        long_waits: usize,
+    }
+
+    /// The definition evaluated directly: every wakeup (a Runnable
+    /// interval, not preempted, after a sleep, woken by another task), the
+    /// overlap of its waker's Runnable intervals with the wait (a waker
+    /// resolves to the last thread with its tid).
+    fn direct(tl: &Timeline) -> Direct {
+        let find = |tid: Tid| tl.threads.iter().rposition(|t| t.tid == tid);
+        let overlap = |w: usize, a: u64, b: u64| -> u64 {
+            tl.threads[w]
+                .intervals
+                .iter()
+                .filter(|iv| iv.state == ThreadState::Runnable)
+                .map(|iv| b.min(iv.end_or(tl.end).0).saturating_sub(a.max(iv.ts.0)))
+                .sum()
+        };
+        let (mut pairs, mut procs) = (Sums::new(), Sums::new());
+        let (mut wakeups, mut long_waits) = (0, 0);
+        for t in &tl.threads {
+            for w in t.intervals.windows(2) {
+                let (s, r) = (&w[0], &w[1]);
+                if !matches!(s.state, ThreadState::Sleeping | ThreadState::Blocked)
+                    || r.state != ThreadState::Runnable
+                    || r.preempted
+                {
+                    continue;
+                }
+                let Some(waker) = r.waker.filter(|x| !x.is_idle() && *x != t.tid) else {
+                    continue;
+                };
+                let ns = find(waker).map_or(0, |wi| overlap(wi, s.ts.0, r.ts.0));
+                wakeups += 1;
+                long_waits += usize::from(r.ts.0 - s.ts.0 >= 1 << 32);
+                let p = pairs.entry((waker, t.tid)).or_default();
+                p.0 += 1;
+                p.1 += ns;
+                p.2 = p.2.max(ns);
+                let q = procs.entry(t.tgid).or_default();
+                q.0 += 1;
+                q.1 += r.ts.0 - s.ts.0;
+                q.2 += ns;
+            }
+        }
+        pairs.retain(|_, v| v.1 > 0);
+        Direct {
+            pairs,
+            procs,
+            wakeups,
+            long_waits,
+        }
+    }
+
+    /// Random contiguous timelines: waker_preempted against the definition
+    /// evaluated directly (overlap of each waker's Runnable intervals with
+    /// each wait), per pair, per process and in total; one tid appears
+    /// twice (a reused tid) to cover the per-tid merge.
+    #[test]
+    fn waker_preempted_equals_direct_overlap() {
+        let mut rng = Rng(0x1234_5678_9abc_def1);
+        let (mut long_waits, mut with_time) = (0, 0);
+        for case in 0..40 {
+            let tl = random_timeline(&mut rng, case);
+            let trace = Trace::new("test", schedscope_trace::TraceFormat::FtraceText);
+            let got = waker_preempted(&trace, &tl);
+            // Any chunking of the wakee threads gives the same report.
+            for chunk in [1, 50, 120] {
+                let other = waker_preempted_chunked(&trace, &tl, chunk);
+                assert_eq!(
+                    serde_json::to_string(&other).ok(),
+                    serde_json::to_string(&got).ok(),
+                    "case {case} chunk {chunk}"
+                );
+            }
+            let Direct {
+                pairs,
+                procs,
+                wakeups,
+                long_waits: long,
+            } = direct(&tl);
+            long_waits += long;
+            with_time += usize::from(!pairs.is_empty());
+            assert_eq!(got.wakeups, wakeups, "case {case}");
+            assert_eq!(
+                got.total_ns,
+                pairs.values().map(|v| v.1).sum::<u64>(),
+                "case {case}"
+            );
+            let got_pairs: Sums<(Tid, Tid)> = got
+                .pairs
+                .iter()
+                .map(|p| {
+                    (
+                        (p.waker, p.wakee),
+                        (p.wakeups, p.waker_preempted_ns, p.max_ns),
+                    )
+                })
+                .collect();
+            assert_eq!(
+                got_pairs.len(),
+                got.pairs.len(),
+                "case {case}: duplicate pairs"
+            );
+            assert_eq!(got_pairs, pairs, "case {case}");
+            let got_procs: Sums<Option<Tid>> = got
+                .processes
+                .iter()
+                .map(|p| (p.tgid, (p.wakeups, p.sleep_ns, p.waker_preempted_ns)))
+                .collect();
+            assert_eq!(got_procs, procs, "case {case}");
+            // Largest first, ties by tids.
+            assert!(got.pairs.windows(2).all(|w| {
+                (Reverse(w[0].waker_preempted_ns), w[0].waker, w[0].wakee)
+                    < (Reverse(w[1].waker_preempted_ns), w[1].waker, w[1].wakee)
+            }));
+        }
+        // The generator reached the cases it is meant to cover.
+        assert!(long_waits > 0 && with_time > 30, "{long_waits} {with_time}");
+    }
+}

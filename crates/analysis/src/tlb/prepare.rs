@@ -1,0 +1,116 @@
+//! The part of the section that does not read the timeline: the pass over
+//! the events (`requests`) and the symbolization of every distinct
+//! callsite, function and (stack, process), each once.
+
+use super::report::{IpiClass, NO_CALLBACK};
+use super::senders::Tgids;
+use super::{fired, recorded, requests, EVENTS};
+use crate::{AnalysisError, Context};
+use schedscope_trace::hash::FxMap;
+use schedscope_trace::symbols::{chain_locations, Location, SymbolTable};
+use schedscope_trace::{StackId, Sym, Tid};
+use std::collections::HashSet;
+
+/// What [`prepare`] computes for [`finish`].
+pub(crate) struct Prepared<'a> {
+    pub(super) has_ipi: bool,
+    pub(super) has_csd: bool,
+    pub(super) scan: requests::Scan,
+    pub(super) tgids: Tgids<'a>,
+    pub(super) req_stack_pid: Vec<Option<Tid>>,
+    pub(super) syms: SymbolTable,
+    pub(super) func_class: FxMap<Sym, (IpiClass, bool)>,
+}
+
+/// The part of [`analyze`] that does not read the timeline (most of its
+/// time: the pass over the events and the symbolization), so that it can
+/// run while the timeline is built; `ctx.timeline` is not read.
+pub(crate) fn prepare<'a>(ctx: &Context<'a>) -> Result<Prepared<'a>, AnalysisError> {
+    let trace = ctx.trace;
+    if !EVENTS.iter().any(|n| recorded(ctx, n)) {
+        return Err(AnalysisError::missing("tlb", EVENTS));
+    }
+    let ipi_events = &EVENTS[..5];
+    // IPI mode when any csd/ipi event fired; otherwise count shootdowns from
+    // tlb_flush "remote IPI send" when that fired.
+    let has_ipi = ipi_events.iter().any(|n| fired(ctx, n)) || !fired(ctx, "tlb:tlb_flush");
+    let has_csd = recorded(ctx, "csd:csd_queue_cpu");
+    let scan = requests::scan(trace, has_csd);
+
+    // Symbolize every distinct callsite, function and (stack, process) once.
+    let mut tgids = Tgids::new(&trace.tasks);
+    // A stack's process matters only when it has user frames.
+    let mut has_user: FxMap<StackId, bool> = FxMap::default();
+    let mut stack_pid = |id: StackId, tid: Tid| -> Option<Tid> {
+        let user = *has_user.entry(id).or_insert_with(|| {
+            trace
+                .stack(id)
+                .is_some_and(|st| chain_locations(st, None).iter().any(|l| l.user))
+        });
+        if user {
+            tgids.pid_of(tid)
+        } else {
+            None
+        }
+    };
+    let mut distinct_syms: FxMap<Sym, ()> = FxMap::default();
+    let mut distinct_stacks: HashSet<(StackId, Option<Tid>)> = HashSet::new();
+    let mut req_stack_pid: Vec<Option<Tid>> = Vec::with_capacity(scan.requests.len());
+    for r in &scan.requests {
+        distinct_syms.insert(r.callsite, ());
+        distinct_syms.insert(r.func, ());
+        let pid = if r.stack.is_some() {
+            let pid = stack_pid(r.stack, r.tid);
+            distinct_stacks.insert((r.stack, pid));
+            pid
+        } else {
+            None
+        };
+        req_stack_pid.push(pid);
+    }
+    let mut locs: Vec<Location> = distinct_syms.keys().map(|&s| Location::kernel(s)).collect();
+    for &(id, pid) in &distinct_stacks {
+        if let Some(st) = trace.stack(id) {
+            locs.extend(chain_locations(st, pid));
+        }
+    }
+    let syms = SymbolTable::build(trace, locs);
+    // Per distinct function: its class, or `None` for the generic callback
+    // of a hardware IPI that only restates a csd request.
+    let func_class: FxMap<Sym, (IpiClass, bool)> = distinct_syms
+        .keys()
+        .map(|&s| {
+            let name = func_name(&syms, s);
+            let generic = name
+                .as_deref()
+                .is_some_and(|n| n.starts_with("generic_smp_call_function"));
+            (s, (IpiClass::of_function(name.as_deref()), generic))
+        })
+        .collect();
+    Ok(Prepared {
+        has_ipi,
+        has_csd,
+        scan,
+        tgids,
+        req_stack_pid,
+        syms,
+        func_class,
+    })
+}
+
+/// Display name of a request's function (`(none)` for a NULL callback).
+pub(super) fn callback_name(syms: &SymbolTable, func: Sym) -> String {
+    func_name(syms, func).unwrap_or_else(|| NO_CALLBACK.to_string())
+}
+
+/// The function a request asks for, `None` for a NULL callback.
+fn func_name(syms: &SymbolTable, func: Sym) -> Option<String> {
+    if func.addr() == Some(0) {
+        return None;
+    }
+    let r = syms.get(Location::kernel(func));
+    if !r.is_symbolized() && r.addr == 0 {
+        return None;
+    }
+    Some(r.function())
+}
