@@ -253,14 +253,10 @@ pub fn intervals(def: &GangDef, timeline: &Timeline, trace: &Trace) -> Vec<GangI
     out
 }
 
-fn sweep(
-    def: &GangDef,
-    timeline: &Timeline,
-    trace: &Trace,
-    mut out: Option<&mut Vec<GangInterval>>,
-) -> Gang {
-    let n = def.members.len();
-    // Transitions (ts, member, class), from the members' contiguous intervals.
+/// The members' transitions (ts, member, class), in time order, from their
+/// contiguous intervals: a member is Idle from its birth (or the trace
+/// start) to its first interval and Gone after its last and in any gap.
+fn transitions(def: &GangDef, timeline: &Timeline, trace: &Trace) -> Vec<(Ts, u32, Cls)> {
     let mut tr: Vec<(Ts, u32, Cls)> = Vec::new();
     for (m, tid) in def.members.iter().enumerate() {
         let Some(t) = timeline.thread(*tid) else {
@@ -288,21 +284,22 @@ fn sweep(
         }
     }
     tr.sort_by_key(|&(ts, m, _)| (ts, m));
+    tr
+}
 
-    let mut state = vec![Cls::Gone; n];
-    let (mut running, mut active, mut alive) = (0usize, 0usize, 0usize);
-    let mut running_set: Vec<usize> = Vec::new();
-    let mut hist = vec![0u64; n + 1];
-    let mut both = vec![0u64; n * n];
-    let mut member_run = vec![0u64; n];
-    let (mut any, mut all, mut frag) = (0u64, 0u64, 0u64);
-    let (mut demand, mut demand_met) = (0u64, 0u64);
-    // Current fragmented episode: start and who waited.
-    let mut ep: Option<(Ts, Vec<bool>)> = None;
-    // Min-heap of (duration, earlier start wins ties, who waited).
-    type Kept = Reverse<(u64, Reverse<u64>, Vec<Tid>)>;
-    let mut heap: BinaryHeap<Kept> = BinaryHeap::new();
-    let mut close_episode = |ep: &mut Option<(Ts, Vec<bool>)>, at: Ts| {
+/// The [`EPISODES_KEPT`] longest fragmented episodes: a min-heap of
+/// (duration, earlier start wins ties, who waited).
+#[derive(Default)]
+struct TopEpisodes(BinaryHeap<Reverse<Kept>>);
+
+/// A kept episode: (duration, start (reversed: earlier wins ties), who waited).
+type Kept = (u64, Reverse<u64>, Vec<Tid>);
+
+impl TopEpisodes {
+    /// Close the open episode `ep` (if any) at `at`, keeping it if it is
+    /// among the longest.
+    fn close(&mut self, ep: &mut Option<(Ts, Vec<bool>)>, at: Ts, def: &GangDef) {
+        let heap = &mut self.0;
         if let Some((start, waited)) = ep.take() {
             let dur = at.0.saturating_sub(start.0);
             if dur == 0 {
@@ -325,7 +322,65 @@ fn sweep(
                 }
             }
         }
-    };
+    }
+
+    /// The kept episodes, longest first (earlier first among equals).
+    fn into_sorted(self) -> Vec<Episode> {
+        let mut episodes: Vec<Episode> = self
+            .0
+            .into_iter()
+            .map(|Reverse((d, Reverse(s), who))| Episode {
+                start_ns: s,
+                duration_ns: d,
+                waiting: who,
+            })
+            .collect();
+        episodes.sort_by_key(|e| (Reverse(e.duration_ns), e.start_ns));
+        episodes
+    }
+}
+
+/// Pairwise co-run: for members a and b, the time both ran over the time
+/// either ran (`both` holds the first, upper triangle, row-major).
+fn pair_corun(member_run: &[u64], both: &[u64]) -> Vec<Vec<f64>> {
+    let n = member_run.len();
+    let mut pair = vec![vec![0.0; n]; n];
+    for a in 0..n {
+        for b in 0..n {
+            let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+            let together = if a == b {
+                member_run[a]
+            } else {
+                both[lo * n + hi]
+            };
+            let either = member_run[a] + member_run[b] - together;
+            pair[a][b] = ratio(together, either);
+        }
+    }
+    pair
+}
+
+fn sweep(
+    def: &GangDef,
+    timeline: &Timeline,
+    trace: &Trace,
+    mut out: Option<&mut Vec<GangInterval>>,
+) -> Gang {
+    let n = def.members.len();
+    let tr = transitions(def, timeline, trace);
+
+    let mut state = vec![Cls::Gone; n];
+    let (mut running, mut active, mut alive) = (0usize, 0usize, 0usize);
+    let mut running_set: Vec<usize> = Vec::new();
+    let mut hist = vec![0u64; n + 1];
+    let mut both = vec![0u64; n * n];
+    let mut member_run = vec![0u64; n];
+    let (mut any, mut all, mut frag) = (0u64, 0u64, 0u64);
+    let (mut demand, mut demand_met) = (0u64, 0u64);
+    // Current fragmented episode: start and who waited.
+    let mut ep: Option<(Ts, Vec<bool>)> = None;
+    let mut top = TopEpisodes::default();
+    let mut close_episode = |ep: &mut Option<(Ts, Vec<bool>)>, at: Ts| top.close(ep, at, def);
 
     let mut prev = tr.first().map(|t| t.0).unwrap_or(timeline.start);
     let mut i = 0;
@@ -431,29 +486,8 @@ fn sweep(
         prev = ts;
     }
 
-    let mut episodes: Vec<Episode> = heap
-        .into_iter()
-        .map(|Reverse((d, Reverse(s), who))| Episode {
-            start_ns: s,
-            duration_ns: d,
-            waiting: who,
-        })
-        .collect();
-    episodes.sort_by_key(|e| (Reverse(e.duration_ns), e.start_ns));
-
-    let mut pair = vec![vec![0.0; n]; n];
-    for a in 0..n {
-        for b in 0..n {
-            let (lo, hi) = if a < b { (a, b) } else { (b, a) };
-            let together = if a == b {
-                member_run[a]
-            } else {
-                both[lo * n + hi]
-            };
-            let either = member_run[a] + member_run[b] - together;
-            pair[a][b] = ratio(together, either);
-        }
-    }
+    let episodes = top.into_sorted();
+    let pair = pair_corun(&member_run, &both);
     Gang {
         name: def.name.clone(),
         kind: def.kind,
