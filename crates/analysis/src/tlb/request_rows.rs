@@ -11,10 +11,10 @@ use schedscope_trace::{Cpu, Tid, Ts};
 /// One logical IPI request, as the section counts it (for per-request
 /// exports such as the Parquet `ipi_request` table; never part of the
 /// report JSON). Hardware IPIs that only restate a csd request are not
-/// requests (see [`TlbReport::unmatched_ipis`]), so the rows of a class
-/// number [`ClassReport::count`], and their delivery and handler times are
-/// exactly the samples behind [`ClassReport::delivery`] and
-/// [`ClassReport::handler`].
+/// requests (see [`TlbReport::unmatched_ipis`](super::TlbReport::unmatched_ipis)), so the rows of a class
+/// number [`ClassReport::count`](super::ClassReport::count), and their delivery and handler times are
+/// exactly the samples behind [`ClassReport::delivery`](super::ClassReport::delivery) and
+/// [`ClassReport::handler`](super::ClassReport::handler).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RequestRow {
     /// When the first queue/send event happened.
@@ -27,7 +27,7 @@ pub struct RequestRow {
     pub class: IpiClass,
     /// Where it was queued/sent from (symbolized).
     pub callsite: String,
-    /// The function the targets run ([`NO_CALLBACK`] for none).
+    /// The function the targets run ([`NO_CALLBACK`](super::NO_CALLBACK) for none).
     pub function: String,
     /// Target CPUs.
     pub targets: Vec<u32>,

@@ -10,7 +10,7 @@ use std::io::{self, Read, Seek, Write};
 /// `None`/empty fields are left out of the file.
 #[derive(Clone, Debug, Default)]
 pub struct Features {
-    /// HEADER_TRACING_DATA bytes (see [`TracingData::to_bytes`]).
+    /// HEADER_TRACING_DATA bytes (see [`TracingData::to_bytes`](super::TracingData::to_bytes)).
     pub tracing_data: Option<Vec<u8>>,
     /// A smaller HEADER_TRACING_DATA (e.g. without kallsyms) used instead of
     /// `tracing_data` when, after a write error, the full sections do not fit.
