@@ -469,22 +469,17 @@ fn perf_data_untyped_fields_are_kept_only_when_asked_but_stat_runtime_s() {
     let d = perf_data(SWITCH_FORMAT, &[1], &rt);
     let plain = load_bytes("rt.data", &d).unwrap();
     // Unasked, sched_stat_runtime keeps pid and runtime (the timeline's
-    // lost-event repair reads them), nothing more.
-    let kept: Vec<Vec<(&str, &str)>> = plain
+    // lost-event repair reads them), typed, nothing more.
+    let kept: Vec<(i32, u64)> = plain
         .events
         .iter()
         .filter_map(|e| match e.data {
-            EventData::Other(Some(r)) => Some(plain.raw_args.get(r).collect()),
+            EventData::StatRuntime { pid, runtime } => Some((pid.0, runtime)),
             _ => None,
         })
         .collect();
-    assert_eq!(
-        kept,
-        [
-            [("pid", "42"), ("runtime", "1500000")],
-            [("pid", "7"), ("runtime", "12")]
-        ]
-    );
+    assert_eq!(kept, [(42, 1_500_000), (7, 12)]);
+    assert!(plain.raw_args.is_empty(), "no raw fields unasked");
     let opts = LoadOptions {
         raw_fields: true,
         ..LoadOptions::default()
