@@ -46,6 +46,8 @@ use assemble::Builder;
 use lines::{parse_chunk, ChunkOut};
 use prefix::Style;
 use rayon::prelude::*;
+#[cfg(doc)]
+use schedscope_trace::EventData;
 use schedscope_trace::{Severity, Trace, TraceFormat};
 use systrace::systrace_html;
 
