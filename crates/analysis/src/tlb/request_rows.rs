@@ -4,6 +4,8 @@
 use super::finish::classify;
 use super::prepare::{callback_name, prepare};
 use super::report::IpiClass;
+#[cfg(doc)]
+use super::report::{ClassReport, TlbReport, NO_CALLBACK};
 use crate::{AnalysisError, Context};
 use schedscope_trace::symbols::Location;
 use schedscope_trace::{Cpu, Tid, Ts};

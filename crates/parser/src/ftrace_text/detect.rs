@@ -2,6 +2,7 @@
 //! report, perf script) a file is, from its first lines, and the error for
 //! text that is none of them.
 
+use super::lines::is_cpus_header;
 use super::prefix::{self, Style};
 use crate::ParseError;
 use schedscope_trace::TraceFormat;
@@ -139,11 +140,6 @@ pub fn describe_not_trace(data: &[u8]) -> String {
         ),
         None => "text that is not a trace: no ftrace, trace-cmd or perf script event line in the first 1000 lines".into(),
     }
-}
-
-/// `cpus=N` (trace-cmd report header).
-pub(super) fn is_cpus_header(line: &str) -> Option<u32> {
-    line.strip_prefix("cpus=")?.trim().parse().ok()
 }
 
 /// trace-cmd's plugin forms of sched_switch / sched_wakeup bodies.

@@ -23,9 +23,9 @@
 //!
 //! Files by responsibility: `detect` (which dialect, from the first lines),
 //! `systrace` (the text inside a systrace HTML page), `lines` (one chunk's
-//! lines into records: `prefix` for the task/CPU/time/event columns,
-//! `body` for the typed event fields, `other_lines` for headers, loss
-//! markers and call-chain frames), `assemble` (the records folded into the
+//! lines into records, and its headers, loss markers and call-chain
+//! frames: `prefix` for the task/CPU/time/event columns, `body` for the
+//! typed event fields), `assemble` (the records folded into the
 //! trace), `states` and `shifted` (prev_states the text prints in other
 //! forms than the kernel's letters), `raw` (untyped events' fields).
 
@@ -33,7 +33,6 @@ mod assemble;
 mod body;
 mod detect;
 mod lines;
-mod other_lines;
 mod prefix;
 mod raw;
 mod shifted;
@@ -47,6 +46,8 @@ use assemble::Builder;
 use lines::{parse_chunk, ChunkOut};
 use prefix::Style;
 use rayon::prelude::*;
+#[cfg(doc)]
+use schedscope_trace::EventData;
 use schedscope_trace::{Severity, Trace, TraceFormat};
 use systrace::systrace_html;
 

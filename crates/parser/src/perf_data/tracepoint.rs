@@ -456,170 +456,216 @@ impl TpDecoder {
         ts: u64,
         local: &mut Local<'a>,
     ) -> Option<EventData> {
-        Some(match &self.kind {
-            Kind::Switch {
-                prev_comm,
-                prev_pid,
-                prev_prio,
-                prev_state,
-                next_comm,
-                next_pid,
-                next_prio,
-                states,
-            } => {
-                let state = uint(prev_state, raw)?;
-                let prev_tid = Tid(int(prev_pid, raw)? as i32);
-                let next_tid = Tid(int(next_pid, raw)? as i32);
-                let pc = local.comm(prev_comm, raw, prev_tid, ts)?;
-                let nc = local.comm(next_comm, raw, next_tid, ts)?;
-                EventData::Switch {
-                    prev_tid,
-                    prev_prio: int(prev_prio, raw)? as i32,
-                    prev_state: states.decode(state),
-                    prev_comm: pc,
-                    next_tid,
-                    next_prio: int(next_prio, raw)? as i32,
-                    next_comm: nc,
-                }
-            }
-            Kind::Wakeup {
-                kind,
-                comm,
-                pid,
-                prio,
-                target_cpu,
-            } => {
-                let tid = Tid(int(pid, raw)? as i32);
-                EventData::Wakeup {
-                    kind: *kind,
-                    tid,
-                    comm: local.comm(comm, raw, tid, ts)?,
-                    prio: int(prio, raw)? as i32,
-                    target_cpu: cpu(target_cpu, raw)?,
-                }
-            }
-            Kind::Migrate {
-                comm,
-                pid,
-                orig_cpu,
-                dest_cpu,
-            } => {
-                let tid = Tid(int(pid, raw)? as i32);
-                EventData::Migrate {
-                    tid,
-                    comm: local.comm(comm, raw, tid, ts)?,
-                    orig_cpu: cpu(orig_cpu, raw)?,
-                    dest_cpu: cpu(dest_cpu, raw)?,
-                }
-            }
-            Kind::Fork {
-                parent_pid,
-                child_comm,
-                child_pid,
-            } => {
-                let child_tid = Tid(int(child_pid, raw)? as i32);
-                EventData::Fork {
-                    parent_tid: Tid(int(parent_pid, raw)? as i32),
-                    child_tid,
-                    child_comm: local.comm(child_comm, raw, child_tid, ts)?,
-                }
-            }
-            Kind::Exit { comm, pid } => {
-                let tid = Tid(int(pid, raw)? as i32);
-                EventData::Exit {
-                    tid,
-                    comm: local.comm(comm, raw, tid, ts)?,
-                }
-            }
-            Kind::Exec { filename, pid } => EventData::Exec {
-                tid: Tid(int(pid, raw)? as i32),
-                filename: local.intern(filename.read_str(raw)?),
-            },
-            Kind::KvmExit {
-                exit_reason,
-                isa,
-                vcpu_id,
-                guest_rip,
-            } => EventData::KvmExit {
-                exit_reason: uint(exit_reason, raw)? as u32,
-                isa: KvmIsa::from_raw(isa.and_then(|f| uint(&f, raw)).unwrap_or(1) as u32),
-                vcpu_id: vcpu_id.and_then(|f| uint(&f, raw)).map(|v| v as u32),
-                guest_rip: guest_rip.and_then(|f| uint(&f, raw)).unwrap_or(0),
-            },
-            Kind::KvmEntry { vcpu_id } => EventData::KvmEntry {
-                vcpu_id: vcpu_id.and_then(|f| uint(&f, raw)).map(|v| v as u32),
-            },
-            Kind::IpiSendCpu {
-                cpu: c,
-                callsite,
-                callback,
-            } => EventData::IpiSendCpu {
-                cpu: cpu(c, raw)?,
-                callsite: Sym::from_addr(uint(callsite, raw)?),
-                callback: Sym::from_addr(uint(callback, raw)?),
-            },
-            Kind::IpiSendCpumask {
-                mask,
-                callsite,
-                callback,
-            } => EventData::IpiSendCpumask {
-                mask: local.mask(mask, raw)?,
-                callsite: Sym::from_addr(uint(callsite, raw)?),
-                callback: Sym::from_addr(uint(callback, raw)?),
-            },
-            Kind::IpiRaise { mask, reason } => {
-                let addr = uint(reason, raw)?;
-                EventData::IpiRaise {
-                    mask: local.mask(mask, raw)?,
-                    reason: local.printk(addr),
-                }
-            }
-            Kind::TlbFlush { reason, pages } => EventData::TlbFlush {
-                reason: int(reason, raw)? as i32,
-                pages: int(pages, raw)?,
-            },
-            Kind::CsdQueue {
-                cpu: c,
-                callsite,
-                func,
-                csd,
-            } => EventData::CsdQueue {
-                cpu: cpu(c, raw)?,
-                callsite: Sym::from_addr(uint(callsite, raw)?),
-                func: Sym::from_addr(uint(func, raw)?),
-                csd: uint(csd, raw)?,
-            },
-            Kind::CsdFn { entry, func, csd } => {
-                let func = Sym::from_addr(uint(func, raw)?);
-                let csd = uint(csd, raw)?;
-                if *entry {
-                    EventData::CsdFunctionEntry { func, csd }
-                } else {
-                    EventData::CsdFunctionExit { func, csd }
-                }
-            }
-            Kind::CpuIdle { state, cpu_id } => EventData::CpuIdle {
-                state: uint(state, raw)? as u32,
-                cpu_id: cpu(cpu_id, raw)?,
-            },
-            Kind::Softirq { vec, phase } => EventData::Softirq {
-                vec: uint(vec, raw)? as u32,
-                phase: *phase,
-            },
-            Kind::WakeIdle { cpu: c } => EventData::WakeIdleNoIpi { cpu: cpu(c, raw)? },
-            Kind::IrqVector { vector, entry } => EventData::IrqVector {
-                vector: int(vector, raw)? as i32,
-                entry: *entry,
-            },
-            Kind::Other { fields } => keep_raw(fields, raw, local),
-            Kind::StatRuntime {
-                typed: Some((pid, runtime)),
-                ..
-            } if !local.raw_fields => EventData::StatRuntime {
-                pid: Tid(int(pid, raw)? as i32),
-                runtime: uint(runtime, raw)?,
-            },
-            Kind::StatRuntime { fields, .. } => keep_stat_runtime(fields, raw, local),
-        })
+        // Every kind is named here, so that a new one is routed.
+        match &self.kind {
+            k @ (Kind::Switch { .. }
+            | Kind::Wakeup { .. }
+            | Kind::Migrate { .. }
+            | Kind::Fork { .. }
+            | Kind::Exit { .. }
+            | Kind::Exec { .. }) => decode_task(k, raw, ts, local),
+            k @ (Kind::KvmExit { .. }
+            | Kind::KvmEntry { .. }
+            | Kind::IpiSendCpu { .. }
+            | Kind::IpiSendCpumask { .. }
+            | Kind::IpiRaise { .. }
+            | Kind::TlbFlush { .. }
+            | Kind::CsdQueue { .. }
+            | Kind::CsdFn { .. }
+            | Kind::CpuIdle { .. }
+            | Kind::Softirq { .. }
+            | Kind::WakeIdle { .. }
+            | Kind::IrqVector { .. }
+            | Kind::Other { .. }
+            | Kind::StatRuntime { .. }) => decode_cpu(k, raw, local),
+        }
     }
+}
+
+/// [`TpDecoder::decode`] of the scheduler's events, which name tasks
+/// (their comms are tracked by tid at `ts`).
+#[inline(always)]
+fn decode_task<'a>(
+    kind: &Kind,
+    raw: &'a [u8],
+    ts: u64,
+    local: &mut Local<'a>,
+) -> Option<EventData> {
+    Some(match kind {
+        Kind::Switch {
+            prev_comm,
+            prev_pid,
+            prev_prio,
+            prev_state,
+            next_comm,
+            next_pid,
+            next_prio,
+            states,
+        } => {
+            let state = uint(prev_state, raw)?;
+            let prev_tid = Tid(int(prev_pid, raw)? as i32);
+            let next_tid = Tid(int(next_pid, raw)? as i32);
+            let pc = local.comm(prev_comm, raw, prev_tid, ts)?;
+            let nc = local.comm(next_comm, raw, next_tid, ts)?;
+            EventData::Switch {
+                prev_tid,
+                prev_prio: int(prev_prio, raw)? as i32,
+                prev_state: states.decode(state),
+                prev_comm: pc,
+                next_tid,
+                next_prio: int(next_prio, raw)? as i32,
+                next_comm: nc,
+            }
+        }
+        Kind::Wakeup {
+            kind,
+            comm,
+            pid,
+            prio,
+            target_cpu,
+        } => {
+            let tid = Tid(int(pid, raw)? as i32);
+            EventData::Wakeup {
+                kind: *kind,
+                tid,
+                comm: local.comm(comm, raw, tid, ts)?,
+                prio: int(prio, raw)? as i32,
+                target_cpu: cpu(target_cpu, raw)?,
+            }
+        }
+        Kind::Migrate {
+            comm,
+            pid,
+            orig_cpu,
+            dest_cpu,
+        } => {
+            let tid = Tid(int(pid, raw)? as i32);
+            EventData::Migrate {
+                tid,
+                comm: local.comm(comm, raw, tid, ts)?,
+                orig_cpu: cpu(orig_cpu, raw)?,
+                dest_cpu: cpu(dest_cpu, raw)?,
+            }
+        }
+        Kind::Fork {
+            parent_pid,
+            child_comm,
+            child_pid,
+        } => {
+            let child_tid = Tid(int(child_pid, raw)? as i32);
+            EventData::Fork {
+                parent_tid: Tid(int(parent_pid, raw)? as i32),
+                child_tid,
+                child_comm: local.comm(child_comm, raw, child_tid, ts)?,
+            }
+        }
+        Kind::Exit { comm, pid } => {
+            let tid = Tid(int(pid, raw)? as i32);
+            EventData::Exit {
+                tid,
+                comm: local.comm(comm, raw, tid, ts)?,
+            }
+        }
+        Kind::Exec { filename, pid } => EventData::Exec {
+            tid: Tid(int(pid, raw)? as i32),
+            filename: local.intern(filename.read_str(raw)?),
+        },
+        // (the other kinds are decode_cpu's)
+        _ => return None,
+    })
+}
+
+/// [`TpDecoder::decode`] of the events that name no task: KVM, IPIs, csd,
+/// TLB flushes, idle, IRQs, and the untyped ones.
+#[inline(always)]
+fn decode_cpu<'a>(kind: &Kind, raw: &'a [u8], local: &mut Local<'a>) -> Option<EventData> {
+    Some(match kind {
+        Kind::KvmExit {
+            exit_reason,
+            isa,
+            vcpu_id,
+            guest_rip,
+        } => EventData::KvmExit {
+            exit_reason: uint(exit_reason, raw)? as u32,
+            isa: KvmIsa::from_raw(isa.and_then(|f| uint(&f, raw)).unwrap_or(1) as u32),
+            vcpu_id: vcpu_id.and_then(|f| uint(&f, raw)).map(|v| v as u32),
+            guest_rip: guest_rip.and_then(|f| uint(&f, raw)).unwrap_or(0),
+        },
+        Kind::KvmEntry { vcpu_id } => EventData::KvmEntry {
+            vcpu_id: vcpu_id.and_then(|f| uint(&f, raw)).map(|v| v as u32),
+        },
+        Kind::IpiSendCpu {
+            cpu: c,
+            callsite,
+            callback,
+        } => EventData::IpiSendCpu {
+            cpu: cpu(c, raw)?,
+            callsite: Sym::from_addr(uint(callsite, raw)?),
+            callback: Sym::from_addr(uint(callback, raw)?),
+        },
+        Kind::IpiSendCpumask {
+            mask,
+            callsite,
+            callback,
+        } => EventData::IpiSendCpumask {
+            mask: local.mask(mask, raw)?,
+            callsite: Sym::from_addr(uint(callsite, raw)?),
+            callback: Sym::from_addr(uint(callback, raw)?),
+        },
+        Kind::IpiRaise { mask, reason } => {
+            let addr = uint(reason, raw)?;
+            EventData::IpiRaise {
+                mask: local.mask(mask, raw)?,
+                reason: local.printk(addr),
+            }
+        }
+        Kind::TlbFlush { reason, pages } => EventData::TlbFlush {
+            reason: int(reason, raw)? as i32,
+            pages: int(pages, raw)?,
+        },
+        Kind::CsdQueue {
+            cpu: c,
+            callsite,
+            func,
+            csd,
+        } => EventData::CsdQueue {
+            cpu: cpu(c, raw)?,
+            callsite: Sym::from_addr(uint(callsite, raw)?),
+            func: Sym::from_addr(uint(func, raw)?),
+            csd: uint(csd, raw)?,
+        },
+        Kind::CsdFn { entry, func, csd } => {
+            let func = Sym::from_addr(uint(func, raw)?);
+            let csd = uint(csd, raw)?;
+            if *entry {
+                EventData::CsdFunctionEntry { func, csd }
+            } else {
+                EventData::CsdFunctionExit { func, csd }
+            }
+        }
+        Kind::CpuIdle { state, cpu_id } => EventData::CpuIdle {
+            state: uint(state, raw)? as u32,
+            cpu_id: cpu(cpu_id, raw)?,
+        },
+        Kind::Softirq { vec, phase } => EventData::Softirq {
+            vec: uint(vec, raw)? as u32,
+            phase: *phase,
+        },
+        Kind::WakeIdle { cpu: c } => EventData::WakeIdleNoIpi { cpu: cpu(c, raw)? },
+        Kind::IrqVector { vector, entry } => EventData::IrqVector {
+            vector: int(vector, raw)? as i32,
+            entry: *entry,
+        },
+        Kind::Other { fields } => keep_raw(fields, raw, local),
+        Kind::StatRuntime {
+            typed: Some((pid, runtime)),
+            ..
+        } if !local.raw_fields => EventData::StatRuntime {
+            pid: Tid(int(pid, raw)? as i32),
+            runtime: uint(runtime, raw)?,
+        },
+        Kind::StatRuntime { fields, .. } => keep_stat_runtime(fields, raw, local),
+        // (the scheduler's kinds are decode_task's)
+        _ => return None,
+    })
 }

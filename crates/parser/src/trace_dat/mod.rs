@@ -200,7 +200,7 @@ impl<'m> RingDecoder<'m> {
     }
 
     /// One raw event of CPU `cpu` at ring time `ts`, found at `at`.
-    #[inline]
+    #[inline(always)]
     fn event(&mut self, trace: &mut Trace, cpu: Cpu, ts: u64, payload: &'m [u8], at: Where) {
         let meta = self.meta;
         let Some(ct) = payload.get(..2).map(|b| u16::from_le_bytes([b[0], b[1]])) else {

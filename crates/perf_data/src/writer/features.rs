@@ -1,6 +1,8 @@
 //! The feature sections [`PerfDataWriter::finish`] writes: what the
 //! caller gives ([`Features`]) and their bytes, in feature-bit order.
 
+#[cfg(doc)]
+use super::TracingData;
 use super::{put32, put64, put_u32, PerfDataWriter};
 use crate::abi::{self, put_string};
 use crate::attr::ATTR_SIZE;

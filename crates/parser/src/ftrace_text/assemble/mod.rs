@@ -201,7 +201,8 @@ impl Builder {
 
     /// One event line into the trace (`frames`: its chunk's call chains,
     /// `base`: the chunk's first line).
-    #[inline]
+    // (inlined: the line record moves once, as in one loop body)
+    #[inline(always)]
     fn push_line(&mut self, l: LineEv<'_>, frames: &[u64], base: u64) {
         let line = base + l.line as u64 + 1;
         let Some(name) = self.name_id(l.event) else {
@@ -237,7 +238,7 @@ impl Builder {
 
     /// The data of an event named `name`: its typed payload, or for an
     /// untyped one its fields when they are kept.
-    #[inline]
+    #[inline(always)]
     fn event_data(
         &mut self,
         name: NameId,

@@ -104,6 +104,7 @@ impl Builder {
 
     /// Intern a payload of the events that name no task (KVM, IPIs, csd,
     /// TLB flushes, idle, IRQs).
+    #[inline(always)]
     fn cpu_payload(&mut self, p: Payload<'_>, line: u64) -> EventData {
         let s = |b: &mut Builder, x: &str| b.trace.strings.intern(x);
         match p {

@@ -1,5 +1,8 @@
 //! Splitting a body into its fields (`key=value` with values that may hold
 //! spaces) and reading numbers, CPUs and code locations from them.
+//!
+//! (The helpers are `#[inline]`: every event's body goes through them,
+//! from the parsers of the sibling modules.)
 
 use super::SymText;
 
@@ -7,6 +10,7 @@ use super::SymText;
 /// the body, each later key is searched after the previous one (preceded by
 /// a space); values run up to the next key, so string values may hold
 /// spaces. Returns the raw values (untrimmed of trailing extras).
+#[inline]
 pub(super) fn fields<'a, const N: usize>(body: &'a str, keys: [&str; N]) -> Option<[&'a str; N]> {
     let mut out = [""; N];
     let mut rest = body.strip_prefix(keys[0])?;
@@ -21,6 +25,7 @@ pub(super) fn fields<'a, const N: usize>(body: &'a str, keys: [&str; N]) -> Opti
 }
 
 /// Position of ` key` in `s` (the space before the key).
+#[inline]
 pub(super) fn find_key(s: &str, key: &str) -> Option<usize> {
     let mut from = 0;
     while let Some(i) = s[from..].find(key) {
@@ -34,6 +39,7 @@ pub(super) fn find_key(s: &str, key: &str) -> Option<usize> {
 }
 
 /// The first space-separated token of `s`, parsed.
+#[inline]
 pub(super) fn num<T: std::str::FromStr>(s: &str) -> Option<T> {
     first(s).parse().ok()
 }
@@ -44,16 +50,19 @@ pub(super) fn num<T: std::str::FromStr>(s: &str) -> Option<T> {
 pub(crate) const MAX_CPU: u32 = 65_535;
 
 /// A CPU number field.
+#[inline]
 pub(super) fn cpu_num(s: &str) -> Option<u32> {
     num::<u32>(s).filter(|&c| c <= MAX_CPU)
 }
 
+#[inline]
 pub(super) fn first(s: &str) -> &str {
     let s = s.trim_start();
     s.split([' ', ',']).next().unwrap_or("")
 }
 
 /// A hex number with or without `0x`.
+#[inline]
 pub(super) fn hex(s: &str) -> Option<u64> {
     let t = first(s);
     let t = t.strip_prefix("0x").unwrap_or(t);
@@ -61,6 +70,7 @@ pub(super) fn hex(s: &str) -> Option<u64> {
 }
 
 /// `name+0x12/0x40`, `name+0x12`, `name`, `0x0` or a decimal address.
+#[inline]
 pub(super) fn sym(s: &str) -> Option<SymText<'_>> {
     let t = first(s);
     if t.is_empty() {
