@@ -58,7 +58,7 @@ const CHUNK_BYTES: usize = 2 * 1024 * 1024;
 ///
 /// Unparseable lines are skipped and reported in one [`Severity::DataLoss`]
 /// warning with the first offending line number; event bodies that do not
-/// match their event's known form are kept as [`EventData::Other`](schedscope_trace::EventData::Other) (so that
+/// match their event's known form are kept as [`EventData::Other`] (so that
 /// counts per event stay exact) and reported likewise. Lines must be UTF-8;
 /// other lines are counted as unparseable.
 pub fn decode(name: &str, data: &[u8]) -> Result<Trace, ParseError> {
