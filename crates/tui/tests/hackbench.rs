@@ -3,7 +3,8 @@
 //! machine's CPUs) recorded by the test with perf, drawn at zoom 1 into a
 //! TestBackend buffer, every CPU lane cell checked against the timeline's
 //! runs summed by brute force:
-//! * the glyph is the busy fraction in eighths, exactly (`▁`..`█`, never
+//! * the glyph is the busy fraction in eighths, exactly (`▁`..`█`, braille
+//!   dots where repaired runs hold at least half the busy time; never
 //!   the old `▒` "shared" mark that covered every cell of such a trace);
 //! * its colour is that of a process that ran in the cell, and the
 //!   screen shows several colours;
@@ -89,6 +90,40 @@ fn truth(d: &Data, c: usize, a: u64, b: u64) -> (u64, BTreeMap<i32, u64>, BTreeS
     (busy, per, tasks)
 }
 
+/// The glyph of CPU `c`'s cell `[a, b)` holding `busy` ns of runs: the
+/// busy fraction in eighths, dotted where repaired runs hold at least half
+/// the busy time (this VM's CPU 1 loses its switches out of idle).
+fn glyph(d: &Data, c: usize, a: u64, b: u64, busy: u64) -> String {
+    let frac = busy as f64 / (b - a) as f64;
+    let repaired = repaired_in(d, c, a, b);
+    if repaired > 0 && repaired * 2 >= busy {
+        schedscope_tui::draw::dotted(frac).to_string()
+    } else {
+        eighths(frac).to_string()
+    }
+}
+
+/// The busy time in `[a, b)` of CPU `c`'s runs whose switch-in a lost-event
+/// repair placed (the timeline's own repairs, not the lane index).
+fn repaired_in(d: &Data, c: usize, a: u64, b: u64) -> u64 {
+    let end = d.timeline.end.0;
+    d.timeline.cpus[c]
+        .iter()
+        .filter(|r| r.tid.0 != 0)
+        .filter(|r| {
+            d.timeline
+                .repair_at(schedscope_trace::Cpu(c as u32), r.tid, r.ts)
+                .is_some()
+        })
+        .map(|r| {
+            r.end
+                .map_or(end, |e| e.0)
+                .min(b)
+                .saturating_sub(r.ts.0.max(a))
+        })
+        .sum()
+}
+
 /// The screen rows of the CPU lanes: (cpu, y) (not the detail and
 /// status lines at the bottom).
 fn cpu_rows(s: &[String]) -> Vec<(usize, u16)> {
@@ -139,10 +174,11 @@ fn busy_trace_overview_shows_load_and_main_process_at_every_zoom() {
             let (busy, per, tasks) = truth(d, c, a, b);
             let cell = &buf[(8 + i, y)];
             let at = format!("CPU{c} column {i} [{a}, {b})");
+            let repaired = repaired_in(d, c, a, b);
             assert_eq!(
                 cell.symbol(),
-                eighths(busy as f64 / (b - a) as f64),
-                "{at}: busy {busy}"
+                glyph(d, c, a, b, busy),
+                "{at}: busy {busy}, repaired {repaired}"
             );
             if busy == 0 {
                 continue;
@@ -205,7 +241,7 @@ fn busy_trace_overview_shows_load_and_main_process_at_every_zoom() {
             let (_, std::cmp::Reverse(p)) = top.expect("a process");
             let cell = &buf[(8 + i, y)];
             assert_eq!(cell.fg, colour(p), "CPU{c} column {i} [{a}, {b})");
-            assert_eq!(cell.symbol(), eighths(busy as f64 / (b - a) as f64));
+            assert_eq!(cell.symbol(), glyph(d, c, a, b, busy), "CPU{c} column {i}");
             checked += 1;
         }
     }
