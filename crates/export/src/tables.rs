@@ -226,13 +226,7 @@ pub fn events(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<SwitchIns, Expo
         }
         match ev.data {
             EventData::Switch {
-                prev_tid,
-                prev_prio,
-                prev_state,
-                prev_comm,
-                next_tid,
-                next_prio,
-                next_comm,
+                next_tid, next_prio, ..
             } => {
                 if want_slices {
                     let ci = ev.cpu.0 as usize;
@@ -242,96 +236,22 @@ pub fn events(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<SwitchIns, Expo
                     switch_ins[ci].push((ev.ts.0, next_tid.0, next_prio));
                 }
                 if let Some(t) = s.get("sched_switch") {
-                    t.i64("ts", ts)
-                        .i32("cpu", c)
-                        .i32("prev_utid", u.at(prev_tid, ev.ts))
-                        .i32("prev_tid", prev_tid.0)
-                        .str("prev_comm", Some(trace.strings.get(prev_comm)))
-                        .i32("prev_prio", prev_prio)
-                        .str("prev_state", Some(&prev_state.to_text()))
-                        .i32(
-                            "prev_state_raw",
-                            prev_state.bits as i32 | if prev_state.preempted { 0x100 } else { 0 },
-                        )
-                        .i32("next_utid", u.at(next_tid, ev.ts))
-                        .i32("next_tid", next_tid.0)
-                        .str("next_comm", Some(trace.strings.get(next_comm)))
-                        .i32("next_prio", next_prio);
-                    t.end()?;
+                    switch_row(trace, u, t, ev)?;
                 }
             }
-            EventData::Wakeup {
-                kind,
-                tid,
-                comm,
-                prio,
-                target_cpu,
-            } => {
+            EventData::Wakeup { .. } => {
                 if let Some(t) = s.get("sched_wakeup") {
-                    let k = match kind {
-                        WakeKind::Waking => "waking",
-                        WakeKind::Wakeup => "wakeup",
-                        WakeKind::WakeupNew => "wakeup_new",
-                    };
-                    t.i64("ts", ts)
-                        .i32("cpu", c)
-                        .str("kind", Some(k))
-                        .i32("utid", u.at(tid, ev.ts))
-                        .i32("tid", tid.0)
-                        .str("comm", Some(trace.strings.get(comm)))
-                        .i32("prio", prio)
-                        .i32("target_cpu", cpu(target_cpu))
-                        .i32("waker_utid", ut)
-                        .i32("waker_tid", ev.tid.0);
-                    t.end()?;
+                    wakeup_row(trace, u, t, ev, ut)?;
                 }
             }
-            EventData::Migrate {
-                tid,
-                comm,
-                orig_cpu,
-                dest_cpu,
-            } => {
+            EventData::Migrate { .. } => {
                 if let Some(t) = s.get("sched_migrate") {
-                    t.i64("ts", ts)
-                        .i32("cpu", c)
-                        .i32("utid", u.at(tid, ev.ts))
-                        .i32("tid", tid.0)
-                        .str("comm", Some(trace.strings.get(comm)))
-                        .i32("orig_cpu", cpu(orig_cpu))
-                        .i32("dest_cpu", cpu(dest_cpu));
-                    t.end()?;
+                    migrate_row(trace, u, t, ev)?;
                 }
             }
-            EventData::KvmExit {
-                exit_reason,
-                isa,
-                vcpu_id,
-                guest_rip,
-            } => {
+            EventData::KvmExit { .. } => {
                 if let Some(t) = s.get("kvm_exit") {
-                    let isa_s = match isa {
-                        KvmIsa::Vmx => "vmx".to_string(),
-                        KvmIsa::Svm => "svm".to_string(),
-                        KvmIsa::Other(v) => format!("other:{v}"),
-                    };
-                    t.i64("ts", ts)
-                        .i32("cpu", c)
-                        .i32("utid", ut)
-                        .i32("tid", ev.tid.0)
-                        .i64("reason_code", exit_reason as i64)
-                        .str(
-                            "reason_name",
-                            Some(&schedscope_analysis::lhp::exit_reason_name(
-                                isa,
-                                exit_reason,
-                            )),
-                        )
-                        .str("isa", Some(&isa_s))
-                        .bool("is_ple", schedscope_analysis::lhp::is_ple(isa, exit_reason))
-                        .i32("vcpu", vcpu_id.map(|v| v as i32))
-                        .i64("guest_rip", guest_rip as i64);
-                    t.end()?;
+                    kvm_exit_row(t, ev, ut)?;
                 }
             }
             EventData::IpiSendCpu { .. }
@@ -400,6 +320,152 @@ pub fn events(trace: &Trace, u: &Utids, s: &mut Sinks) -> Result<SwitchIns, Expo
         }
     }
     Ok(switch_ins)
+}
+
+/// A `sched_switch` row.
+fn switch_row(
+    trace: &Trace,
+    u: &Utids,
+    t: &mut TableSink,
+    ev: &schedscope_trace::Event,
+) -> Result<(), ExportError> {
+    let EventData::Switch {
+        prev_tid,
+        prev_prio,
+        prev_state,
+        prev_comm,
+        next_tid,
+        next_prio,
+        next_comm,
+    } = ev.data
+    else {
+        return Ok(());
+    };
+    let (ts, c) = (ev.ts.0 as i64, cpu(ev.cpu));
+    t.i64("ts", ts)
+        .i32("cpu", c)
+        .i32("prev_utid", u.at(prev_tid, ev.ts))
+        .i32("prev_tid", prev_tid.0)
+        .str("prev_comm", Some(trace.strings.get(prev_comm)))
+        .i32("prev_prio", prev_prio)
+        .str("prev_state", Some(&prev_state.to_text()))
+        .i32(
+            "prev_state_raw",
+            prev_state.bits as i32 | if prev_state.preempted { 0x100 } else { 0 },
+        )
+        .i32("next_utid", u.at(next_tid, ev.ts))
+        .i32("next_tid", next_tid.0)
+        .str("next_comm", Some(trace.strings.get(next_comm)))
+        .i32("next_prio", next_prio);
+    t.end()?;
+    Ok(())
+}
+
+/// A `sched_wakeup` row (waking, wakeup, wakeup_new).
+fn wakeup_row(
+    trace: &Trace,
+    u: &Utids,
+    t: &mut TableSink,
+    ev: &schedscope_trace::Event,
+    ut: Option<i32>,
+) -> Result<(), ExportError> {
+    let EventData::Wakeup {
+        kind,
+        tid,
+        comm,
+        prio,
+        target_cpu,
+    } = ev.data
+    else {
+        return Ok(());
+    };
+    let (ts, c) = (ev.ts.0 as i64, cpu(ev.cpu));
+    let k = match kind {
+        WakeKind::Waking => "waking",
+        WakeKind::Wakeup => "wakeup",
+        WakeKind::WakeupNew => "wakeup_new",
+    };
+    t.i64("ts", ts)
+        .i32("cpu", c)
+        .str("kind", Some(k))
+        .i32("utid", u.at(tid, ev.ts))
+        .i32("tid", tid.0)
+        .str("comm", Some(trace.strings.get(comm)))
+        .i32("prio", prio)
+        .i32("target_cpu", cpu(target_cpu))
+        .i32("waker_utid", ut)
+        .i32("waker_tid", ev.tid.0);
+    t.end()?;
+    Ok(())
+}
+
+/// A `sched_migrate` row.
+fn migrate_row(
+    trace: &Trace,
+    u: &Utids,
+    t: &mut TableSink,
+    ev: &schedscope_trace::Event,
+) -> Result<(), ExportError> {
+    let EventData::Migrate {
+        tid,
+        comm,
+        orig_cpu,
+        dest_cpu,
+    } = ev.data
+    else {
+        return Ok(());
+    };
+    let (ts, c) = (ev.ts.0 as i64, cpu(ev.cpu));
+    t.i64("ts", ts)
+        .i32("cpu", c)
+        .i32("utid", u.at(tid, ev.ts))
+        .i32("tid", tid.0)
+        .str("comm", Some(trace.strings.get(comm)))
+        .i32("orig_cpu", cpu(orig_cpu))
+        .i32("dest_cpu", cpu(dest_cpu));
+    t.end()?;
+    Ok(())
+}
+
+/// A `kvm_exit` row.
+fn kvm_exit_row(
+    t: &mut TableSink,
+    ev: &schedscope_trace::Event,
+    ut: Option<i32>,
+) -> Result<(), ExportError> {
+    let EventData::KvmExit {
+        exit_reason,
+        isa,
+        vcpu_id,
+        guest_rip,
+    } = ev.data
+    else {
+        return Ok(());
+    };
+    let (ts, c) = (ev.ts.0 as i64, cpu(ev.cpu));
+    let isa_s = match isa {
+        KvmIsa::Vmx => "vmx".to_string(),
+        KvmIsa::Svm => "svm".to_string(),
+        KvmIsa::Other(v) => format!("other:{v}"),
+    };
+    t.i64("ts", ts)
+        .i32("cpu", c)
+        .i32("utid", ut)
+        .i32("tid", ev.tid.0)
+        .i64("reason_code", exit_reason as i64)
+        .str(
+            "reason_name",
+            Some(&schedscope_analysis::lhp::exit_reason_name(
+                isa,
+                exit_reason,
+            )),
+        )
+        .str("isa", Some(&isa_s))
+        .bool("is_ple", schedscope_analysis::lhp::is_ple(isa, exit_reason))
+        .i32("vcpu", vcpu_id.map(|v| v as i32))
+        .i64("guest_rip", guest_rip as i64);
+    t.end()?;
+    Ok(())
 }
 
 /// The rows of an event that has no table of its own: `sched_stat_runtime`
