@@ -93,30 +93,9 @@ fn missing_file_fails_with_the_name() {
     );
 }
 
-/// A tracefs text trace on 2 CPUs whose CPU 1 lost three switch-ins, each
-/// leaving a task switched out of an idle CPU: `a` (101) woken at 100.002 s
-/// (placed by the rule), `b` (102) woken at 100.010 with CPU 1 leaving idle
-/// (`power:cpu_idle` exit) at 100.011 (placed there: cpu_idle), `c` (103)
-/// whose wakeup was lost too, waking `d` from CPU 1 at 100.021 (placed at
-/// that event: task_event). CPU 0 lost nothing.
-const HAND_MADE: &str = "\
-# tracer: nop
-#
-#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION
-#              | |         |   |||||     |         |
-          <idle>-0       [000] d..2.   100.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=x next_pid=200 next_prio=120
-          <idle>-0       [001] d..2.   100.000000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=a next_pid=101 next_prio=120
-               a-101     [001] d..2.   100.001000: sched_switch: prev_comm=a prev_pid=101 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
-               x-200     [000] d..2.   100.002000: sched_wakeup: comm=a pid=101 prio=120 target_cpu=001
-               a-101     [001] d..2.   100.004000: sched_switch: prev_comm=a prev_pid=101 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
-               x-200     [000] d..2.   100.010000: sched_wakeup: comm=b pid=102 prio=120 target_cpu=001
-          <idle>-0       [001] d..2.   100.011000: cpu_idle: state=4294967295 cpu_id=1
-               b-102     [001] d..2.   100.013000: sched_switch: prev_comm=b prev_pid=102 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
-          <idle>-0       [001] d..2.   100.013500: cpu_idle: state=1 cpu_id=1
-               c-103     [001] d..2.   100.021000: sched_waking: comm=d pid=104 prio=120 target_cpu=000
-               c-103     [001] d..2.   100.023000: sched_switch: prev_comm=c prev_pid=103 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
-               x-200     [000] d..2.   100.030000: sched_switch: prev_comm=x prev_pid=200 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
-";
+/// The hand-made trace of `fixtures/repairs/` (its README gives the three
+/// repairs it holds, each known by construction).
+const HAND_MADE: &str = include_str!("../../../fixtures/repairs/hand-made.txt");
 
 /// A fresh temporary directory.
 fn temp_dir(tag: &str) -> PathBuf {

@@ -250,35 +250,9 @@ fn the_detail_line_names_the_repair() {
     }
 }
 
-/// A tracefs text trace on 2 CPUs, CPU 1 losing three switch-ins (its
-/// trace shows it: tasks switched out of CPU 1 while it was idle):
-/// - `a` (101) is woken at 100.002 s onto idle CPU 1 and switched out at
-///   100.004: nothing else places it, the rule does (switched in at its
-///   wakeup, idle since 100.001): [100.002, 100.004];
-/// - `b` (102) is woken at 100.010 and switched out at 100.013, CPU 1
-///   leaving idle (`power:cpu_idle` exit) at 100.011: placed there,
-///   [100.011, 100.013];
-/// - `c` (103), whose wakeup was lost too, wakes `d` from CPU 1 at 100.021
-///   and is switched out at 100.023: the first event in its context places
-///   it, [100.0135 (CPU 1 idle since), 100.021].
-const HAND_MADE: &str = "\
-# tracer: nop
-#
-#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION
-#              | |         |   |||||     |         |
-          <idle>-0       [000] d..2.   100.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=x next_pid=200 next_prio=120
-          <idle>-0       [001] d..2.   100.000000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=a next_pid=101 next_prio=120
-               a-101     [001] d..2.   100.001000: sched_switch: prev_comm=a prev_pid=101 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
-               x-200     [000] d..2.   100.002000: sched_wakeup: comm=a pid=101 prio=120 target_cpu=001
-               a-101     [001] d..2.   100.004000: sched_switch: prev_comm=a prev_pid=101 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
-               x-200     [000] d..2.   100.010000: sched_wakeup: comm=b pid=102 prio=120 target_cpu=001
-          <idle>-0       [001] d..2.   100.011000: cpu_idle: state=4294967295 cpu_id=1
-               b-102     [001] d..2.   100.013000: sched_switch: prev_comm=b prev_pid=102 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
-          <idle>-0       [001] d..2.   100.013500: cpu_idle: state=1 cpu_id=1
-               c-103     [001] d..2.   100.021000: sched_waking: comm=d pid=104 prio=120 target_cpu=000
-               c-103     [001] d..2.   100.023000: sched_switch: prev_comm=c prev_pid=103 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
-               x-200     [000] d..2.   100.030000: sched_switch: prev_comm=x prev_pid=200 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
-";
+/// The hand-made trace of `fixtures/repairs/` (its README gives the three
+/// repairs it holds, each known by construction).
+const HAND_MADE: &str = include_str!("../../../fixtures/repairs/hand-made.txt");
 
 /// The hand-made trace's repairs: (tid, evidence, estimate, earliest,
 /// latest), times in us after 100 s.
