@@ -155,9 +155,7 @@ pub(super) fn fill(r: &mut IdleReport, trace: &Trace, tl: &Timeline) {
     r.wasted_idle_ns_max = r.cpus.iter().map(|c| c.wasted_idle_ns_max).sum();
     // Which evidence placed each CPU's inferred switch-ins.
     for rep in r.repairs.iter_mut() {
-        for s in tl.inferred.iter().filter(|s| s.cpu.0 == rep.cpu) {
-            *rep.evidence.entry(s.evidence.name()).or_insert(0) += 1;
-        }
+        rep.evidence = tl.repairs_by_evidence(schedscope_trace::Cpu(rep.cpu));
         rep.uncertain_ns = w.get(rep.cpu as usize).map_or(0, len);
     }
 }

@@ -428,6 +428,22 @@ impl Timeline {
             .find(|r| r.tid == tid)
     }
 
+    /// How many of CPU `cpu`'s switch-ins the repair placed, per kind of
+    /// evidence ([`Evidence::name`]); empty on a CPU without repairs.
+    pub fn repairs_by_evidence(&self, cpu: Cpu) -> std::collections::BTreeMap<&'static str, u64> {
+        let mut by = std::collections::BTreeMap::new();
+        for &i in self
+            .inferred_by_cpu
+            .get(cpu.0 as usize)
+            .into_iter()
+            .flatten()
+        {
+            *by.entry(self.inferred[i as usize].evidence.name())
+                .or_insert(0) += 1;
+        }
+        by
+    }
+
     /// One more than the highest CPU any event of the trace names, every
     /// kind counted (0 for a timeline not built, or of a trace without
     /// events).

@@ -92,10 +92,7 @@ fn repairs_of(trace: &Trace) -> Vec<CpuRepairs> {
         .enumerate()
         .filter(|(_, l)| l.unswitched_outs > 0)
         .map(|(c, l)| {
-            let mut evidence: BTreeMap<&'static str, u64> = BTreeMap::new();
-            for r in tl.inferred.iter().filter(|r| r.cpu.0 as usize == c) {
-                *evidence.entry(r.evidence.name()).or_insert(0) += 1;
-            }
+            let evidence = tl.repairs_by_evidence(schedscope_trace::Cpu(c as u32));
             CpuRepairs {
                 cpu: c as u32,
                 unswitched_switch_outs: l.unswitched_outs,
