@@ -25,7 +25,7 @@
 # missed.
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 reps=${REPS:-5}
 dir=${SCALE_DIR:-$HOME/.cache/schedscope-bench}
 tmp=$(mktemp -d)

@@ -18,9 +18,11 @@
 //!   consecutive not-preempted Runnable intervals of a thread (a wait ends
 //!   by the time its Runnable state ends: at the switch-in, or at the
 //!   switch-out that shows a lost one); of a repaired switch-in's `latest`
-//!   less the start of the wait it ends; and, when the trace shows loss, of
-//!   a switch-in from a sleep (its wakeup was lost: the wait may have begun
-//!   when the sleep did).
+//!   less the start of the wait it ends; and of a switch-in from a sleep
+//!   whose wakeup was lost: a lost wakeup lies in an uncertain window (a
+//!   span where events are missing), so the wait began no earlier than
+//!   the first uncertain instant within the sleep, and a sleep that no
+//!   window overlaps had no lost wakeup.
 
 use super::LatencyReport;
 use crate::{ThreadState, Timeline};
@@ -52,6 +54,14 @@ pub(super) fn max_delay(
         let k = all.partition_point(|&(s, _)| s <= b);
         k > 0 && reach[k - 1] > a
     };
+    // The earliest instant in [a, b] that an uncertain window covers: the
+    // first window ending after a (`reach` is monotone, so every earlier
+    // window ends by a) starts no later than any other window overlapping
+    // [a, b]; `None` when no window overlaps.
+    let first_uncertain = |a: u64, b: u64| {
+        let k = reach.partition_point(|&e| e <= a);
+        all.get(k).filter(|&&(s, _)| s <= b).map(|&(s, _)| s.max(a))
+    };
     let mut lo = 0u64;
     let mut hi = 0u64;
     for t in &report.tasks {
@@ -78,10 +88,15 @@ pub(super) fn max_delay(
                 match wait_from {
                     Some(from) => hi = hi.max(until - from),
                     None => {
-                        // Switched in from a sleep: the wakeup was lost.
+                        // Switched in from a sleep: its wakeup was lost, so
+                        // it lies where events may be missing, in an
+                        // uncertain window overlapping the sleep; the wait
+                        // began no earlier than the first such instant.
                         if let Some(prev) = k.checked_sub(1).map(|p| &ivs[p]) {
                             if prev.state != ThreadState::Runnable {
-                                hi = hi.max(until.saturating_sub(prev.ts.0));
+                                if let Some(from) = first_uncertain(prev.ts.0, until) {
+                                    hi = hi.max(until.saturating_sub(from));
+                                }
                             }
                         }
                     }
