@@ -345,7 +345,7 @@ pub static TABLES: &[TableDef] = &[
             c("waker_utid", I32, "", "for runnable after a wakeup: the waker's utid"),
             c("waker_tid", I32, "", "for runnable after a wakeup: the waker's tid"),
             c("repaired", Bool, "", "a running interval whose start no sched_switch recorded: the switch-in was lost (the CPU's trace shows loss) and the timeline's repair placed it at ts (schedscope's docs/design.md, 'Lost events'); false for everything the trace records"),
-            c("repair_evidence", Str, "", "what placed a repaired start: stat_runtime | cpu_idle | task_event | rule; null when not repaired"),
+            c("repair_evidence", Str, "", "what placed a repaired start: stat_runtime | cpu_idle | task_event | refill | rule; null when not repaired"),
         ],
     },
     TableDef {
@@ -361,7 +361,7 @@ pub static TABLES: &[TableDef] = &[
             c("end_state", Str, "", "state the task entered when the slice ended (thread_state names); null when open"),
             c("priority", I32, "", "next_prio of the sched_switch that started the slice; null when no switch recorded it"),
             c("repaired", Bool, "", "the slice's switch-in was not recorded but placed by the timeline's lost-event repair (as thread_state.repaired; one row per repair, where thread_state has none for a repair placed at the instant its task left the same CPU, which continues that running interval)"),
-            c("repair_evidence", Str, "", "what placed it: stat_runtime | cpu_idle | task_event | rule; null when not repaired"),
+            c("repair_evidence", Str, "", "what placed it: stat_runtime | cpu_idle | task_event | refill | rule; null when not repaired"),
         ],
     },
     TableDef {

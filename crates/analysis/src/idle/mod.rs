@@ -414,7 +414,7 @@ pub struct CpuRepair {
     /// so), and each time is counted in [`IdleReport::anomalies`].
     pub woken_left_queued: u64,
     /// The timeline's inferred switch-ins on this CPU by the evidence
-    /// that placed them (`stat_runtime`, `cpu_idle`, `task_event`, `rule`;
+    /// that placed them (`stat_runtime`, `cpu_idle`, `task_event`, `refill`, `rule`;
     /// see [`crate::timeline::Evidence`]); empty without any.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub evidence: BTreeMap<&'static str, u64>,

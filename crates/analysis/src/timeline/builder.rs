@@ -69,6 +69,12 @@ pub(super) struct Builder {
     pub(super) idle_exit: Vec<Option<Ts>>,
     /// Per CPU: the times of the trace's loss records there.
     pub(super) marks: Vec<Vec<u64>>,
+    /// Per thread index: its hold-offs and recorded refills (only threads
+    /// ever held off; see `refill`).
+    pub(super) refills: schedscope_trace::hash::FxMap<usize, super::refill::Refills>,
+    /// Whether the trace shows loss anywhere (else no repair needs refills
+    /// and none are tracked).
+    pub(super) refill_evidence: bool,
 }
 
 impl Builder {
@@ -306,6 +312,9 @@ impl Builder {
             if state == ThreadState::Dead {
                 self.hot[i].exiting = false;
             }
+            if self.refill_evidence && runnable && next.is_idle() {
+                self.held_off(i, ts);
+            }
         }
 
         // The incoming task.
@@ -316,6 +325,12 @@ impl Builder {
                     // Still running elsewhere: its switch-out was lost.
                     self.tl.anomalies += 1;
                 }
+            }
+            if !self.refills.is_empty() {
+                let unthrottled = self
+                    .open(i)
+                    .is_some_and(|iv| iv.state == ThreadState::Runnable);
+                self.ran(i, unthrottled.then_some(ts));
             }
             self.transition(
                 i,
@@ -359,6 +374,10 @@ impl Builder {
             return;
         }
         let i = self.idx(tid);
+        if !self.refills.is_empty() {
+            // Moved: the scheduler saw it runnable, not held off.
+            self.ran(i, None);
+        }
         if let Some(iv) = self.open(i).copied() {
             if iv.state == ThreadState::Runnable && iv.cpu != Some(dest) {
                 self.transition(

@@ -58,6 +58,7 @@ use std::sync::Arc;
 mod builder;
 mod census;
 mod loss;
+mod refill;
 mod repair;
 mod store;
 #[cfg(test)]
@@ -227,6 +228,13 @@ pub enum Evidence {
     /// The task's wakeup was not recorded: the first event that proves it
     /// current on the CPU (in its context) is the estimate and `latest`.
     TaskEvent,
+    /// The task was held off (switched out runnable to idle: its cgroup
+    /// throttled) and the trace shows its cgroup's refills on a fixed grid
+    /// (its own recorded switch-ins after earlier hold-offs, whole
+    /// bandwidth periods apart): the estimate is the first refill after the
+    /// hold-off. The bounds stay the rule's (an early refill of runtime a
+    /// sibling returned falls between the grid's points).
+    Refill,
     /// No evidence but the rule: the later of "the CPU went idle" and "the
     /// task became runnable" (an idle CPU picks a woken task at once).
     Rule,
@@ -234,10 +242,11 @@ pub enum Evidence {
 
 impl Evidence {
     /// Every kind, strongest first.
-    pub const ALL: [Evidence; 4] = [
+    pub const ALL: [Evidence; 5] = [
         Evidence::StatRuntime,
         Evidence::CpuIdle,
         Evidence::TaskEvent,
+        Evidence::Refill,
         Evidence::Rule,
     ];
 
@@ -247,6 +256,7 @@ impl Evidence {
             Evidence::StatRuntime => "stat_runtime",
             Evidence::CpuIdle => "cpu_idle",
             Evidence::TaskEvent => "task_event",
+            Evidence::Refill => "refill",
             Evidence::Rule => "rule",
         }
     }
@@ -331,7 +341,12 @@ impl Timeline {
             stat: stat_runtime_id(trace),
             idle_exit: Vec::new(),
             marks: Vec::new(),
+            refills: Default::default(),
+            refill_evidence: false,
         };
+        // Hold-offs and refills are tracked only where a repair may use them.
+        b.refill_evidence = !trace.loss_marks.is_empty()
+            || (0..b.tl.loss.cpus.len() as u32).any(|c| b.tl.loss.lossy(c));
         for m in &trace.loss_marks {
             let c = m.cpu as usize;
             if c >= b.marks.len() {

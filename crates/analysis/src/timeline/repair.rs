@@ -45,7 +45,7 @@ impl Builder {
         if t_in > ts {
             return;
         }
-        let at = self.place(c, t_in, ts, Evidence::Rule, None);
+        let at = self.place(c, i, t_in, ts, Evidence::Rule, None);
         self.switch_in_inferred(c, cpu, i, prev, at);
     }
 
@@ -54,12 +54,14 @@ impl Builder {
     /// [`Evidence::TaskEvent`]), known to precede `proof` (the first event
     /// proving the task ran there): from the task's first
     /// sched_stat_runtime (`stat`, its switch-in time), else the CPU's last
-    /// idle exit, else the rule. `earliest` is the rule's time (the CPU
+    /// idle exit, else (thread `i` held off by its cgroup) its next refill,
+    /// else the rule. `earliest` is the rule's time (the CPU
     /// idle since, the task runnable since), or the CPU's idle exit after
     /// it; `latest` is `proof`.
     pub(super) fn place(
         &self,
         c: usize,
+        i: usize,
         rule: Ts,
         proof: Ts,
         kind: Evidence,
@@ -98,6 +100,20 @@ impl Builder {
                     latest: proof,
                     evidence: Evidence::CpuIdle,
                 };
+            }
+        }
+        // Held off by its cgroup: the first refill after the hold-off, on
+        // the grid its recorded refills show (an estimate: the bounds stay).
+        if kind == Evidence::Rule {
+            if let Some(r) = self.refill_of(i).map(|r| r.max(earliest)) {
+                if r <= proof {
+                    return Placement {
+                        estimate: r,
+                        earliest,
+                        latest: proof,
+                        evidence: Evidence::Refill,
+                    };
+                }
             }
         }
         Placement {
@@ -177,7 +193,7 @@ impl Builder {
             return;
         }
         let stat = self.stat_switch_in(trace, k, cpu, tid);
-        let at = self.place(c, t_in, ts, kind, stat);
+        let at = self.place(c, i, t_in, ts, kind, stat);
         self.switch_in_inferred(c, cpu, i, tid, at);
     }
 
@@ -192,6 +208,10 @@ impl Builder {
         at: Placement,
     ) {
         let t_in = at.estimate;
+        if !self.refills.is_empty() {
+            // Its switch-in is an estimate, not a recorded refill.
+            self.ran(i, None);
+        }
         if let Some(run) = self.tl.cpus[c].last_mut() {
             if run.tid.is_idle() && run.end.is_none() {
                 if run.ts == t_in {

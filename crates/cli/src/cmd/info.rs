@@ -67,7 +67,7 @@ struct CpuRepairs {
     /// Switch-ins no sched_switch recorded that the timeline inferred.
     switch_ins_repaired: u64,
     /// Those by the evidence that placed them (`stat_runtime`,
-    /// `cpu_idle`, `task_event`, `rule`; kinds with none are left out).
+    /// `cpu_idle`, `task_event`, `refill`, `rule`; kinds with none are left out).
     evidence: BTreeMap<&'static str, u64>,
 }
 
