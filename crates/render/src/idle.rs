@@ -49,11 +49,16 @@ fn headline(r: &IdleReport, out: &mut dyn Write) -> io::Result<()> {
     let cpu_time = r.duration_ns.saturating_mul(r.cpus.len() as u64);
     writeln!(
         out,
-        "Wasted idle: {} ms{} ({} of CPU time) idle while runnable work waited: throttled {} ms, imbalance {} ms (attribution: {})",
+        "Wasted idle: {} ms{} ({} of CPU time) idle while runnable work waited: throttled {} ms{}, imbalance {} ms (attribution: {})",
         ms(r.wasted_idle_ns),
         loss_range(r, r.wasted_idle_ns_min, r.wasted_idle_ns_max),
         pct_sign(r.wasted_idle_ns, cpu_time),
         ms(r.throttled_ns),
+        if r.throttled_ns_min == r.throttled_ns_max {
+            String::new()
+        } else {
+            format!(" ({}-{} ms)", ms(r.throttled_ns_min), ms(r.throttled_ns_max))
+        },
         ms(r.imbalance_ns),
         match (r.attribution, r.cgroup_mapping) {
             (Attribution::Recorded, CgroupMapping::Membership) =>

@@ -3,7 +3,7 @@
 //! PERF_RECORD_LOST / `CPU:N [LOST K EVENTS]` record) and like this
 //! project's VM (one CPU's switches out of idle missing), at 1%, 5% and 20%
 //! loss, every figure's truth lies inside its bounds (`idle_ns_min/max`,
-//! `wasted_idle_ns_min/max`, gang `fragmented_ns_min/max` and
+//! `wasted_idle_ns_min/max`, `throttled_ns_min/max`, gang `fragmented_ns_min/max` and
 //! `corun_ratio_min/max`); with `sched_stat_runtime` recorded, the
 //! switch-ins that the VM pattern loses are placed exactly and idle is
 //! within 1% of the truth.
@@ -112,6 +112,12 @@ fn bandwidth_truth_inside_the_bounds_and_exact_with_stat_runtime() {
                             want.wasted_idle_ns,
                             got.wasted_idle_ns_max,
                         );
+                        inside(
+                            &format!("{cc} throttled"),
+                            got.throttled_ns_min,
+                            want.throttled_ns,
+                            got.throttled_ns_max,
+                        );
                         if got.cpu == 0 {
                             assert_eq!(
                                 (got.idle_ns_min, got.idle_ns_max),
@@ -144,6 +150,12 @@ fn bandwidth_truth_inside_the_bounds_and_exact_with_stat_runtime() {
                         sum(|c| c.wasted_idle_ns),
                         r.wasted_idle_ns_max,
                     );
+                    inside(
+                        &format!("{ctx} total throttled"),
+                        r.throttled_ns_min,
+                        sum(|c| c.throttled_ns),
+                        r.throttled_ns_max,
+                    );
                     let ev = &r.repairs[1].evidence;
                     if stat && name == "vm-idle-exits" {
                         assert!(
@@ -170,6 +182,10 @@ fn loss_free_traces_have_bounds_equal_to_the_values() {
             assert_eq!(
                 (c.wasted_idle_ns_min, c.wasted_idle_ns_max),
                 (c.wasted_idle_ns, c.wasted_idle_ns)
+            );
+            assert_eq!(
+                (c.throttled_ns_min, c.throttled_ns_max),
+                (c.throttled_ns, c.throttled_ns)
             );
         }
         assert!(r

@@ -19,7 +19,9 @@
 //!   its task stopped being stuck), so it is bounded over the union `G` of
 //!   every CPU's windows: `wasted_idle_ns_min = wasted_idle_ns - (idle
 //!   inside G)`, `wasted_idle_ns_max = min(idle_ns_max, wasted_idle_ns +
-//!   (the most idle the CPU can have inside G))`.
+//!   (the most idle the CPU can have inside G))`;
+//! * throttled idle is part of wasted idle and moves with it:
+//!   `throttled_ns_min/max` the same way, capped by `wasted_idle_ns_max`.
 //!
 //! On a trace without loss evidence there are no windows and every bound
 //! equals its value. Before a CPU's first recorded switch the timeline has
@@ -148,11 +150,18 @@ pub(super) fn fill(r: &mut IdleReport, trace: &Trace, tl: &Timeline) {
         cpu.wasted_idle_ns_max = (cpu.wasted_idle_ns + l + rest_idle + rest_pre)
             .min(cpu.idle_ns_max)
             .max(cpu.wasted_idle_ns);
+        // Throttled: part of wasted idle, moved by the same windows.
+        cpu.throttled_ns_min = cpu.throttled_ns.saturating_sub(g_idle + g_pre);
+        cpu.throttled_ns_max = (cpu.throttled_ns + l + rest_idle + rest_pre)
+            .min(cpu.wasted_idle_ns_max)
+            .max(cpu.throttled_ns);
     }
     r.idle_ns_min = r.cpus.iter().map(|c| c.idle_ns_min).sum();
     r.idle_ns_max = r.cpus.iter().map(|c| c.idle_ns_max).sum();
     r.wasted_idle_ns_min = r.cpus.iter().map(|c| c.wasted_idle_ns_min).sum();
     r.wasted_idle_ns_max = r.cpus.iter().map(|c| c.wasted_idle_ns_max).sum();
+    r.throttled_ns_min = r.cpus.iter().map(|c| c.throttled_ns_min).sum();
+    r.throttled_ns_max = r.cpus.iter().map(|c| c.throttled_ns_max).sum();
     // Which evidence placed each CPU's inferred switch-ins.
     for rep in r.repairs.iter_mut() {
         rep.evidence = tl.repairs_by_evidence(schedscope_trace::Cpu(rep.cpu));

@@ -183,6 +183,11 @@ pub struct CpuIdle {
     pub wasted_idle_ns_min: u64,
     /// The most `wasted_idle_ns` can be given the events lost on any CPU.
     pub wasted_idle_ns_max: u64,
+    /// The least `throttled_ns` can be given the events lost on any CPU
+    /// (equal to `throttled_ns` on a trace without loss evidence).
+    pub throttled_ns_min: u64,
+    /// The most `throttled_ns` can be given the events lost on any CPU.
+    pub throttled_ns_max: u64,
 }
 
 /// Statistics of the per-second idle %.
@@ -383,6 +388,10 @@ pub struct IdleReport {
     pub wasted_idle_ns_min: u64,
     /// Sum of per-CPU `wasted_idle_ns_max`.
     pub wasted_idle_ns_max: u64,
+    /// Sum of per-CPU `throttled_ns_min`.
+    pub throttled_ns_min: u64,
+    /// Sum of per-CPU `throttled_ns_max`.
+    pub throttled_ns_max: u64,
 }
 
 /// One CPU's lost-event evidence and repairs (JSON `idle.repairs[]`).
