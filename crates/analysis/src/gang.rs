@@ -360,6 +360,131 @@ fn pair_corun(member_run: &[u64], both: &[u64]) -> Vec<Vec<f64>> {
     pair
 }
 
+/// The members' classes during [`sweep`] and how many are in each.
+struct Counts {
+    state: Vec<Cls>,
+    running: usize,
+    active: usize,
+    alive: usize,
+    /// The members running now.
+    running_set: Vec<usize>,
+}
+
+impl Counts {
+    /// Member `m` is now in class `c`.
+    fn apply(&mut self, m: usize, c: Cls) {
+        let old = self.state[m];
+        if old == c {
+            return;
+        }
+        match old {
+            Cls::Running => {
+                self.running -= 1;
+                self.active -= 1;
+                self.alive -= 1;
+                if let Some(p) = self.running_set.iter().position(|&x| x == m) {
+                    self.running_set.swap_remove(p);
+                }
+            }
+            Cls::Runnable => {
+                self.active -= 1;
+                self.alive -= 1;
+            }
+            Cls::Idle => self.alive -= 1,
+            Cls::Gone => {}
+        }
+        match c {
+            Cls::Running => {
+                self.running += 1;
+                self.active += 1;
+                self.alive += 1;
+                self.running_set.push(m);
+            }
+            Cls::Runnable => {
+                self.active += 1;
+                self.alive += 1;
+            }
+            Cls::Idle => self.alive += 1,
+            Cls::Gone => {}
+        }
+        self.state[m] = c;
+    }
+}
+
+/// The time sums [`sweep`] accumulates.
+struct Totals {
+    /// Time with k members running, k = 0..=n.
+    hist: Vec<u64>,
+    /// Per member pair (lo * n + hi): time both ran.
+    both: Vec<u64>,
+    member_run: Vec<u64>,
+    any: u64,
+    all: u64,
+    frag: u64,
+    demand: u64,
+    demand_met: u64,
+}
+
+impl Totals {
+    fn new(n: usize) -> Totals {
+        Totals {
+            hist: vec![0; n + 1],
+            both: vec![0; n * n],
+            member_run: vec![0; n],
+            any: 0,
+            all: 0,
+            frag: 0,
+            demand: 0,
+            demand_met: 0,
+        }
+    }
+
+    /// `dur` ns spent with the counts `k`.
+    fn account(&mut self, dur: u64, k: &Counts) {
+        let n = k.state.len();
+        if k.active >= 2 {
+            self.demand += dur;
+            self.demand_met += dur * u64::from(k.running == k.active);
+        }
+        self.hist[k.running] += dur;
+        if k.running == 0 {
+            return;
+        }
+        self.any += dur;
+        if k.running == k.alive {
+            self.all += dur;
+        }
+        if k.running < k.active {
+            self.frag += dur;
+        }
+        for (a, &x) in k.running_set.iter().enumerate() {
+            self.member_run[x] += dur;
+            for &y in &k.running_set[a + 1..] {
+                let (lo, hi) = if x < y { (x, y) } else { (y, x) };
+                self.both[lo * n + hi] += dur;
+            }
+        }
+    }
+}
+
+/// Append `[start, end)` with counts `k` to the interval list `o`, merged
+/// with the last interval when it continues it with the same counts.
+fn push_interval(o: &mut Vec<GangInterval>, start: Ts, end: Ts, k: &Counts) {
+    let (r, a, l) = (k.running as u32, k.active as u32, k.alive as u32);
+    match o.last_mut() {
+        Some(g) if g.end_ns == start.0 && (g.running, g.active, g.alive) == (r, a, l) => {
+            g.end_ns = end.0
+        }
+        _ => o.push(GangInterval {
+            start_ns: start.0,
+            end_ns: end.0,
+            running: r,
+            active: a,
+            alive: l,
+        }),
+    }
+}
+
 fn sweep(
     def: &GangDef,
     timeline: &Timeline,
@@ -369,14 +494,14 @@ fn sweep(
     let n = def.members.len();
     let tr = transitions(def, timeline, trace);
 
-    let mut state = vec![Cls::Gone; n];
-    let (mut running, mut active, mut alive) = (0usize, 0usize, 0usize);
-    let mut running_set: Vec<usize> = Vec::new();
-    let mut hist = vec![0u64; n + 1];
-    let mut both = vec![0u64; n * n];
-    let mut member_run = vec![0u64; n];
-    let (mut any, mut all, mut frag) = (0u64, 0u64, 0u64);
-    let (mut demand, mut demand_met) = (0u64, 0u64);
+    let mut k = Counts {
+        state: vec![Cls::Gone; n],
+        running: 0,
+        active: 0,
+        alive: 0,
+        running_set: Vec::new(),
+    };
+    let mut t = Totals::new(n);
     // Current fragmented episode: start and who waited.
     let mut ep: Option<(Ts, Vec<bool>)> = None;
     let mut top = TopEpisodes::default();
@@ -389,43 +514,11 @@ fn sweep(
         let ts = if i < tr.len() { tr[i].0 } else { end.max(prev) };
         // Account [prev, ts) with the current counts.
         let dur = ts.0.saturating_sub(prev.0);
-        if let (Some(o), true) = (out.as_deref_mut(), dur > 0) {
-            let (r, a, l) = (running as u32, active as u32, alive as u32);
-            match o.last_mut() {
-                Some(g) if g.end_ns == prev.0 && (g.running, g.active, g.alive) == (r, a, l) => {
-                    g.end_ns = ts.0
-                }
-                _ => o.push(GangInterval {
-                    start_ns: prev.0,
-                    end_ns: ts.0,
-                    running: r,
-                    active: a,
-                    alive: l,
-                }),
-            }
-        }
         if dur > 0 {
-            if active >= 2 {
-                demand += dur;
-                demand_met += dur * u64::from(running == active);
+            if let Some(o) = out.as_deref_mut() {
+                push_interval(o, prev, ts, &k);
             }
-            hist[running] += dur;
-            if running >= 1 {
-                any += dur;
-                if running == alive {
-                    all += dur;
-                }
-                if running < active {
-                    frag += dur;
-                }
-                for (a, &x) in running_set.iter().enumerate() {
-                    member_run[x] += dur;
-                    for &y in &running_set[a + 1..] {
-                        let (lo, hi) = if x < y { (x, y) } else { (y, x) };
-                        both[lo * n + hi] += dur;
-                    }
-                }
-            }
+            t.account(dur, &k);
         }
         if i == tr.len() {
             close_episode(&mut ep, ts);
@@ -434,48 +527,13 @@ fn sweep(
         // Apply every transition at ts.
         while i < tr.len() && tr[i].0 == ts {
             let (_, m, c) = tr[i];
-            let m = m as usize;
-            let old = state[m];
-            if old != c {
-                match old {
-                    Cls::Running => {
-                        running -= 1;
-                        active -= 1;
-                        alive -= 1;
-                        if let Some(p) = running_set.iter().position(|&x| x == m) {
-                            running_set.swap_remove(p);
-                        }
-                    }
-                    Cls::Runnable => {
-                        active -= 1;
-                        alive -= 1;
-                    }
-                    Cls::Idle => alive -= 1,
-                    Cls::Gone => {}
-                }
-                match c {
-                    Cls::Running => {
-                        running += 1;
-                        active += 1;
-                        alive += 1;
-                        running_set.push(m);
-                    }
-                    Cls::Runnable => {
-                        active += 1;
-                        alive += 1;
-                    }
-                    Cls::Idle => alive += 1,
-                    Cls::Gone => {}
-                }
-                state[m] = c;
-            }
+            k.apply(m as usize, c);
             i += 1;
         }
         // Episode bookkeeping after the changes at ts.
-        let fragmented = running >= 1 && running < active;
-        if fragmented {
+        if k.running >= 1 && k.running < k.active {
             let e = ep.get_or_insert_with(|| (ts, vec![false; n]));
-            for (m, s) in state.iter().enumerate() {
+            for (m, s) in k.state.iter().enumerate() {
                 if *s == Cls::Runnable {
                     e.1[m] = true;
                 }
@@ -487,7 +545,7 @@ fn sweep(
     }
 
     let episodes = top.into_sorted();
-    let pair = pair_corun(&member_run, &both);
+    let pair = pair_corun(&t.member_run, &t.both);
     Gang {
         name: def.name.clone(),
         kind: def.kind,
@@ -504,17 +562,17 @@ fn sweep(
             })
             .collect(),
         vcpus: def.vcpus.clone(),
-        corun_ratio: ratio(all, any),
-        fragmented_ns: frag,
-        fragmented_ratio: ratio(frag, any),
-        running_hist_ns: hist,
+        corun_ratio: ratio(t.all, t.any),
+        fragmented_ns: t.frag,
+        fragmented_ratio: ratio(t.frag, t.any),
+        running_hist_ns: t.hist,
         pair_corun: pair,
-        any_running_ns: any,
-        all_running_ns: all,
-        member_running_ns: member_run,
+        any_running_ns: t.any,
+        all_running_ns: t.all,
+        member_running_ns: t.member_run,
         episodes,
-        demand_corun_ratio: ratio(demand_met, demand),
-        demand_ns: demand,
+        demand_corun_ratio: ratio(t.demand_met, t.demand),
+        demand_ns: t.demand,
         fragmented_ns_min: None,
         fragmented_ns_max: None,
         corun_ratio_min: None,
