@@ -201,7 +201,22 @@ pub(crate) fn resolve<R: Read>(mut reader: R, addrs: &[u64]) -> io::Result<Vec<L
         }
     }
 
-    // Answer of query j: the candidate of the highest non-empty gap <= j.
+    let answers = answers(&queries, &best, min_addr, any_symbol);
+    Ok(addrs
+        .iter()
+        .map(|a| {
+            // `queries` holds every element of `addrs`.
+            let j = queries.partition_point(|q| q < a);
+            answers[j].clone()
+        })
+        .collect())
+}
+
+/// The answer of each sorted query `j`: the candidate of the highest
+/// non-empty gap at or below it (`best`, per gap), blazesym's choice among
+/// equal addresses; `min_addr` is the lowest symbol address seen at or
+/// below the highest query, `any_symbol` whether the file had any.
+fn answers(queries: &[u64], best: &[Candidate], min_addr: u64, any_symbol: bool) -> Vec<Lookup> {
     let mut answers: Vec<Lookup> = Vec::with_capacity(queries.len());
     let mut current: Option<usize> = None;
     for (j, &q) in queries.iter().enumerate() {
@@ -229,14 +244,7 @@ pub(crate) fn resolve<R: Read>(mut reader: R, addrs: &[u64]) -> io::Result<Vec<L
             None => Lookup::Unknown(MISSING_SYMS),
         });
     }
-    Ok(addrs
-        .iter()
-        .map(|a| {
-            // `queries` holds every element of `addrs`.
-            let j = queries.partition_point(|q| q < a);
-            answers[j].clone()
-        })
-        .collect())
+    answers
 }
 
 /// `(address, name, has a [module] column)` of a kallsyms line, `None` when
