@@ -198,6 +198,16 @@ impl fmt::Display for Payload<'_> {
             EventData::Exec { tid, filename } => {
                 write!(f, "filename={} pid={}", self.s(filename), tid.0)
             }
+            _ => self.fmt_other(f),
+        }
+    }
+}
+
+impl Payload<'_> {
+    /// The payloads of the events besides the scheduler's own (KVM, IPI,
+    /// TLB, CSD, idle, softirq, runtime, untyped).
+    fn fmt_other(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.ev.data {
             EventData::KvmExit {
                 exit_reason,
                 isa,
@@ -278,7 +288,13 @@ impl fmt::Display for Payload<'_> {
             EventData::StatRuntime { pid, runtime } => {
                 write!(f, "pid={} runtime={runtime} [ns]", pid.0)
             }
-            EventData::Other(None) => Ok(()),
+            EventData::Other(None)
+            | EventData::Switch { .. }
+            | EventData::Wakeup { .. }
+            | EventData::Migrate { .. }
+            | EventData::Fork { .. }
+            | EventData::Exit { .. }
+            | EventData::Exec { .. } => Ok(()),
             EventData::Other(Some(r)) => {
                 for (i, (k, v)) in self.trace.raw_args.get(r).enumerate() {
                     if i > 0 {
