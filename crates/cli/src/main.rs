@@ -50,10 +50,28 @@ fn main() -> ExitCode {
                 eprintln!("schedscope: {}", e.message);
                 return ExitCode::from(e.code);
             }
-            eprintln!("schedscope: {err:#}");
+            eprintln!("schedscope: {}", message(&err));
             ExitCode::from(1)
         }
     }
+}
+
+/// `err` and its causes, `outer: cause: ...`, leaving out a cause whose
+/// text the message before it already ends with (errors that print their
+/// source in their own message, as the collector's do).
+fn message(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if out.ends_with(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

@@ -1,5 +1,6 @@
 //! `schedscope record` and its environment: cgroup bandwidth samples stored
-//! in the file, and a full disk. Needs root and perf; skips otherwise.
+//! in the file, a full disk, a command that cannot start. Needs root and
+//! perf; skips otherwise.
 
 #[path = "record_common/mod.rs"]
 mod common;
@@ -238,6 +239,29 @@ fn a_full_disk_stops_the_recording_and_keeps_a_valid_file() {
         out.status.success(),
         "perf script reads the cut file: {}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A command that cannot be started: the error names it and says why, once.
+#[test]
+fn a_missing_command_is_named_with_its_cause_once() {
+    require_root_and_perf!();
+    let dir = tmpdir("missing-command");
+    let out = Command::new(env!("CARGO_BIN_EXE_schedscope"))
+        .args(["record", "-o"])
+        .arg(dir.join("x.data"))
+        .args(["--", "/nonexistent/schedscope-no-such-command"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let want = "cannot run '/nonexistent/schedscope-no-such-command': No such file or directory";
+    assert!(err.contains(want), "{err}");
+    assert_eq!(
+        err.matches("No such file or directory").count(),
+        1,
+        "the cause is printed once: {err}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
