@@ -312,6 +312,33 @@ impl Part {
     }
 }
 
+/// One task's counted waits, in 4 bytes each (those of 2^32 ns or more,
+/// about 4.3 s, apart at full width): the pass's one cost per event.
+#[derive(Clone, Debug, Default)]
+struct Delays {
+    small: Vec<u32>,
+    big: Vec<u64>,
+}
+
+impl Delays {
+    #[inline]
+    fn push(&mut self, d: u64) {
+        match u32::try_from(d) {
+            Ok(x) => self.small.push(x),
+            Err(_) => self.big.push(d),
+        }
+    }
+
+    /// Every wait, at full width.
+    fn into_vec(self) -> Vec<u64> {
+        let mut v = Vec::with_capacity(self.small.len() + self.big.len());
+        v.extend(self.small.iter().map(|&x| u64::from(x)));
+        drop(self.small);
+        v.extend(self.big);
+        v
+    }
+}
+
 /// The accumulation state of one pass.
 #[derive(Clone)]
 struct Pass {
@@ -319,7 +346,7 @@ struct Pass {
     index: TidIndex,
     acc: Vec<Acc>,
     /// Each task's counted waits (index as `acc`), for the percentiles.
-    delays: Vec<Vec<u64>>,
+    delays: Vec<Delays>,
     cpu_last: Vec<Option<Ts>>,
     cpu_curr: Vec<Option<Tid>>,
     bugs: u64,
@@ -402,7 +429,7 @@ impl Pass {
         }
         let i = self.acc.len();
         self.index.insert(tid, i);
-        self.delays.push(Vec::new());
+        self.delays.push(Delays::default());
         self.acc.push(Acc {
             tid,
             comm,
@@ -718,7 +745,8 @@ fn finish(trace: &Trace, use_waking: bool, passes: Vec<Pass>) -> LatencyReport {
     let mut tasks: Vec<TaskLatency> = accounts
         .into_iter()
         .filter(|(a, _)| a.switches > 0 || a.runtime > 0)
-        .map(|(a, mut delays_ns)| {
+        .map(|(a, delays)| {
+            let mut delays_ns = delays.into_vec();
             let (delay_p50_ns, delay_p99_ns) =
                 two_percentiles_unsorted(&mut delays_ns, 50.0, 99.0).unwrap_or((0, 0));
             let task = trace.tasks.by_tid(a.tid);

@@ -297,3 +297,28 @@ fn wakings_before_the_first_wakeup_start_no_wait_when_the_trace_has_wakeups() {
     assert_eq!(row(&r, 6).delay_max_ns, 20);
     assert_eq!(r.waits_by_start.waking, 0);
 }
+
+#[test]
+fn waits_of_more_than_four_seconds_keep_their_width() {
+    // 5 first seen at 100 (0); woken at 1_000, in 5 s later; woken again,
+    // in 10 ns later: waits {0, 10, 5e9} (a wait past u32::MAX ns is
+    // stored apart from the short ones).
+    let long = 5_000_000_000u64;
+    let r = run(T::new()
+        .switch(100, 0, 0, "R", 5)
+        .switch(200, 0, 5, "S", 0)
+        .wake(1_000, 1, 7, Wakeup, 5, 0)
+        .switch(1_000 + long, 0, 0, "R", 5)
+        .switch(2 * long, 0, 5, "S", 0)
+        .wake(2 * long + 5, 1, 7, Wakeup, 5, 0)
+        .switch(2 * long + 15, 0, 0, "R", 5));
+    let row = row(&r, 5);
+    let mut d = row.delays_ns.clone();
+    d.sort_unstable();
+    assert_eq!(d, vec![0, 10, long]);
+    assert_eq!(
+        (row.delay_max_ns, row.delay_p99_ns, row.delay_p50_ns),
+        (long, long, 10)
+    );
+    assert_eq!(row.delay_total_ns, long + 10);
+}

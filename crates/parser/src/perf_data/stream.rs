@@ -100,44 +100,8 @@ pub fn stream_with(
         n_names: trace.event_names.len(),
         release,
     };
-    // Decode the next window's chunks (in parallel) while the previous
-    // window's are merged and delivered.
-    let mut ready: Vec<(Decoded<'_>, Slots)> = Vec::new();
-    let mut pool: Vec<Slots> = Vec::new();
-    let mut next_chunk = 0;
-    loop {
-        let mut jobs = Vec::new();
-        if !walker.done() {
-            walker.advance(walker.pos.saturating_add(WINDOW_BYTES));
-            for (range, n) in &walker.w.chunks[next_chunk..] {
-                jobs.push((range.clone(), *n, pool.pop().unwrap_or_default()));
-            }
-            next_chunk = walker.w.chunks.len();
-        }
-        if !walker.w.compressed.is_empty() {
-            return Err(unstreamable(
-                name,
-                "it holds zstd-compressed records (perf record -z)",
-            ));
-        }
-        if jobs.is_empty() && ready.is_empty() {
-            break;
-        }
-        let consume = std::mem::take(&mut ready);
-        let (decoded, consumed) = rayon::join(
-            || pump.decode(jobs),
-            || -> Result<Vec<Slots>, &'static str> {
-                let mut freed = Vec::with_capacity(consume.len());
-                for (d, slots) in consume {
-                    st.chunk(&mut trace, d, &slots, sink)?;
-                    freed.push(slots);
-                }
-                Ok(freed)
-            },
-        );
-        pool.extend(consumed.map_err(|why| unstreamable(name, why))?);
-        ready = decoded;
-    }
+    pump.run(&mut walker, &mut st, &mut trace, sink)
+        .map_err(|why| unstreamable(name, why))?;
     st.flush(Ts(u64::MAX), sink);
     report_walk_damage(
         &mut trace,
@@ -169,6 +133,18 @@ fn unstreamable(name: &str, why: &str) -> StreamError {
     }
 }
 
+/// Walk the next window of the record stream; its chunks (byte range,
+/// SAMPLE records), none when the walk is done.
+fn cut_window(walker: &mut Walker<'_, '_>, next_chunk: &mut usize) -> Vec<(Range<usize>, usize)> {
+    if walker.done() {
+        return Vec::new();
+    }
+    walker.advance(walker.pos.saturating_add(WINDOW_BYTES));
+    let cut = walker.w.chunks[*next_chunk..].to_vec();
+    *next_chunk = walker.w.chunks.len();
+    cut
+}
+
 /// Room for one chunk's events (one slot per SAMPLE record).
 type Slots = Vec<MaybeUninit<Event>>;
 
@@ -182,6 +158,51 @@ struct Pump<'c, 'a> {
 }
 
 impl<'a> Pump<'_, 'a> {
+    /// Walk, decode and take in the record stream as a pipeline of three
+    /// stages over windows of [`WINDOW_BYTES`]: the walk cuts window
+    /// `k + 2` while the chunks of window `k + 1` are decoded (in
+    /// parallel) and those of window `k` are taken in, in file order.
+    fn run(
+        &self,
+        walker: &mut Walker<'a, '_>,
+        st: &mut Window,
+        trace: &mut Trace,
+        sink: &mut dyn EventSink,
+    ) -> Result<(), &'static str> {
+        let mut next_chunk = 0;
+        let mut cut = cut_window(walker, &mut next_chunk);
+        let mut ready: Vec<(Decoded<'a>, Slots)> = Vec::new();
+        let mut pool: Vec<Slots> = Vec::new();
+        while !(cut.is_empty() && ready.is_empty()) {
+            if !walker.w.compressed.is_empty() {
+                return Err("it holds zstd-compressed records (perf record -z)");
+            }
+            let jobs: Vec<_> = std::mem::take(&mut cut)
+                .into_iter()
+                .map(|(r, n)| (r, n, pool.pop().unwrap_or_default()))
+                .collect();
+            let take_in = std::mem::take(&mut ready);
+            let ((next_cut, decoded), freed) = rayon::join(
+                || rayon::join(|| cut_window(walker, &mut next_chunk), || self.decode(jobs)),
+                || -> Result<Vec<Slots>, &'static str> {
+                    let mut freed = Vec::with_capacity(take_in.len());
+                    for (d, slots) in take_in {
+                        st.chunk(trace, d, &slots, sink)?;
+                        freed.push(slots);
+                    }
+                    Ok(freed)
+                },
+            );
+            pool.extend(freed?);
+            cut = next_cut;
+            ready = decoded;
+        }
+        if !walker.w.compressed.is_empty() {
+            return Err("it holds zstd-compressed records (perf record -z)");
+        }
+        Ok(())
+    }
+
     /// Decode the chunks (byte range, SAMPLE records, room) in parallel.
     fn decode(&self, jobs: Vec<(Range<usize>, usize, Slots)>) -> Vec<(Decoded<'a>, Slots)> {
         jobs.into_par_iter()
