@@ -698,9 +698,10 @@ impl LatencyPass {
     /// serves); the section's error when the trace lacks its input.
     pub fn finish(self, trace: &Trace) -> Result<LatencyReport, AnalysisError> {
         let use_waking = check(trace)?;
-        if self.use_waking.is_some_and(|w| w != use_waking) {
-            debug_assert!(false, "the trace's counts changed since for_trace");
-        }
+        debug_assert!(
+            self.use_waking.is_none_or(|w| w == use_waking),
+            "the trace's counts changed since for_trace"
+        );
         let pass = match (use_waking, self.waking) {
             (true, Some(p)) if self.use_waking.is_none() => p,
             _ => self.pass,
