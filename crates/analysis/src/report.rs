@@ -381,6 +381,32 @@ impl Report {
         (report, timeline, extra)
     }
 
+    /// The report of the latency section alone, its pass made elsewhere
+    /// (over a stream of the trace's events, [`latency::LatencyPass`]):
+    /// what [`Report::compute`] gives for `Sections { latency: true, .. }`.
+    /// `trace` may be the trace without its events when it was loaded
+    /// filtered (`Trace::dropped` then gives its span and event count, as
+    /// every `report` load is); `finish` makes the section from it.
+    pub fn latency_only(
+        trace: &Trace,
+        finish: impl FnOnce(&Trace) -> Result<latency::LatencyReport, AnalysisError>,
+    ) -> Report {
+        let latency = Some(Section(
+            check_input(trace, "latency", false).and_then(|()| finish(trace)),
+        ));
+        let mut report = Report {
+            trace: TraceSummary::of(trace),
+            latency,
+            gang: None,
+            lhp: None,
+            idle: None,
+            tlb: None,
+            profile: None,
+        };
+        report.note_recorded(trace);
+        report
+    }
+
     /// Let the sections' missing-events errors say which of the events the
     /// recording enabled but has no samples of
     /// ([`AnalysisError::note_recorded`]).

@@ -91,3 +91,21 @@ impl ParseError {
         }
     }
 }
+
+/// Why [`crate::stream_with`] did not stream a file.
+#[derive(Debug, Error)]
+pub enum StreamError {
+    /// The file could not be read (as [`crate::load_with`] would say).
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    /// The file cannot be streamed in bounded memory, for the reason
+    /// given: load it whole ([`crate::load_with`]) instead. What the sink
+    /// received so far is to be thrown away.
+    #[error("{path}: cannot be streamed: {why}")]
+    Unstreamable {
+        /// File.
+        path: String,
+        /// Why.
+        why: String,
+    },
+}

@@ -31,7 +31,8 @@ pub mod perf_data;
 pub mod trace_dat;
 pub mod tracefs_format;
 
-pub use error::ParseError;
+pub use error::{ParseError, StreamError};
+pub use perf_data::stream::EventSink;
 
 use schedscope_trace::{Trace, TraceFormat};
 use std::path::Path;
@@ -154,23 +155,62 @@ pub fn load_with_progress(
     if detect(&map) != Some(TraceFormat::PerfData) {
         return load_bytes_with(&name, &map, opts);
     }
-    let release = |r: std::ops::Range<usize>| {
-        decoded.fetch_add(r.len() as u64, Ordering::Relaxed);
-        if r.end > r.start && r.end <= map.len() {
-            // SAFETY: the mapping is private and read-only, never written:
-            // MADV_DONTNEED drops its pages (memmap2 widens the range to
-            // whole pages), and a later read faults the same file content
-            // back in. Failure only costs memory.
-            let _ = unsafe {
-                map.unchecked_advise_range(
-                    memmap2::UncheckedAdvice::DontNeed,
-                    r.start,
-                    r.end - r.start,
-                )
-            };
-        }
-    };
+    let release = |r: std::ops::Range<usize>| release_pages(&map, decoded, r);
     perf_data::decode_with(&name, &map, opts, &release)
+}
+
+/// Stream the perf.data file at `path` into `sink`: the events
+/// [`load_with`] would return, in the same order, handed over in batches
+/// while only a window of them is in memory (see
+/// [`perf_data::stream`]); returns the trace without its events, the rest
+/// as [`load_with`] gives it. Standard input, other formats and perf.data
+/// files the stream cannot keep in bounded memory give
+/// [`StreamError::Unstreamable`]: load those with [`load_with`] (and throw
+/// away what the sink received). `decoded` counts the bytes read, as for
+/// [`load_with_progress`].
+pub fn stream_with(
+    path: &Path,
+    opts: &LoadOptions,
+    decoded: &AtomicU64,
+    sink: &mut dyn EventSink,
+) -> Result<Trace, StreamError> {
+    let name = path.display().to_string();
+    if path == Path::new("-") {
+        return Err(StreamError::Unstreamable {
+            path: STDIN_NAME.into(),
+            why: "standard input is read whole".into(),
+        });
+    }
+    let file = std::fs::File::open(path).map_err(|e| ParseError::io(&name, e))?;
+    let len = file.metadata().map_err(|e| ParseError::io(&name, e))?.len();
+    if len == 0 {
+        return Err(ParseError::Empty { path: name }.into());
+    }
+    // SAFETY: as in load_with_progress.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| ParseError::io(&name, e))?;
+    if detect(&map) != Some(TraceFormat::PerfData) {
+        return Err(StreamError::Unstreamable {
+            path: name,
+            why: "only perf.data is streamed".into(),
+        });
+    }
+    let release = |r: std::ops::Range<usize>| release_pages(&map, decoded, r);
+    perf_data::stream::stream_with(&name, &map, opts, &release, sink)
+}
+
+/// Count `r` as decoded and drop its pages from the (private, read-only)
+/// mapping `map`: a later read faults the same file content back in.
+fn release_pages(map: &memmap2::Mmap, decoded: &AtomicU64, r: std::ops::Range<usize>) {
+    decoded.fetch_add(r.len() as u64, Ordering::Relaxed);
+    if r.end > r.start && r.end <= map.len() {
+        // SAFETY: the mapping is private and read-only, never written:
+        // MADV_DONTNEED drops its pages (memmap2 widens the range to
+        // whole pages), and a later read faults the same file content
+        // back in. Failure only costs memory.
+        let _ = unsafe {
+            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, r.start, r.end - r.start)
+        };
+    }
 }
 
 /// Decode a trace held in memory; `name` is used in messages.

@@ -46,7 +46,7 @@ mod bounds;
 use crate::stats::two_percentiles_unsorted;
 use crate::timeline::TidIndex;
 use crate::{AnalysisError, Context};
-use schedscope_trace::{Cpu, EventData, PrevState, StrId, Tid, Trace, Ts, WakeKind};
+use schedscope_trace::{Cpu, Event, EventData, PrevState, StrId, Tid, Trace, Ts, WakeKind};
 use serde::Serialize;
 
 /// The `latency` section.
@@ -312,13 +312,41 @@ impl Part {
     }
 }
 
-/// The accumulation state of one pass; `F` receives every [`Wait`].
-struct Pass<F> {
+/// One task's counted waits, in 4 bytes each (those of 2^32 ns or more,
+/// about 4.3 s, apart at full width): the pass's one cost per event.
+#[derive(Clone, Debug, Default)]
+struct Delays {
+    small: Vec<u32>,
+    big: Vec<u64>,
+}
+
+impl Delays {
+    #[inline]
+    fn push(&mut self, d: u64) {
+        match u32::try_from(d) {
+            Ok(x) => self.small.push(x),
+            Err(_) => self.big.push(d),
+        }
+    }
+
+    /// Every wait, at full width.
+    fn into_vec(self) -> Vec<u64> {
+        let mut v = Vec::with_capacity(self.small.len() + self.big.len());
+        v.extend(self.small.iter().map(|&x| u64::from(x)));
+        drop(self.small);
+        v.extend(self.big);
+        v
+    }
+}
+
+/// The accumulation state of one pass.
+#[derive(Clone)]
+struct Pass {
     part: Part,
     index: TidIndex,
     acc: Vec<Acc>,
     /// Each task's counted waits (index as `acc`), for the percentiles.
-    delays: Vec<Vec<u64>>,
+    delays: Vec<Delays>,
     cpu_last: Vec<Option<Ts>>,
     cpu_curr: Vec<Option<Tid>>,
     bugs: u64,
@@ -326,10 +354,71 @@ struct Pass<F> {
     /// The trace has no CPU column ([`Trace::cpu_unknown`]): run time is
     /// measured per task from its switch-in, and no CPU is checked.
     cpu_unknown: bool,
-    on_wait: F,
 }
 
-impl<F: FnMut(&Wait)> Pass<F> {
+impl Pass {
+    /// A pass over a trace of `nr_cpus` CPUs (more are added as events
+    /// name them), keeping `part`'s accounts.
+    fn new(nr_cpus: u32, cpu_unknown: bool, part: Part) -> Pass {
+        let nr_cpus = nr_cpus as usize;
+        Pass {
+            part,
+            index: TidIndex::default(),
+            acc: Vec::new(),
+            delays: Vec::new(),
+            cpu_last: vec![None; nr_cpus],
+            cpu_curr: vec![None; nr_cpus],
+            bugs: 0,
+            starts: WaitStarts::default(),
+            cpu_unknown,
+        }
+    }
+
+    /// Take in one event (in trace order); `use_waking`: sched_waking
+    /// starts waits; `on_wait` receives every [`Wait`] that ends.
+    #[inline]
+    fn event(&mut self, ev: &Event, use_waking: bool, on_wait: &mut impl FnMut(&Wait)) {
+        match ev.data {
+            EventData::Switch {
+                prev_tid,
+                prev_state,
+                prev_comm,
+                next_tid,
+                next_comm,
+                ..
+            } => self.switch(
+                ev.ts,
+                ev.cpu,
+                (prev_tid, prev_state, prev_comm),
+                (next_tid, next_comm),
+                on_wait,
+            ),
+            EventData::Wakeup {
+                kind,
+                tid,
+                comm,
+                target_cpu,
+                ..
+            } => {
+                let start = match kind {
+                    WakeKind::Waking => use_waking.then_some(WaitStart::Waking),
+                    WakeKind::Wakeup => Some(WaitStart::Wakeup),
+                    WakeKind::WakeupNew => Some(WaitStart::WakeupNew),
+                };
+                if let Some(start) = start {
+                    let w = Pending {
+                        since: ev.ts,
+                        start,
+                        wake_cpu: Some(target_cpu),
+                        waker: Some(ev.tid),
+                    };
+                    self.wakeup(ev.ts, tid, comm, w);
+                }
+            }
+            _ => {}
+        }
+    }
+
     #[inline(always)]
     fn slot(&mut self, tid: Tid, comm: StrId, init: Phase, ts: Ts) -> usize {
         if let Some(i) = self.index.get(tid) {
@@ -340,7 +429,7 @@ impl<F: FnMut(&Wait)> Pass<F> {
         }
         let i = self.acc.len();
         self.index.insert(tid, i);
-        self.delays.push(Vec::new());
+        self.delays.push(Delays::default());
         self.acc.push(Acc {
             tid,
             comm,
@@ -372,16 +461,13 @@ impl<F: FnMut(&Wait)> Pass<F> {
         c
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn switch(
         &mut self,
         ts: Ts,
         cpu: Cpu,
-        prev: Tid,
-        prev_state: PrevState,
-        prev_comm: StrId,
-        next: Tid,
-        next_comm: StrId,
+        (prev, prev_state, prev_comm): (Tid, PrevState, StrId),
+        (next, next_comm): (Tid, StrId),
+        on_wait: &mut impl FnMut(&Wait),
     ) {
         let last = if self.cpu_unknown {
             None
@@ -428,7 +514,7 @@ impl<F: FnMut(&Wait)> Pass<F> {
                 a.preemptions += 1;
                 a.preempt_total += d;
                 a.preempt_max = a.preempt_max.max(d);
-                (self.on_wait)(&Wait {
+                on_wait(&Wait {
                     tid: next,
                     comm: next_comm,
                     since: p,
@@ -457,7 +543,7 @@ impl<F: FnMut(&Wait)> Pass<F> {
                     }
                     self.delays[i].push(d);
                     self.starts.add(w.start);
-                    (self.on_wait)(&Wait {
+                    on_wait(&Wait {
                         tid: next,
                         comm: next_comm,
                         since: w.since,
@@ -492,9 +578,14 @@ pub fn analyze(ctx: &Context) -> Result<LatencyReport, AnalysisError> {
     compute(ctx.trace)
 }
 
-/// Compute the latency section from the trace alone.
+/// Compute the latency section from the trace alone: its events pushed
+/// through a [`LatencyPass`].
 pub fn compute(trace: &Trace) -> Result<LatencyReport, AnalysisError> {
-    compute_with(trace, |_| {})
+    let mut p = LatencyPass::for_trace(trace)?;
+    for ev in &trace.events {
+        p.push(ev);
+    }
+    p.finish(trace)
 }
 
 /// [`compute`], handing every wait for a CPU to `on_wait` as the pass
@@ -503,10 +594,13 @@ pub fn compute(trace: &Trace) -> Result<LatencyReport, AnalysisError> {
 /// consumers that list waits one by one (a `sched_latency` table).
 pub fn compute_with(
     trace: &Trace,
-    on_wait: impl FnMut(&Wait),
+    mut on_wait: impl FnMut(&Wait),
 ) -> Result<LatencyReport, AnalysisError> {
     let use_waking = check(trace)?;
-    let p = pass(trace, use_waking, Part::WHOLE, on_wait);
+    let mut p = Pass::new(trace.nr_cpus, trace.cpu_unknown, Part::WHOLE);
+    for ev in &trace.events {
+        p.event(ev, use_waking, &mut on_wait);
+    }
     Ok(finish(trace, use_waking, vec![p]))
 }
 
@@ -519,11 +613,101 @@ pub fn compute_in_parts(trace: &Trace, parts: usize) -> Result<LatencyReport, An
     use rayon::prelude::*;
     let use_waking = check(trace)?;
     let of = 1u32 << parts.clamp(1, 64).ilog2();
-    let passes: Vec<Pass<_>> = (0..of)
+    let passes: Vec<Pass> = (0..of)
         .into_par_iter()
-        .map(|k| pass(trace, use_waking, Part { k, of }, |_: &Wait| {}))
+        .map(|k| {
+            let mut p = Pass::new(trace.nr_cpus, trace.cpu_unknown, Part { k, of });
+            for ev in &trace.events {
+                p.event(ev, use_waking, &mut |_| {});
+            }
+            p
+        })
         .collect();
     Ok(finish(trace, use_waking, passes))
+}
+
+/// The latency pass as a consumer of events pushed one by one in trace
+/// order ([`LatencyPass::push`]), for traces that are never held whole
+/// (the streaming load); [`LatencyPass::finish`] gives the report that
+/// [`compute`] gives on the whole trace.
+///
+/// Whether `sched_waking` starts waits depends on the whole trace's counts
+/// (it does only when the trace has no sched_wakeup), which a stream knows
+/// only at its end. Until the first waking event the two readings are the
+/// same pass; from there, while no wakeup has been seen, a second pass
+/// that counts wakings runs beside (a copy of the first at that instant),
+/// and the first wakeup drops it. So a trace with wakeups pays for one
+/// pass; one with wakings only, for two.
+#[derive(Clone)]
+pub struct LatencyPass {
+    pass: Pass,
+    /// The pass that lets sched_waking start waits, while it may be needed.
+    waking: Option<Pass>,
+    /// Whether sched_waking starts waits, when known from the start.
+    use_waking: Option<bool>,
+    /// A sched_wakeup or sched_wakeup_new was pushed.
+    saw_wakeup: bool,
+}
+
+impl LatencyPass {
+    /// A pass over a stream of events of a trace of `nr_cpus` CPUs (more
+    /// are added as events name them; see [`Trace::cpu_unknown`] for
+    /// `cpu_unknown`).
+    pub fn new(nr_cpus: u32, cpu_unknown: bool) -> LatencyPass {
+        LatencyPass {
+            pass: Pass::new(nr_cpus, cpu_unknown, Part::WHOLE),
+            waking: None,
+            use_waking: None,
+            saw_wakeup: false,
+        }
+    }
+
+    /// A pass over the events of `trace` (which knows its counts already);
+    /// the section's error when the trace lacks its input.
+    pub fn for_trace(trace: &Trace) -> Result<LatencyPass, AnalysisError> {
+        let mut p = LatencyPass::new(trace.nr_cpus, trace.cpu_unknown);
+        p.use_waking = Some(check(trace)?);
+        Ok(p)
+    }
+
+    /// Take in the next event (in trace order).
+    #[inline]
+    pub fn push(&mut self, ev: &Event) {
+        if let Some(w) = self.use_waking {
+            self.pass.event(ev, w, &mut |_| {});
+            return;
+        }
+        if let EventData::Wakeup { kind, .. } = ev.data {
+            if kind == WakeKind::Waking {
+                if !self.saw_wakeup && self.waking.is_none() {
+                    self.waking = Some(self.pass.clone());
+                }
+            } else {
+                self.saw_wakeup = true;
+                self.waking = None;
+            }
+        }
+        self.pass.event(ev, false, &mut |_| {});
+        if let Some(p) = &mut self.waking {
+            p.event(ev, true, &mut |_| {});
+        }
+    }
+
+    /// The report, given the trace the events came from (its counts,
+    /// tasks and strings: the streaming load's trace without events
+    /// serves); the section's error when the trace lacks its input.
+    pub fn finish(self, trace: &Trace) -> Result<LatencyReport, AnalysisError> {
+        let use_waking = check(trace)?;
+        debug_assert!(
+            self.use_waking.is_none_or(|w| w == use_waking),
+            "the trace's counts changed since for_trace"
+        );
+        let pass = match (use_waking, self.waking) {
+            (true, Some(p)) if self.use_waking.is_none() => p,
+            _ => self.pass,
+        };
+        Ok(finish(trace, use_waking, vec![pass]))
+    }
 }
 
 /// The trace's latency input is there (else the section's error);
@@ -548,63 +732,8 @@ fn check(trace: &Trace) -> Result<bool, AnalysisError> {
     Ok(!has_wakeup && trace.count("sched:sched_waking") > 0)
 }
 
-/// One pass over the events, keeping the accounts of `part`'s tasks.
-fn pass<F: FnMut(&Wait)>(trace: &Trace, use_waking: bool, part: Part, on_wait: F) -> Pass<F> {
-    let nr_cpus = trace.nr_cpus as usize;
-    let mut p = Pass {
-        part,
-        index: TidIndex::default(),
-        acc: Vec::new(),
-        delays: Vec::new(),
-        cpu_last: vec![None; nr_cpus],
-        cpu_curr: vec![None; nr_cpus],
-        bugs: 0,
-        starts: WaitStarts::default(),
-        cpu_unknown: trace.cpu_unknown,
-        on_wait,
-    };
-    for ev in &trace.events {
-        match ev.data {
-            EventData::Switch {
-                prev_tid,
-                prev_state,
-                prev_comm,
-                next_tid,
-                next_comm,
-                ..
-            } => p.switch(
-                ev.ts, ev.cpu, prev_tid, prev_state, prev_comm, next_tid, next_comm,
-            ),
-            EventData::Wakeup {
-                kind,
-                tid,
-                comm,
-                target_cpu,
-                ..
-            } => {
-                let start = match kind {
-                    WakeKind::Waking => use_waking.then_some(WaitStart::Waking),
-                    WakeKind::Wakeup => Some(WaitStart::Wakeup),
-                    WakeKind::WakeupNew => Some(WaitStart::WakeupNew),
-                };
-                if let Some(start) = start {
-                    let w = Pending {
-                        since: ev.ts,
-                        start,
-                        wake_cpu: Some(target_cpu),
-                        waker: Some(ev.tid),
-                    };
-                    p.wakeup(ev.ts, tid, comm, w);
-                }
-            }
-            _ => {}
-        }
-    }
-    p
-}
-
 /// The report from the passes' accounts (their tasks are disjoint).
-fn finish<F>(trace: &Trace, use_waking: bool, passes: Vec<Pass<F>>) -> LatencyReport {
+fn finish(trace: &Trace, use_waking: bool, passes: Vec<Pass>) -> LatencyReport {
     let mut bugs = 0;
     let mut starts = WaitStarts::default();
     let mut accounts = Vec::new();
@@ -617,7 +746,8 @@ fn finish<F>(trace: &Trace, use_waking: bool, passes: Vec<Pass<F>>) -> LatencyRe
     let mut tasks: Vec<TaskLatency> = accounts
         .into_iter()
         .filter(|(a, _)| a.switches > 0 || a.runtime > 0)
-        .map(|(a, mut delays_ns)| {
+        .map(|(a, delays)| {
+            let mut delays_ns = delays.into_vec();
             let (delay_p50_ns, delay_p99_ns) =
                 two_percentiles_unsorted(&mut delays_ns, 50.0, 99.0).unwrap_or((0, 0));
             let task = trace.tasks.by_tid(a.tid);
@@ -667,259 +797,4 @@ fn finish<F>(trace: &Trace, use_waking: bool, passes: Vec<Pass<F>>) -> LatencyRe
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::timeline::test_trace::T;
-    use schedscope_trace::WakeKind::{Wakeup, WakeupNew, Waking};
-
-    fn row(r: &LatencyReport, tid: i32) -> &TaskLatency {
-        r.tasks.iter().find(|t| t.tid == tid).unwrap()
-    }
-
-    fn run(t: &mut T) -> LatencyReport {
-        t.0.finish();
-        compute(&t.0).unwrap()
-    }
-
-    #[test]
-    fn delay_percentiles_by_hand() {
-        // 5 is first seen at 100 (a wait of 0), then sleeps and waits
-        // 30, 10, 50, 20 after its wakeups: waits {0, 10, 20, 30, 50}.
-        // Nearest rank over n = 5: p50 = rank ceil(2.5) = 3rd = 20,
-        // p99 = rank ceil(4.95) = 5th = 50.
-        let mut t = T::new();
-        t.switch(100, 0, 0, "R", 5);
-        let mut at = 100;
-        for d in [30, 10, 50, 20] {
-            t.switch(at + 10, 0, 5, "S", 0)
-                .wake(at + 100, 1, 7, Wakeup, 5, 0)
-                .switch(at + 100 + d, 0, 0, "R", 5);
-            at += 1000;
-        }
-        let r = run(&mut t);
-        let row = row(&r, 5);
-        assert_eq!(row.switches, 5);
-        let mut d = row.delays_ns.clone();
-        d.sort_unstable();
-        assert_eq!(d, vec![0, 10, 20, 30, 50]);
-        assert_eq!(row.delay_p50_ns, 20);
-        assert_eq!(row.delay_p99_ns, 50);
-        assert_eq!(row.delay_max_ns, 50);
-        // In the JSON, next to the other delay fields; the samples are not.
-        let j = serde_json::to_value(row).unwrap();
-        assert_eq!(j["delay_p50_ns"], 20);
-        assert_eq!(j["delay_p99_ns"], 50);
-        assert!(j.get("delays_ns").is_none());
-    }
-
-    #[test]
-    fn every_wait_is_handed_over_with_its_start_cpus_and_waker() {
-        // 5: first seen at 100 (0); sleeps at 200, woken by 7 on CPU 1
-        // (target CPU 0) at 300, in at 450 (150); preempted (R+) at 500,
-        // in at 530 (a preempted wait of 30, not counted); yields (R) at
-        // 600, in on CPU 1 at 650 (50). 6: first seen at 500.
-        let mut t = T::new();
-        t.switch(100, 0, 0, "R", 5)
-            .switch(200, 0, 5, "S", 0)
-            .wake(300, 1, 7, Wakeup, 5, 0)
-            .switch(450, 0, 0, "R", 5)
-            .switch(500, 0, 5, "R+", 6)
-            .switch(530, 0, 6, "S", 5)
-            .switch(600, 0, 5, "R", 0)
-            .switch(650, 1, 0, "R", 5);
-        t.0.finish();
-        let mut waits = Vec::new();
-        let r = compute_with(&t.0, |w| waits.push(*w)).unwrap();
-        let five = t.0.strings.find("t5").unwrap();
-        let six = t.0.strings.find("t6").unwrap();
-        let w = |tid: i32, comm, since: u64, at: u64, start, wake: Option<(u32, i32)>, cpu| Wait {
-            tid: Tid(tid),
-            comm,
-            since: Ts(since),
-            switched_in: Ts(at),
-            delay_ns: at - since,
-            start,
-            wake_cpu: wake.map(|x| Cpu(x.0)),
-            cpu: Cpu(cpu),
-            waker: wake.map(|x| Tid(x.1)),
-        };
-        use WaitStart::{FirstSeen, RunnableSwitchOut};
-        assert_eq!(
-            waits,
-            vec![
-                w(5, five, 100, 100, Some(FirstSeen), None, 0),
-                w(5, five, 300, 450, Some(WaitStart::Wakeup), Some((0, 7)), 0),
-                w(6, six, 500, 500, Some(FirstSeen), None, 0),
-                w(5, five, 500, 530, None, None, 0),
-                w(5, five, 600, 650, Some(RunnableSwitchOut), None, 1),
-            ]
-        );
-        // the report is the one compute gives
-        let row5 = row(&r, 5);
-        assert_eq!(
-            (row5.switches, row5.delay_max_ns, row5.delay_total_ns),
-            (3, 150, 200)
-        );
-        assert_eq!((row5.preemptions, row5.preempt_delay_total_ns), (1, 30));
-        let mut d = row5.delays_ns.clone();
-        d.sort_unstable();
-        assert_eq!(d, vec![0, 50, 150]);
-        assert_eq!(compute(&t.0).unwrap().tasks, r.tasks);
-    }
-
-    #[test]
-    fn wakeup_to_switch_in_and_runtime() {
-        // Ground truth by hand: 5 sleeps at 200, woken (sched_wakeup) at 300,
-        // runs at 450: one switch with delay 150. Waking at 290 is ignored.
-        // Run time: 5 ran [100,200) and [450,500) on cpu 0 = 150.
-        let r = run(T::new()
-            .switch(100, 0, 0, "R", 5)
-            .switch(200, 0, 5, "S", 0)
-            .wake(290, 1, 7, Waking, 5, 0)
-            .wake(300, 0, 7, Wakeup, 5, 0)
-            .switch(450, 0, 0, "R", 5)
-            .switch(500, 0, 5, "S", 0));
-        let t = row(&r, 5);
-        // First sight of 5 is a switch-in: one switch of zero delay (as perf).
-        assert_eq!(t.switches, 2);
-        assert_eq!(t.delay_max_ns, 150);
-        assert_eq!(t.delay_max_at_ns, 450);
-        assert_eq!(t.delay_max_start_ns, 300);
-        assert_eq!(t.delay_avg_ns, 75);
-        assert_eq!(t.wakeups, 1);
-        assert_eq!(t.runtime_ns, 150);
-        assert_eq!(r.context_switch_bugs, 0);
-        assert_eq!(r.wakeup_event, "sched:sched_wakeup");
-    }
-
-    #[test]
-    fn preempted_switch_out_does_not_start_a_wait_but_yield_does() {
-        let r = run(T::new()
-            .switch(10, 0, 0, "R", 5)
-            .switch(20, 0, 5, "R+", 6) // preempted: perf 6.1 does not count
-            .switch(40, 0, 6, "R", 5) // 6 yields: waits from 40
-            .switch(70, 0, 5, "S", 6));
-        assert_eq!(row(&r, 5).switches, 1, "only the first-sight switch-in");
-        assert_eq!(row(&r, 5).delay_max_ns, 0);
-        // ... but the wait after preemption, [20, 40), is reported apart.
-        assert_eq!(row(&r, 5).preemptions, 1);
-        assert_eq!(row(&r, 5).preempt_delay_max_ns, 20);
-        assert_eq!(row(&r, 6).preemptions, 0, "a yield is not a preemption");
-        let six = row(&r, 6);
-        assert_eq!(six.switches, 2);
-        assert_eq!(six.delay_max_ns, 30);
-        assert_eq!(six.runtime_ns, 20);
-        assert_eq!(row(&r, 5).runtime_ns, 10 + 30);
-        // What started each task's largest wait: 5's only switch is its
-        // first sight (its preemption started none); 6 was first seen at
-        // 20 (wait 0), then waited 30 from its R switch-out at 40.
-        assert_eq!(row(&r, 5).delay_max_start, Some(WaitStart::FirstSeen));
-        assert_eq!(six.delay_max_start, Some(WaitStart::RunnableSwitchOut));
-        assert_eq!(six.delay_max_start_ns, 40);
-        assert_eq!(
-            r.waits_by_start,
-            WaitStarts {
-                runnable_switch_out: 1,
-                first_seen: 2,
-                ..WaitStarts::default()
-            }
-        );
-    }
-
-    #[test]
-    fn the_largest_wait_names_its_start_and_ties_keep_the_first() {
-        // 5: woken at 100 (sched_wakeup), in at 130 (30); R switch-out at
-        // 150, in at 180 (30, a tie: the wakeup, first, stays the max);
-        // sleeps at 200, woken at 300, in at 350 (50, the max).
-        // 7: sched_wakeup_new at 10, in at 12. waking is ignored (the trace
-        // has sched_wakeup).
-        let r = run(T::new()
-            .wake(10, 1, 0, WakeupNew, 7, 1)
-            .switch(12, 1, 0, "R", 7)
-            .switch(50, 0, 0, "R", 6)
-            .switch(60, 0, 6, "S", 0)
-            .switch(90, 0, 0, "R", 5)
-            .switch(95, 0, 5, "S", 0)
-            .wake(100, 0, 0, Wakeup, 5, 0)
-            .switch(130, 0, 0, "R", 5)
-            .switch(150, 0, 5, "R", 0)
-            .switch(180, 0, 0, "R", 5)
-            .switch(200, 0, 5, "S", 0)
-            .wake(290, 0, 0, Waking, 5, 0)
-            .wake(300, 0, 0, Wakeup, 5, 0)
-            .switch(350, 0, 0, "R", 5));
-        let five = row(&r, 5);
-        assert_eq!((five.switches, five.delay_max_ns), (4, 50));
-        assert_eq!(five.delay_max_start, Some(WaitStart::Wakeup));
-        assert_eq!(five.delay_max_start_ns, 300);
-        assert_eq!(row(&r, 7).delay_max_start, Some(WaitStart::WakeupNew));
-        assert_eq!(
-            r.waits_by_start,
-            WaitStarts {
-                wakeup: 2,
-                wakeup_new: 1,
-                runnable_switch_out: 1,
-                first_seen: 2, // 6 at 50, 5 at 90
-                ..WaitStarts::default()
-            }
-        );
-        // the tie: 30 from the wakeup at 100 stays ahead of 30 from the R at 150
-        let r = run(T::new()
-            .switch(90, 0, 0, "R", 5)
-            .switch(95, 0, 5, "S", 0)
-            .wake(100, 0, 0, Wakeup, 5, 0)
-            .switch(130, 0, 0, "R", 5)
-            .switch(150, 0, 5, "R", 0)
-            .switch(180, 0, 0, "R", 5));
-        let five = row(&r, 5);
-        assert_eq!(five.delay_max_ns, 30);
-        assert_eq!(five.delay_max_start, Some(WaitStart::Wakeup));
-    }
-
-    #[test]
-    fn wakeup_of_running_or_unknown_task() {
-        let r = run(T::new()
-            .switch(10, 0, 0, "R", 5)
-            .wake(15, 1, 9, Wakeup, 5, 0) // running: ignored
-            .wake(20, 1, 9, WakeupNew, 8, 1) // never seen: waits from 20
-            .switch(50, 1, 0, "R", 8));
-        assert_eq!(row(&r, 5).wakeups, 0);
-        assert_eq!(row(&r, 8).delay_max_ns, 30);
-        assert_eq!(row(&r, 8).wakeups, 1);
-    }
-
-    #[test]
-    fn waking_is_used_only_without_wakeup_events() {
-        let r = run(T::new()
-            .switch(10, 0, 0, "R", 5)
-            .switch(20, 0, 5, "S", 0)
-            .wake(30, 1, 9, Waking, 5, 0)
-            .switch(45, 0, 0, "R", 5));
-        assert_eq!(r.wakeup_event, "sched:sched_waking");
-        assert_eq!(row(&r, 5).delay_max_ns, 15);
-        assert_eq!(row(&r, 5).delay_max_start, Some(WaitStart::Waking));
-        assert_eq!(r.waits_by_start.waking, 1);
-    }
-
-    #[test]
-    fn context_switch_bug_and_sorting() {
-        let r = run(T::new()
-            .switch(10, 0, 0, "R", 5)
-            .switch(20, 0, 6, "S", 0) // cpu 0 ran 5, not 6
-            .wake(25, 1, 0, Wakeup, 6, 0)
-            .switch(100, 0, 0, "R", 6));
-        assert_eq!(r.context_switch_bugs, 1);
-        // 6: charged [10,20) although the CPU said 5 (timehist does the same).
-        assert_eq!(row(&r, 6).runtime_ns, 10);
-        assert_eq!(r.tasks[0].tid, 6, "largest max delay first");
-    }
-
-    #[test]
-    fn missing_switch_events_is_an_error() {
-        let mut t = T::new();
-        t.wake(1, 0, 0, Wakeup, 3, 0);
-        t.0.finish();
-        let e = compute(&t.0).unwrap_err();
-        assert!(e.to_string().contains("sched:sched_switch"), "{e}");
-    }
-}
+mod tests;

@@ -156,6 +156,15 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     // Decode only the events the sections read (counts still cover the
     // whole file).
     let load_opts = load_options(&cfg.sections);
+    let latency_alone = Sections {
+        latency: true,
+        ..Sections::default()
+    };
+    if cfg.sections == latency_alone {
+        if let Some((trace, report)) = latency_streamed(&args.file, &progress, &load_opts)? {
+            return emit(&args, &cfg, trace, report, ());
+        }
+    }
     let trace = load_with(&args.file, &progress, &load_opts)?;
     let t1 = Instant::now();
     let shown = args.file.display().to_string();
@@ -166,6 +175,71 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     if std::env::var_os("SCHEDSCOPE_TIMING").is_some() {
         eprintln!("timing: compute {:.1} ms", t1.elapsed().as_secs_f64() * 1e3);
     }
+    emit(&args, &cfg, trace, report, timeline)
+}
+
+/// The latency section alone, computed as the file streams past (its
+/// memory does not grow with the events): the trace without its events
+/// and the report, or `None` when the file cannot be streamed (not
+/// perf.data, standard input, compressed records, no round markers; see
+/// `schedscope_parser::stream_with`), which is then loaded whole.
+fn latency_streamed(
+    path: &Path,
+    progress: &Progress,
+    opts: &schedscope_parser::LoadOptions,
+) -> anyhow::Result<Option<(Trace, Report)>> {
+    use schedscope_analysis::latency::LatencyPass;
+    /// Feeds the streamed events to the latency pass.
+    struct Sink(Option<LatencyPass>);
+    impl schedscope_parser::EventSink for Sink {
+        fn start(&mut self, meta: &Trace) {
+            self.0 = Some(LatencyPass::new(meta.nr_cpus, meta.cpu_unknown));
+        }
+        fn events(&mut self, events: &[schedscope_trace::Event]) {
+            if let Some(p) = &mut self.0 {
+                for ev in events {
+                    p.push(ev);
+                }
+            }
+        }
+    }
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let shown = path.display().to_string();
+    let decoded = AtomicU64::new(0);
+    let t0 = Instant::now();
+    let mut sink = Sink(None);
+    let streamed = progress.while_running(
+        |elapsed| load_line(&shown, decoded.load(Ordering::Relaxed), size, elapsed),
+        || schedscope_parser::stream_with(path, opts, &decoded, &mut sink),
+    );
+    let trace = match streamed {
+        Ok(t) => t,
+        Err(schedscope_parser::StreamError::Unstreamable { .. }) => return Ok(None),
+        // (the message already names the file and the cause, as load's)
+        Err(schedscope_parser::StreamError::Parse(e)) => return Err(anyhow::anyhow!("{e}")),
+    };
+    let pass = sink
+        .0
+        .unwrap_or_else(|| LatencyPass::new(trace.nr_cpus, trace.cpu_unknown));
+    let report = Report::latency_only(&trace, |t| pass.finish(t));
+    if std::env::var_os("SCHEDSCOPE_TIMING").is_some() {
+        eprintln!(
+            "timing: streamed load and latency {:.1} ms",
+            t0.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    Ok(Some((trace, report)))
+}
+
+/// Print `report` of `trace` as asked, and say how it went; `keep` (and
+/// the trace and report) are left to the exit.
+fn emit<K>(
+    args: &ReportArgs,
+    cfg: &Config,
+    trace: Trace,
+    report: Report,
+    keep: K,
+) -> anyhow::Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
     match args.format {
@@ -188,7 +262,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         }
     }
     // The process exits next: the OS takes the memory back at once.
-    crate::heap::leave_to_exit((report, timeline, trace));
+    crate::heap::leave_to_exit((report, keep, trace));
     if failed {
         return Ok(ExitCode::from(1));
     }

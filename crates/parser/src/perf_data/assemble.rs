@@ -102,8 +102,28 @@ pub(super) fn merge(
     let maps = global_ids(trace, &mut outs);
     merge_events(trace, &mut outs, &maps, slots, how.spare);
     timing.mark("merge");
-    let f = gather(trace, outs, maps);
-    warn_anomalies(trace, f.anomalies, damage, how.cpu_count);
+    let mut f = ChunkFacts::new(trace);
+    for (d, map) in outs.into_iter().zip(maps) {
+        f.add(trace, d.out, &map, d.decompressed);
+    }
+    let events = std::mem::take(&mut trace.events);
+    conclude(trace, f, td, damage, how.cpu_count, &events);
+    trace.events = events;
+}
+
+/// The end of [`merge`], once every chunk's facts are in `f`: warn about
+/// the anomalies, add up the losses, tallies and counts, and build the task
+/// table (`events`: the trace's events in time order, of which it reads
+/// only the fork and exit events).
+pub(super) fn conclude(
+    trace: &mut Trace,
+    f: ChunkFacts,
+    td: &tracing_data::TracingData,
+    damage: &mut Option<(u64, String)>,
+    cpu_count: Option<u32>,
+    events: &[Event],
+) {
+    warn_anomalies(trace, f.anomalies, damage, cpu_count);
     let ChunkFacts {
         counts,
         ops,
@@ -172,6 +192,7 @@ pub(super) fn merge(
             saw_exit,
         },
         td,
+        events,
     );
 }
 
@@ -184,51 +205,87 @@ pub(super) struct MergeHow {
     pub(super) cpu_count: Option<u32>,
 }
 
+/// One chunk's string, mask and stack ids in the trace.
+pub(super) type IdMap = (Vec<StrId>, Vec<MaskId>, Vec<StackId>);
+
 /// Per chunk: its string, mask and stack ids in the trace.
-type IdMaps = Vec<(Vec<StrId>, Vec<MaskId>, Vec<StackId>)>;
+type IdMaps = Vec<IdMap>;
+
+/// The masks and stacks given trace ids so far (see [`chunk_ids`]).
+#[derive(Default)]
+pub(super) struct IdState {
+    mask_ids: FxMap<Vec<u64>, u32>,
+    stack_ids: FxMap<Vec<u64>, u32>,
+}
 
 /// Give the chunk-local strings, masks and stacks their trace ids
 /// (sequential: the tables are small); the events are renumbered as they
 /// are merged.
 fn global_ids(trace: &mut Trace, outs: &mut [Decoded<'_>]) -> IdMaps {
-    let mut mask_ids: FxMap<Vec<u64>, u32> = FxMap::default();
-    let mut stack_ids: FxMap<Vec<u64>, u32> = FxMap::default();
+    let mut st = IdState::default();
     outs.iter_mut()
-        .map(|Decoded { out, .. }| {
-            let smap: Vec<StrId> = out
-                .local
-                .strings
-                .iter()
-                .map(|s| match std::str::from_utf8(s) {
-                    Ok(s) => trace.strings.intern(s),
-                    Err(_) => trace.strings.intern(&String::from_utf8_lossy(s)),
-                })
-                .collect();
-            let mmap: Vec<MaskId> = std::mem::take(&mut out.local.masks)
-                .into_iter()
-                .map(|m| {
-                    let next = trace.cpumasks.len() as u32;
-                    let id = *mask_ids.entry(m.clone()).or_insert(next);
-                    if id == next {
-                        trace.cpumasks.push(CpuMask { words: m });
-                    }
-                    MaskId(id)
-                })
-                .collect();
-            let kmap: Vec<StackId> = std::mem::take(&mut out.local.stacks)
-                .into_iter()
-                .map(|st| {
-                    let next = trace.stacks.len() as u32;
-                    let id = *stack_ids.entry(st.clone()).or_insert(next);
-                    if id == next {
-                        trace.stacks.push(st);
-                    }
-                    StackId(id)
-                })
-                .collect();
-            (smap, mmap, kmap)
-        })
+        .map(|d| chunk_ids(trace, &mut d.out, &mut st))
         .collect()
+}
+
+/// [`global_ids`] of one chunk, the chunks taken in file order.
+pub(super) fn chunk_ids(
+    trace: &mut Trace,
+    out: &mut chunk::ChunkOut<'_>,
+    st: &mut IdState,
+) -> IdMap {
+    let smap: Vec<StrId> = out
+        .local
+        .strings
+        .iter()
+        .map(|s| match std::str::from_utf8(s) {
+            Ok(s) => trace.strings.intern(s),
+            Err(_) => trace.strings.intern(&String::from_utf8_lossy(s)),
+        })
+        .collect();
+    let mmap: Vec<MaskId> = std::mem::take(&mut out.local.masks)
+        .into_iter()
+        .map(|m| {
+            let next = trace.cpumasks.len() as u32;
+            let id = *st.mask_ids.entry(m.clone()).or_insert(next);
+            if id == next {
+                trace.cpumasks.push(CpuMask { words: m });
+            }
+            MaskId(id)
+        })
+        .collect();
+    let kmap: Vec<StackId> = std::mem::take(&mut out.local.stacks)
+        .into_iter()
+        .map(|st_| {
+            let next = trace.stacks.len() as u32;
+            let id = *st.stack_ids.entry(st_.clone()).or_insert(next);
+            if id == next {
+                trace.stacks.push(st_);
+            }
+            StackId(id)
+        })
+        .collect();
+    (smap, mmap, kmap)
+}
+
+/// Renumber a chunk's event with the chunk's ids (`map`) and the base of
+/// its raw-field records in the trace (`raw_base`).
+#[inline]
+pub(super) fn fix_event(map: &IdMap, raw_base: Option<u32>, ev: &mut Event) {
+    let (smap, mmap, kmap) = map;
+    if ev.stack.is_some() {
+        ev.stack = kmap
+            .get(ev.stack.0 as usize)
+            .copied()
+            .unwrap_or(StackId::NONE);
+    }
+    remap_local(&mut ev.data, smap, mmap);
+    if let EventData::Other(Some(r)) = &mut ev.data {
+        match raw_base {
+            Some(base) => *r += base,
+            None => ev.data = EventData::Other(None),
+        }
+    }
 }
 
 /// Put the events of every chunk (`slots`) in time order into
@@ -278,21 +335,8 @@ fn merge_events(
     let reclaim = (!spare)
         .then(|| slots.as_ptr() as usize..slots.as_ptr() as usize + std::mem::size_of_val(slots));
     trace.events = order::merge_runs(&runs, reclaim, &|c, ev| {
-        let Some((smap, mmap, kmap)) = maps.get(c) else {
-            return;
-        };
-        if ev.stack.is_some() {
-            ev.stack = kmap
-                .get(ev.stack.0 as usize)
-                .copied()
-                .unwrap_or(StackId::NONE);
-        }
-        remap_local(&mut ev.data, smap, mmap);
-        if let EventData::Other(Some(r)) = &mut ev.data {
-            match raw_base.get(c).copied().flatten() {
-                Some(base) => *r += base,
-                None => ev.data = EventData::Other(None),
-            }
+        if let Some(map) = maps.get(c) {
+            fix_event(map, raw_base.get(c).copied().flatten(), ev);
         }
     });
     drop(runs);
@@ -300,7 +344,7 @@ fn merge_events(
 
 /// What the chunks found besides their events, added up in file order.
 #[derive(Default)]
-struct ChunkFacts {
+pub(super) struct ChunkFacts {
     /// Events per name id.
     counts: Vec<u64>,
     /// Task records (time, change), ids renumbered.
@@ -321,25 +365,29 @@ struct ChunkFacts {
     anomalies: [[Anomaly; 9]; 2],
 }
 
-/// Add up the chunks' facts (see [`ChunkFacts`]); memory mappings go
-/// straight to the trace.
-fn gather(trace: &mut Trace, outs: Vec<Decoded<'_>>, maps: IdMaps) -> ChunkFacts {
-    let mut f = ChunkFacts {
-        counts: vec![0u64; trace.event_names.len()],
-        ..ChunkFacts::default()
-    };
-    for (
-        Decoded {
-            out,
-            decompressed: dec,
-            ..
-        },
-        (smap, mmap, _),
-    ) in outs.into_iter().zip(maps)
-    {
+impl ChunkFacts {
+    /// No chunk's facts yet.
+    pub(super) fn new(trace: &Trace) -> ChunkFacts {
+        ChunkFacts {
+            counts: vec![0u64; trace.event_names.len()],
+            ..ChunkFacts::default()
+        }
+    }
+
+    /// Add one chunk's facts (the chunks in file order; `dec`: of the
+    /// decompressed stream); memory mappings go straight to the trace.
+    pub(super) fn add(
+        &mut self,
+        trace: &mut Trace,
+        out: chunk::ChunkOut<'_>,
+        map: &IdMap,
+        dec: bool,
+    ) {
+        let f = self;
+        let (smap, mmap, _) = map;
         // Tallies: chunk by chunk, in file order, ids renumbered as above.
         for mut t in out.tallies.list {
-            remap_local(&mut t.data, &smap, &mmap);
+            remap_local(&mut t.data, smap, mmap);
             // (a tally counts payloads: raw-field records are not kept for it)
             if let EventData::Other(Some(_)) = t.data {
                 t.data = EventData::Other(None);
@@ -394,7 +442,6 @@ fn gather(trace: &mut Trace, outs: Vec<Decoded<'_>>, maps: IdMaps) -> ChunkFacts
             dst.merge(src);
         }
     }
-    f
 }
 
 /// The task facts [`build_tasks`] reads.
@@ -410,7 +457,7 @@ struct TaskFacts {
 /// the events tell (fork/exit events when the file has no such records,
 /// the tracing data's saved cmdlines, sample tids, event comms), by the
 /// rules of [`TaskTableBuilder`].
-fn build_tasks(trace: &mut Trace, t: TaskFacts, td: &tracing_data::TracingData) {
+fn build_tasks(trace: &mut Trace, t: TaskFacts, td: &tracing_data::TracingData, events: &[Event]) {
     let TaskFacts {
         mut ops,
         comm_by_tid,
@@ -429,7 +476,7 @@ fn build_tasks(trace: &mut Trace, t: TaskFacts, td: &tracing_data::TracingData) 
             TaskOp::Exit { tid } => b.exit(Tid(tid), Ts(ts)),
         }
     }
-    b.fork_exit_events(&trace.events, &trace.strings, !saw_fork, !saw_exit);
+    b.fork_exit_events(events, &trace.strings, !saw_fork, !saw_exit);
     for (pid, comm) in &td.cmdlines {
         b.saved_cmdline(Tid(*pid), comm);
     }

@@ -174,6 +174,9 @@ pub(crate) struct ChunkOut<'a> {
     pub overflow: bool,
     /// Tallied events (see [`Ctx::tally`]), payloads with chunk-local ids.
     pub tallies: Tallies,
+    /// Per PERF_RECORD_FINISHED_ROUND record, in file order: how many of
+    /// the chunk's events precede it (the streaming reader flushes there).
+    pub rounds: Vec<usize>,
 }
 
 /// Tallied events in order of first appearance, with the index of each
@@ -352,6 +355,7 @@ pub(crate) fn decode_chunk<'a>(
                 None => out.short_record.hit(off, ty as u64),
             },
             RecordType::ID_INDEX => id_index(body, &mut out.id_cpu),
+            RecordType::FINISHED_ROUND => out.rounds.push(out.n),
             _ if is_known_record(ty) => {}
             _ => out.unknown_record.hit(off, ty as u64),
         }

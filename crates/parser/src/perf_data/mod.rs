@@ -55,6 +55,7 @@ pub(crate) mod local;
 mod mmap;
 mod names;
 mod order;
+pub mod stream;
 mod task_cgroups;
 pub(crate) mod tracepoint;
 pub mod tracing_data;
@@ -200,13 +201,7 @@ fn decode_pass(
             cpu_count: feats.nr_cpus_avail.or(feats.nr_cpus_online),
         },
     );
-    // (the analyses refuse switches they cannot read: Trace::untyped)
-    let counts: Vec<(String, u64)> = trace
-        .untyped
-        .keys()
-        .map(|name| (name.clone(), trace.count(name)))
-        .collect();
-    trace.untyped = counts.into_iter().filter(|&(_, n)| n > 0).collect();
+    count_untyped(&mut trace);
     if opts.spare {
         // The slots' pages are faulted in: the analyses reuse them.
         trace.spare.put(slots);
@@ -230,6 +225,17 @@ fn decode_pass(
     // CPUs of the kept events are counted above)
     timing.mark("rest");
     Ok(Some(trace))
+}
+
+/// Count the events of the untyped event names (the analyses refuse
+/// switches they cannot read: `Trace::untyped`).
+fn count_untyped(trace: &mut Trace) {
+    let counts: Vec<(String, u64)> = trace
+        .untyped
+        .keys()
+        .map(|name| (name.clone(), trace.count(name)))
+        .collect();
+    trace.untyped = counts.into_iter().filter(|&(_, n)| n > 0).collect();
 }
 
 /// A new trace with the metadata of the feature sections (and their
