@@ -64,7 +64,7 @@ pub struct Census {
 }
 
 /// One bucket of a mipmap level.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct Bucket {
     /// Dominant non-idle task (0 = none).
     tid: Tid,
@@ -79,7 +79,7 @@ struct Bucket {
 }
 
 /// One mipmap level: buckets of `width` ns from the lane's origin.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 struct Level {
     width: u64,
     buckets: Vec<Bucket>,
@@ -140,7 +140,7 @@ impl Tally {
 }
 
 /// A step function of the number of tasks waiting, with its running integral.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Pressure {
     /// Change points, sorted.
     times: Vec<u64>,
@@ -183,6 +183,34 @@ impl Pressure {
         p
     }
 
+    /// The change points and the count from each to the next (what
+    /// [`Pressure::from_steps`] takes back).
+    pub fn steps(&self) -> (&[u64], &[u32]) {
+        (&self.times, &self.counts)
+    }
+
+    /// From change points (sorted, distinct) and the count from each to
+    /// the next, as [`Pressure::steps`] gives them; None when the times are
+    /// not strictly increasing or the lengths differ.
+    pub fn from_steps(times: Vec<u64>, counts: Vec<u32>) -> Option<Pressure> {
+        if times.len() != counts.len() || times.windows(2).any(|w| w[0] >= w[1]) {
+            return None;
+        }
+        let mut integral = Vec::with_capacity(times.len());
+        let mut acc: u128 = 0;
+        for (i, &t) in times.iter().enumerate() {
+            if i > 0 {
+                acc += u128::from(counts[i - 1]) * u128::from(t - times[i - 1]);
+            }
+            integral.push(acc);
+        }
+        Some(Pressure {
+            times,
+            counts,
+            integral,
+        })
+    }
+
     /// Integral of the count from the first change point to `t`.
     fn at(&self, t: u64) -> u128 {
         let i = self.times.partition_point(|&x| x <= t);
@@ -213,7 +241,7 @@ impl Pressure {
 }
 
 /// The summary index of one CPU lane.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub struct CpuLane {
     /// CPU number.
     pub cpu: u32,
@@ -242,11 +270,41 @@ impl CpuLane {
         waiting: &[(u64, u64)],
         process: impl Fn(Tid) -> Tid,
     ) -> CpuLane {
+        CpuLane::with_pressure(cpu, runs, Pressure::from_intervals(waiting), process)
+    }
+
+    /// [`CpuLane::new`] with the waiting step function already built.
+    pub fn with_pressure(
+        cpu: u32,
+        runs: &[(u64, u64, Tid)],
+        pressure: Pressure,
+        process: impl Fn(Tid) -> Tid,
+    ) -> CpuLane {
+        let keys = runs
+            .iter()
+            .map(|&(_, _, tid)| match (tid, process(tid)) {
+                (0, _) => 0,
+                (t, 0) => t,
+                (_, k) => k,
+            })
+            .collect();
+        CpuLane::from_runs(cpu, runs, keys, pressure)
+    }
+
+    /// A lane from its runs and each run's process (colour key, as
+    /// [`CpuLane::keys`] gives them back; `keys` is cut or padded with 0
+    /// to the number of runs).
+    pub fn from_runs(
+        cpu: u32,
+        runs: &[(u64, u64, Tid)],
+        mut keys: Vec<Tid>,
+        pressure: Pressure,
+    ) -> CpuLane {
         let n = runs.len();
+        keys.resize(n, 0);
         let mut starts = Vec::with_capacity(n);
         let mut ends = Vec::with_capacity(n);
         let mut tids = Vec::with_capacity(n);
-        let mut keys = Vec::with_capacity(n);
         let mut busy_prefix = Vec::with_capacity(n + 1);
         busy_prefix.push(0);
         let mut idle_prefix = Vec::with_capacity(n + 1);
@@ -259,11 +317,6 @@ impl CpuLane {
             starts.push(s);
             ends.push(e);
             tids.push(tid);
-            keys.push(match (tid, process(tid)) {
-                (0, _) => 0,
-                (t, 0) => t,
-                (_, k) => k,
-            });
             if tid != 0 {
                 acc += e - s;
             } else {
@@ -282,7 +335,7 @@ impl CpuLane {
             busy_prefix,
             idle_prefix,
             levels: Vec::new(),
-            pressure: Pressure::from_intervals(waiting),
+            pressure,
         };
         lane.build_levels();
         lane
@@ -604,6 +657,17 @@ impl CpuLane {
             .then(|| (self.starts[i], self.ends[i], self.tids[i]))
     }
 
+    /// The process (colour key) of each run's task, in run order (0 for
+    /// idle).
+    pub fn keys(&self) -> &[Tid] {
+        &self.keys
+    }
+
+    /// Every run: (start, end, tid), in time order.
+    pub fn runs(&self) -> impl Iterator<Item = (u64, u64, Tid)> + '_ {
+        (0..self.starts.len()).map(|i| (self.starts[i], self.ends[i], self.tids[i]))
+    }
+
     /// Runs overlapping `[a, b)`: (start, end, tid).
     pub fn runs_in(&self, a: u64, b: u64) -> impl Iterator<Item = (u64, u64, Tid)> + '_ {
         let i0 = self.first_after(a);
@@ -613,7 +677,7 @@ impl CpuLane {
 }
 
 /// The lanes of a whole timeline with their overlays.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Lanes {
     /// One per CPU, by CPU number.
     pub cpus: Vec<CpuLane>,
