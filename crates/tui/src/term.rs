@@ -86,8 +86,12 @@ pub fn run(path: &str, loader: Loader, cache: Option<CacheUse>) -> io::Result<Op
         if app.quit {
             break;
         }
-        // while loading, wake up every 100 ms to show progress
-        let timeout = if loading {
+        // while loading, wake up every 100 ms to show progress; every
+        // 250 ms when the cached lanes are drawn (a frame of a whole trace
+        // costs more than the loading screen and takes from the load)
+        let timeout = if app.pending.is_some() {
+            Duration::from_millis(250)
+        } else if loading {
             Duration::from_millis(100)
         } else {
             Duration::from_secs(3600)
