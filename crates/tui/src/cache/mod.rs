@@ -15,6 +15,9 @@
 //! to its last byte, is ignored (and replaced after the load): a stale or
 //! damaged cache costs a normal load, never a panic or a wrong lane.
 //!
+//! The directory keeps the caches of the [`KEEP`] traces written or read
+//! last.
+//!
 //! Bump [`VERSION`] whenever what the lanes hold or how a timeline builds
 //! them changes.
 
@@ -31,6 +34,10 @@ pub const MAGIC: &[u8; 8] = b"SSLANES\0";
 
 /// Format version; see the module docs.
 pub const VERSION: u32 = 1;
+
+/// The cache keeps the lanes of this many traces, the most recently
+/// written or read ones ([`prune`]).
+pub const KEEP: usize = 16;
 
 /// How many of the trace file's first bytes the key hashes (the perf.data
 /// header and attributes, or a text trace's first lines).
@@ -170,8 +177,14 @@ pub fn decode(bytes: &[u8], key: &Key) -> Option<(Meta, Lanes)> {
 /// Read the cache of the trace `key` names from `dir`; None when there is
 /// none or it does not hold that trace's lanes.
 pub fn load(dir: &Path, key: &Key) -> Option<(Meta, Lanes)> {
-    let bytes = std::fs::read(file_in(dir, key)).ok()?;
-    decode(&bytes, key)
+    let file = file_in(dir, key);
+    let bytes = std::fs::read(&file).ok()?;
+    let out = decode(&bytes, key)?;
+    // used: the newest for [`prune`]
+    if let Ok(f) = std::fs::File::options().write(true).open(&file) {
+        let _ = f.set_modified(std::time::SystemTime::now());
+    }
+    Some(out)
 }
 
 /// Write `bytes` (from [`encode`]) as the cache of the trace `key` names
@@ -186,11 +199,44 @@ pub fn store(dir: &Path, key: &Key, bytes: &[u8]) -> std::io::Result<()> {
         f.flush()
     });
     match written.and_then(|()| std::fs::rename(&tmp, &dest)) {
-        Ok(()) => Ok(()),
+        Ok(()) => {
+            prune(dir, KEEP);
+            Ok(())
+        }
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
             Err(e)
         }
+    }
+}
+
+/// Keep the `keep` most recently written caches in `dir` and delete the
+/// others, and any temporary file older than an hour (left by a writer
+/// that was killed). Other files are left alone; errors are ignored.
+pub fn prune(dir: &Path, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let hour_ago = std::time::SystemTime::now()
+        .checked_sub(std::time::Duration::from_secs(3600))
+        .unwrap_or(std::time::UNIX_EPOCH);
+    let mut caches = Vec::new();
+    for e in entries.flatten() {
+        let (path, Ok(m)) = (e.path(), e.metadata()) else {
+            continue;
+        };
+        let Ok(t) = m.modified() else { continue };
+        match path.extension().and_then(|x| x.to_str()) {
+            Some("lanes") => caches.push((t, path)),
+            Some(x) if x.starts_with("tmp") && t < hour_ago => {
+                let _ = std::fs::remove_file(&path);
+            }
+            _ => {}
+        }
+    }
+    caches.sort_unstable_by(|a, b| b.cmp(a));
+    for (_, path) in caches.into_iter().skip(keep) {
+        let _ = std::fs::remove_file(path);
     }
 }
 

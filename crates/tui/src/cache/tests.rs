@@ -272,6 +272,46 @@ fn the_directory_follows_xdg_cache_home() {
     );
 }
 
+#[test]
+fn prune_keeps_the_newest_caches_and_leaves_other_files() {
+    let dir = tmp("prune");
+    let at = |s: u64| std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000 + s);
+    let touch = |name: &str, t| {
+        let p = dir.join(name);
+        std::fs::write(&p, b"x").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    };
+    for i in 0..5u64 {
+        touch(&format!("{i:016x}.lanes"), at(i));
+    }
+    touch("a.tmp123", at(0));
+    touch("notes.txt", at(0));
+    // a temporary file being written now is kept
+    std::fs::write(dir.join("b.tmp456"), b"x").unwrap();
+    prune(&dir, 3);
+    let mut left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            "0000000000000002.lanes",
+            "0000000000000003.lanes",
+            "0000000000000004.lanes",
+            "b.tmp456",
+            "notes.txt"
+        ]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Where a cache read spends its time (`SCHEDSCOPE_LANE_CACHE=FILE.lanes
 /// cargo test --release -p schedscope-tui --lib read_phases -- --ignored
 /// --nocapture`).
