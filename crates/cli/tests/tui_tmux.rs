@@ -6,21 +6,30 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// A tmux session, killed when dropped.
-struct Session(String);
+/// A tmux session, killed when dropped, and its lane cache directory,
+/// then removed.
+struct Session {
+    name: String,
+    cache: std::path::PathBuf,
+}
 
 impl Drop for Session {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.0])
-            .status();
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.cache);
     }
 }
 
 impl Session {
+    fn kill(&self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.name])
+            .status();
+    }
+
     fn send(&self, keys: &[&str]) {
         let st = Command::new("tmux")
-            .args(["send-keys", "-t", &self.0])
+            .args(["send-keys", "-t", &self.name])
             .args(keys)
             .status()
             .expect("tmux send-keys");
@@ -29,7 +38,7 @@ impl Session {
 
     fn capture(&self) -> String {
         let out = Command::new("tmux")
-            .args(["capture-pane", "-p", "-t", &self.0])
+            .args(["capture-pane", "-p", "-t", &self.name])
             .output()
             .expect("tmux capture-pane");
         String::from_utf8_lossy(&out.stdout).into_owned()
@@ -41,7 +50,7 @@ impl Session {
                 "display-message",
                 "-p",
                 "-t",
-                &self.0,
+                &self.name,
                 &format!("#{{{name}}}"),
             ])
             .output()
@@ -68,7 +77,7 @@ impl Session {
 
 /// The cache directory (`XDG_CACHE_HOME`) of the sessions named after
 /// `tag`: a private one, so that no test reads or fills the user's lane
-/// cache.
+/// cache (removed when the session is dropped).
 fn cache_home(tag: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("schedscope-tui-{tag}-{}-cache", std::process::id()))
 }
@@ -90,7 +99,10 @@ fn start(tag: &str, w: u16, h: u16, script: &str) -> Option<Session> {
         .status()
         .expect("tmux new-session");
     assert!(st.success());
-    Some(Session(name))
+    Some(Session {
+        name,
+        cache: cache_home(tag),
+    })
 }
 
 #[test]
@@ -182,7 +194,8 @@ fn tui_in_tmux_a_second_open_draws_the_lanes_from_the_cache() {
     };
     let first = s.wait_for("the CPU lanes", |s| s.contains("360 events 2 CPUs"));
     s.send(&["q"]);
-    drop(s);
+    // killed, not dropped: the next session reads the cache it wrote
+    s.kill();
     let written = || std::fs::read_dir(&dir).map_or(0, |d| d.count());
     let t0 = Instant::now();
     while written() == 0 && t0.elapsed() < Duration::from_secs(20) {
@@ -217,7 +230,7 @@ fn tui_in_tmux_a_second_open_draws_the_lanes_from_the_cache() {
     s.send(&["q"]);
     let screen = s.wait_for("the exit", |s| s.contains("EXIT="));
     assert!(screen.contains("EXIT=0"), "{screen}");
-    drop(s);
+    s.kill();
 
     // --no-cache: no lanes while the load is held
     let held = format!(
@@ -232,7 +245,6 @@ fn tui_in_tmux_a_second_open_draws_the_lanes_from_the_cache() {
     assert!(lanes(&screen).is_empty(), "{screen}");
     s.send(&["q"]);
     s.wait_for("the exit", |s| s.contains("EXIT=0"));
-    let _ = std::fs::remove_dir_all(cache_home("cache"));
 }
 
 #[test]
