@@ -222,6 +222,11 @@ pub struct TuiArgs {
     /// Trace file.
     #[arg(default_value = "schedscope.data")]
     pub file: PathBuf,
+    /// Neither read nor write the lane cache (kept in
+    /// $XDG_CACHE_HOME/schedscope/tui, else ~/.cache/schedscope/tui, so that
+    /// a second open draws the lanes at once).
+    #[arg(long)]
+    pub no_cache: bool,
 }
 
 /// `schedscope demo`.

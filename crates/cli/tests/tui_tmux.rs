@@ -6,21 +6,30 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// A tmux session, killed when dropped.
-struct Session(String);
+/// A tmux session, killed when dropped, and its lane cache directory,
+/// then removed.
+struct Session {
+    name: String,
+    cache: std::path::PathBuf,
+}
 
 impl Drop for Session {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.0])
-            .status();
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.cache);
     }
 }
 
 impl Session {
+    fn kill(&self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.name])
+            .status();
+    }
+
     fn send(&self, keys: &[&str]) {
         let st = Command::new("tmux")
-            .args(["send-keys", "-t", &self.0])
+            .args(["send-keys", "-t", &self.name])
             .args(keys)
             .status()
             .expect("tmux send-keys");
@@ -29,7 +38,7 @@ impl Session {
 
     fn capture(&self) -> String {
         let out = Command::new("tmux")
-            .args(["capture-pane", "-p", "-t", &self.0])
+            .args(["capture-pane", "-p", "-t", &self.name])
             .output()
             .expect("tmux capture-pane");
         String::from_utf8_lossy(&out.stdout).into_owned()
@@ -41,7 +50,7 @@ impl Session {
                 "display-message",
                 "-p",
                 "-t",
-                &self.0,
+                &self.name,
                 &format!("#{{{name}}}"),
             ])
             .output()
@@ -66,22 +75,34 @@ impl Session {
     }
 }
 
-/// Start `script` in a detached `w` x `h` tmux session named after `tag`;
-/// None (with the reason printed) when tmux is missing.
+/// The cache directory (`XDG_CACHE_HOME`) of the sessions named after
+/// `tag`: a private one, so that no test reads or fills the user's lane
+/// cache (removed when the session is dropped).
+fn cache_home(tag: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("schedscope-tui-{tag}-{}-cache", std::process::id()))
+}
+
+/// Start `script` in a detached `w` x `h` tmux session named after `tag`
+/// (with its own [`cache_home`]); None (with the reason printed) when tmux
+/// is missing.
 fn start(tag: &str, w: u16, h: u16, script: &str) -> Option<Session> {
     if Command::new("tmux").arg("-V").output().is_err() {
         eprintln!("SKIPPED: tmux is not installed (scripts/setup.sh installs it)");
         return None;
     }
     let name = format!("schedscope-tui-{tag}-{}", std::process::id());
+    let xdg = format!("XDG_CACHE_HOME={}", cache_home(tag).display());
     let st = Command::new("tmux")
-        .args(["new-session", "-d", "-s", &name])
+        .args(["new-session", "-d", "-s", &name, "-e", &xdg])
         .args(["-x", &w.to_string(), "-y", &h.to_string(), script])
         .env_remove("NO_COLOR")
         .status()
         .expect("tmux new-session");
     assert!(st.success());
-    Some(Session(name))
+    Some(Session {
+        name,
+        cache: cache_home(tag),
+    })
 }
 
 #[test]
@@ -143,6 +164,87 @@ fn tui_in_tmux_zoom_pan_markers_tabs_search_quit() {
     assert!(screen.contains("TTY=restored"), "{screen}");
     assert_eq!(s.flag("alternate_on"), "0", "alternate screen left");
     assert_eq!(s.flag("mouse_any_flag"), "0", "mouse capture off");
+}
+
+/// The CPU lane rows (and their wait strips) of a screen, not the detail
+/// line (`CPU0 @...`).
+fn lanes(screen: &str) -> Vec<&str> {
+    screen
+        .lines()
+        .filter(|l| (l.starts_with("CPU") && !l.contains(" @")) || l.starts_with(" wait"))
+        .collect()
+}
+
+#[test]
+fn tui_in_tmux_a_second_open_draws_the_lanes_from_the_cache() {
+    let bin = env!("CARGO_BIN_EXE_schedscope");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/sim/bare-metal-s1.data"
+    );
+    let dir = cache_home("cache").join("schedscope/tui");
+    let _ = std::fs::remove_dir_all(&dir);
+    let Some(s) = start(
+        "cache",
+        120,
+        30,
+        &format!("'{bin}' tui '{fixture}'; sleep 30"),
+    ) else {
+        return;
+    };
+    let first = s.wait_for("the CPU lanes", |s| s.contains("360 events 2 CPUs"));
+    s.send(&["q"]);
+    // killed, not dropped: the next session reads the cache it wrote
+    s.kill();
+    let written = || std::fs::read_dir(&dir).map_or(0, |d| d.count());
+    let t0 = Instant::now();
+    while written() == 0 && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        written(),
+        1,
+        "the first open wrote the lane cache in {dir:?}"
+    );
+
+    // the second open, its full load held back (a test-only variable): the
+    // lanes on screen can only come from the cache, and they are the
+    // first open's
+    let held =
+        format!("SCHEDSCOPE_TUI_TEST_HOLD_LOAD=1 '{bin}' tui '{fixture}'; echo EXIT=$?; sleep 30");
+    let Some(s) = start("cache", 120, 30, &held) else {
+        return;
+    };
+    let second = s.wait_for("the cached lanes", |s| s.contains("lanes from cache"));
+    assert!(
+        second.contains("lanes from cache, loading: decoding"),
+        "{second}"
+    );
+    assert!(second.contains("360 events 2 CPUs"), "{second}");
+    assert_eq!(lanes(&second), lanes(&first), "{second}");
+    assert_eq!(lanes(&first).len(), 4, "{first}");
+    s.send(&["3"]);
+    s.wait_for("the tab's note", |s| {
+        s.contains("analyses are still loading")
+    });
+    s.send(&["q"]);
+    let screen = s.wait_for("the exit", |s| s.contains("EXIT="));
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    s.kill();
+
+    // --no-cache: no lanes while the load is held
+    let held = format!(
+        "SCHEDSCOPE_TUI_TEST_HOLD_LOAD=1 '{bin}' tui --no-cache '{fixture}'; echo EXIT=$?; sleep 30"
+    );
+    let Some(s) = start("cache", 120, 30, &held) else {
+        return;
+    };
+    let screen = s.wait_for("the loading screen", |s| s.contains("decoding..."));
+    std::thread::sleep(Duration::from_millis(500));
+    let screen = format!("{screen}{}", s.capture());
+    assert!(lanes(&screen).is_empty(), "{screen}");
+    s.send(&["q"]);
+    s.wait_for("the exit", |s| s.contains("EXIT=0"));
 }
 
 #[test]

@@ -9,7 +9,8 @@
 //! benchmark whose file is not set says so and measures nothing. Run:
 //! `SCHEDSCOPE_TUI_BENCH_FILE=big.data SCHEDSCOPE_TUI_BENCH_FILE_10X=big10.data cargo bench -p schedscope-tui --bench frame`.
 //! Targets (issue 12): first frame under 1 s on the benchmark file, every
-//! redraw under 16 ms on both.
+//! redraw under 16 ms on both; `first_frame_cached*` (issue 21): the
+//! first frame of a second open, from the lane cache, under 1 s on both.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -101,6 +102,51 @@ fn first_frame(bencher: divan::Bencher) {
 #[divan::bench(sample_count = 3, sample_size = 1)]
 fn first_frame_10x(bencher: divan::Bencher) {
     first(bencher, path_10x());
+}
+
+/// A lane cache of `p` in a private directory, written once from a full
+/// load (not timed): the directory and the trace's key.
+fn cache_of(p: &str) -> Option<(std::path::PathBuf, schedscope_tui::cache::Key)> {
+    let dir = std::env::temp_dir().join(format!("schedscope-frame-bench-{}", std::process::id()));
+    let key = schedscope_tui::cache::Key::of(std::path::Path::new(p))?;
+    if schedscope_tui::cache::load(&dir, &key).is_none() {
+        let data = Data::from_trace(decode(p).ok()?, &|_| {});
+        let bytes = schedscope_tui::cache::encode(&key, &data.cache_meta(), &data.lanes);
+        schedscope_tui::cache::store(&dir, &key, &bytes).ok()?;
+    }
+    Some((dir, key))
+}
+
+/// The first frame of a second open: the trace's key (its head read and
+/// hashed), the lanes read from the lane cache, drawn.
+fn first_cached(bencher: divan::Bencher, p: Option<String>) {
+    let Some(p) = p else { return };
+    let Some((dir, _)) = cache_of(&p) else {
+        return;
+    };
+    bencher.bench(|| {
+        let key = schedscope_tui::cache::Key::of(std::path::Path::new(&p));
+        let Some((meta, lanes)) = key.and_then(|k| schedscope_tui::cache::load(&dir, &k)) else {
+            return;
+        };
+        let mut app = App::with_data(&p, Data::from_cache(meta, lanes), false);
+        let mut buf = Buffer::empty(AREA);
+        schedscope_tui::draw::draw_buf(&mut buf, AREA, &mut app);
+        divan::black_box(&buf);
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// First frame of a second open of the benchmark file (lane cache).
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn first_frame_cached(bencher: divan::Bencher) {
+    first_cached(bencher, path());
+}
+
+/// First frame of a second open of the 10x file (lane cache).
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn first_frame_cached_10x(bencher: divan::Bencher) {
+    first_cached(bencher, path_10x());
 }
 
 /// The first round's path, for comparison under the same load: a full

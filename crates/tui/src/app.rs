@@ -1,7 +1,7 @@
 //! The application state and what each [`Action`] does to it. No drawing
 //! and no terminal here, so tests drive it with keys directly.
 
-use crate::data::{Data, LoadMsg};
+use crate::data::{Data, LoadMsg, Progress};
 use crate::index::Tid;
 use crate::keymap::{action_for, Action};
 pub use crate::overlay::Overlay;
@@ -11,6 +11,7 @@ use ratatui::crossterm::event::{
     KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
 use ratatui::layout::Rect;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Tab titles; 0 is the timeline, the rest follow [`crate::tables::Tables`].
@@ -61,6 +62,11 @@ pub struct App {
     pub file_size: u64,
     /// Loading state (data when ready).
     pub load: Load,
+    /// The load still running behind lanes read from the cache: its
+    /// phase and start.
+    pub pending: Option<(&'static str, Instant)>,
+    /// How far the load got (bytes and events decoded).
+    pub progress: Option<Arc<Progress>>,
     /// Window and cursor.
     pub view: Viewport,
     /// Current tab (0 = timeline).
@@ -119,6 +125,8 @@ impl App {
             path: path.to_string(),
             file_size,
             load: Load::Loading("starting", Instant::now()),
+            pending: None,
+            progress: None,
             view: Viewport::new(0, 1),
             tab: 0,
             rows: [0; 5],
@@ -167,17 +175,53 @@ impl App {
             LoadMsg::Phase(p) => {
                 if let Load::Loading(_, t0) = self.load {
                     self.load = Load::Loading(p, t0);
+                } else if let Some((_, t0)) = self.pending {
+                    self.pending = Some((p, t0));
+                }
+            }
+            LoadMsg::Cached(d) => {
+                if let Load::Loading(p, t0) = self.load {
+                    self.pending = Some((p, t0));
+                    self.show(d);
                 }
             }
             LoadMsg::Done(d) => {
-                self.view = Viewport::new(
-                    d.timeline.start.0,
-                    d.timeline.end.0.max(d.timeline.start.0 + 1),
-                );
-                self.load = Load::Ready(d);
+                self.pending = None;
+                self.show(d);
             }
-            LoadMsg::Failed(e) => self.load = Load::Failed(e),
+            LoadMsg::Failed(e) => {
+                self.pending = None;
+                self.load = Load::Failed(e);
+            }
         }
+    }
+
+    /// Show `d`: the whole trace, unless it replaces lanes of the same
+    /// span read from the cache (the view, lanes and markers stay).
+    fn show(&mut self, d: Box<Data>) {
+        let (lo, hi) = (
+            d.timeline.start.0,
+            d.timeline.end.0.max(d.timeline.start.0 + 1),
+        );
+        let same = self.data().is_some_and(|old| {
+            (old.timeline.start.0, old.timeline.end.0) == (d.timeline.start.0, d.timeline.end.0)
+        });
+        if !same {
+            self.view = Viewport::new(lo, hi);
+        }
+        self.load = Load::Ready(d);
+        self.update_region();
+    }
+
+    /// Whether only the cached lanes are shown: what needs the analyses,
+    /// the events or the threads' states waits for the load. Says so in
+    /// the message line when it is.
+    fn lanes_only(&mut self, what: &str) -> bool {
+        let only = self.data().is_some_and(|d| d.from_cache);
+        if only {
+            self.message = format!("{what}: still loading (the lanes come from the cache)");
+        }
+        only
     }
 
     /// Whether the timeline groups its CPUs.
@@ -363,6 +407,7 @@ impl App {
             Action::NextTab => self.tab = (self.tab + 1) % TABS.len(),
             Action::PrevTab => self.tab = (self.tab + TABS.len() - 1) % TABS.len(),
             Action::Tab(n) => self.tab = usize::from(n).min(TABS.len() - 1),
+            Action::Enter if self.tab != 0 && self.lanes_only("jumps") => {}
             Action::Enter => self.enter(),
             Action::ShiftEnter => self.step_switch(false, false),
             Action::Next => self.step_switch(true, false),
@@ -400,6 +445,13 @@ impl App {
                     self.overlays.push(o);
                     if o == Overlay::Throttled {
                         self.message = self.throttle_summary();
+                    }
+                    // these come from the events and the report
+                    if !matches!(
+                        o,
+                        Overlay::Latency | Overlay::Preemptions | Overlay::WastedIdle
+                    ) {
+                        self.lanes_only("this overlay");
                     }
                 }
             }
@@ -548,6 +600,9 @@ impl App {
     /// Go to the next (or previous) switch-in of a selected task, after
     /// (before) the cursor; `inclusive` accepts one at the cursor itself.
     fn step_switch(&mut self, forward: bool, inclusive: bool) {
+        if self.lanes_only("switch-ins") {
+            return;
+        }
         if self.selected.is_empty() {
             if let Some(t) = self.task_under_cursor() {
                 self.selected = vec![t];
@@ -616,9 +671,13 @@ impl App {
         }
     }
 
+    /// The region statistics of A-B (none until the full load: they read
+    /// the threads' states).
     fn update_region(&mut self) {
         self.region = match (self.mark_a, self.mark_b, self.data()) {
-            (Some(a), Some(b), Some(d)) if a != b => Some(RegionStats::compute(d, a, b)),
+            (Some(a), Some(b), Some(d)) if a != b && !d.from_cache => {
+                Some(RegionStats::compute(d, a, b))
+            }
             _ => None,
         };
     }

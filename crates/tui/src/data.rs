@@ -1,27 +1,57 @@
 //! What the UI shows once loading is done, and the background job that
-//! makes it: decode (the caller's loader), then the analyses
+//! makes it: the lanes from the cache when it holds this file's ([`cache`],
+//! shown at once), then decode (the caller's loader), then the analyses
 //! ([`Report::compute_beside_timeline`], all sections), which build the
 //! timeline once; its lane index is built beside the sections that read it.
+//! The lanes of a load that found no valid cache are written to it.
 
+use crate::cache::{self, Key, Meta};
 use crate::groups::CpuGroups;
 use crate::index::{Lanes, Tid};
 use crate::jumps::{Find, Jump, Lazy, Sources};
 use crate::overlay::{EventMarks, Throttled};
 use crate::tables::Tables;
 use schedscope_analysis::throttle::Throttling;
-use schedscope_analysis::{Options, Report, Sections, Timeline};
-use schedscope_trace::Trace;
+use schedscope_analysis::{Options, Report, Sections, ThreadTimeline, Timeline};
+use schedscope_trace::{Trace, TraceFormat};
 use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::Instant;
 
-/// Decodes the input file; errors name the file and what is wrong.
-pub type Loader = Box<dyn FnOnce() -> Result<Trace, String> + Send>;
+/// Decodes the input file, adding to the counter the bytes of the file
+/// decoded so far (for the progress display; a loader may count nothing);
+/// errors name the file and what is wrong.
+pub type Loader = Box<dyn FnOnce(&AtomicU64) -> Result<Trace, String> + Send>;
+
+/// How far the background job got, read by the UI as it draws.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Bytes of the file decoded.
+    pub decoded: AtomicU64,
+    /// Events decoded, once decoding is done (0 before).
+    pub events: AtomicU64,
+}
+
+/// The lane cache of a load (see [`cache`]).
+#[derive(Clone, Debug)]
+pub struct CacheUse {
+    /// The trace file (the cache's key is its path, size, mtime and head).
+    pub trace: PathBuf,
+    /// The cache directory ([`cache::default_dir`]).
+    pub dir: PathBuf,
+}
 
 /// What the background job reports.
 pub enum LoadMsg {
     /// Entering a phase (shown in the status line).
     Phase(&'static str),
+    /// The lanes, read from the cache, while the full load goes on
+    /// ([`Data::from_cache`]).
+    Cached(Box<Data>),
     /// Everything is ready.
     Done(Box<Data>),
     /// Loading failed (message names the file).
@@ -47,8 +77,8 @@ pub struct Data {
     pub timeline: Timeline,
     /// Every analysis section.
     pub report: Report,
-    /// Per-CPU lane index.
-    pub lanes: Lanes,
+    /// Per-CPU lane index (shared with the lane cache's writer).
+    pub lanes: Arc<Lanes>,
     /// Per-CPU overlay indexes of events (PLE exits, IPIs) and gang episodes.
     pub marks: EventMarks,
     /// Tasks by tid.
@@ -64,6 +94,9 @@ pub struct Data {
     pub lazy: Lazy,
     /// How the CPU lanes group above [`crate::app::GROUP_ABOVE`] CPUs.
     pub cpu_groups: CpuGroups,
+    /// Only the lanes, read from the cache ([`Data::from_cache`]): no
+    /// analyses, no events, no thread states yet.
+    pub from_cache: bool,
 }
 
 /// The two-character code of the `i`-th task: `A0`..`Z9`, then `a0`..`z9`,
@@ -121,7 +154,7 @@ impl Data {
         Data {
             timeline,
             report,
-            lanes,
+            lanes: Arc::new(lanes),
             marks,
             tasks,
             tables,
@@ -129,6 +162,52 @@ impl Data {
             trace: None,
             lazy: Lazy::default(),
             cpu_groups: CpuGroups::new(ncpu, None),
+            from_cache: false,
+        }
+    }
+
+    /// The lanes read from the cache, as data the timeline draws: the
+    /// threads carry their names but no states, the report only the event
+    /// count and the time span, and there are no event overlays.
+    pub fn from_cache(meta: Meta, lanes: Lanes) -> Data {
+        let mut timeline = Timeline::default();
+        timeline.start = schedscope_trace::Ts(meta.start);
+        timeline.end = schedscope_trace::Ts(meta.end);
+        timeline.threads = meta
+            .threads
+            .into_iter()
+            .map(|(tid, tgid, comm)| ThreadTimeline {
+                tid: schedscope_trace::Tid(tid),
+                tgid: tgid.map(schedscope_trace::Tid),
+                comm,
+                ..ThreadTimeline::default()
+            })
+            .collect();
+        let trace = Trace::new("", TraceFormat::PerfData);
+        let mut report = Report::compute(&trace, Sections::default(), &Options::default());
+        report.trace.events = meta.events;
+        report.trace.cpus = lanes.cpus.len() as u32;
+        report.trace.start_ns = meta.start;
+        report.trace.end_ns = meta.end;
+        let mut data = Data::assemble(timeline, report, lanes, EventMarks::default());
+        data.cpu_groups = meta.groups;
+        data.from_cache = true;
+        data
+    }
+
+    /// What the cache keeps besides the lanes.
+    pub fn cache_meta(&self) -> Meta {
+        Meta {
+            start: self.timeline.start.0,
+            end: self.timeline.end.0,
+            events: self.report.trace.events,
+            threads: self
+                .timeline
+                .threads
+                .iter()
+                .map(|t| (t.tid.0, t.tgid.map(|p| p.0), t.comm.clone()))
+                .collect(),
+            groups: self.cpu_groups.clone(),
         }
     }
 
@@ -197,24 +276,85 @@ fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
     r
 }
 
-/// Run `loader` then [`Data::from_trace`] on a background thread.
-pub fn spawn(loader: Loader) -> Receiver<LoadMsg> {
+/// The lanes in the cache `c` for the trace as it is now (its key, and
+/// the lanes when the cache holds them).
+fn read_cache(c: &CacheUse) -> (Option<Key>, Option<Data>) {
+    let Some(key) = Key::of(&c.trace) else {
+        return (None, None);
+    };
+    let lanes = timed("tui cache read", || cache::load(&c.dir, &key));
+    let data = lanes.map(|(meta, lanes)| timed("tui cache data", || Data::from_cache(meta, lanes)));
+    (Some(key), data)
+}
+
+/// Write `lanes` to the cache `c`, when the file still has the key it had
+/// when its load began.
+fn write_cache(c: &CacheUse, key: &Key, meta: &Meta, lanes: &Lanes) {
+    let bytes = timed("tui cache encode", || cache::encode(key, meta, lanes));
+    if Key::of(&c.trace).as_ref() == Some(key) {
+        let _ = timed("tui cache write", || cache::store(&c.dir, key, &bytes));
+    }
+}
+
+/// The background job of [`spawn`].
+pub struct Job {
+    /// Its messages.
+    pub rx: Receiver<LoadMsg>,
+    /// How far it got.
+    pub progress: Arc<Progress>,
+    /// The thread: after [`LoadMsg::Done`] it only writes the lane cache,
+    /// which quitting waits for (so as not to cut the file short).
+    pub thread: JoinHandle<()>,
+}
+
+/// Run `loader` then [`Data::from_trace`] on a background thread; with a
+/// cache, first send the lanes it holds for this file, and write them
+/// there after the load when it held none (or stale ones).
+pub fn spawn(loader: Loader, cache: Option<CacheUse>) -> Job {
     let (tx, rx) = channel();
-    std::thread::spawn(move || {
+    let progress = Arc::new(Progress::default());
+    let p = Arc::clone(&progress);
+    let thread = std::thread::spawn(move || {
         let t0 = Instant::now();
-        let _ = tx.send(LoadMsg::Phase("decoding"));
-        let msg = match loader() {
-            Ok(trace) => {
-                let phase = |p: &'static str| {
-                    let _ = tx.send(LoadMsg::Phase(p));
-                };
-                let mut data = Data::from_trace(trace, &phase);
-                data.load_secs = t0.elapsed().as_secs_f64();
-                LoadMsg::Done(Box::new(data))
+        let (key, cached) = match &cache {
+            Some(c) => {
+                let _ = tx.send(LoadMsg::Phase("reading the lane cache"));
+                read_cache(c)
             }
-            Err(e) => LoadMsg::Failed(e),
+            None => (None, None),
         };
-        let _ = tx.send(msg);
+        let hit = cached.is_some();
+        if let Some(d) = cached {
+            let _ = tx.send(LoadMsg::Cached(Box::new(d)));
+        }
+        let _ = tx.send(LoadMsg::Phase("decoding"));
+        let trace = match loader(&p.decoded) {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = tx.send(LoadMsg::Failed(e));
+                return;
+            }
+        };
+        p.events.store(trace.event_count(), Ordering::Relaxed);
+        let phase = |ph: &'static str| {
+            let _ = tx.send(LoadMsg::Phase(ph));
+        };
+        let mut data = Data::from_trace(trace, &phase);
+        data.load_secs = t0.elapsed().as_secs_f64();
+        let write = match (&cache, key) {
+            (Some(c), Some(key)) if !hit => {
+                Some((c, key, data.cache_meta(), Arc::clone(&data.lanes)))
+            }
+            _ => None,
+        };
+        let _ = tx.send(LoadMsg::Done(Box::new(data)));
+        if let Some((c, key, meta, lanes)) = write {
+            write_cache(c, &key, &meta, &lanes);
+        }
     });
-    rx
+    Job {
+        rx,
+        progress,
+        thread,
+    }
 }

@@ -1,7 +1,8 @@
 //! `schedscope tui`: a terminal KernelShark for scheduler traces.
 //!
 //! Data flow: the caller's [`Loader`] decodes the file on a background
-//! thread ([`data::spawn`]); the timeline ([`schedscope_analysis::Timeline`])
+//! thread ([`data::spawn`]), after the lanes of the lane cache ([`cache`])
+//! when it holds this file's, which the UI draws at once; the timeline ([`schedscope_analysis::Timeline`])
 //! is built and indexed per CPU lane ([`index`]) while the analyses run
 //! ([`schedscope_analysis::Report`]); the result arrives in the event loop
 //! ([`term`]) as one message. Until then the UI draws the loading progress
@@ -19,6 +20,7 @@
 //! come from the timeline's intervals ([`stats`]).
 
 pub mod app;
+pub mod cache;
 pub mod data;
 pub mod draw;
 pub mod events;
@@ -33,5 +35,5 @@ pub mod term;
 pub mod view;
 
 pub use app::App;
-pub use data::{Data, Loader};
+pub use data::{CacheUse, Data, Loader};
 pub use term::run;

@@ -54,7 +54,7 @@ pub const SHOOTDOWN: u64 = 2;
 pub const OTHER_IPI: u64 = 1;
 
 /// Sorted instants with a value; range max from a segment tree.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Marks {
     times: Vec<u64>,
     /// Bottom-up segment tree of maxima: leaves at `n..2n`.
@@ -84,6 +84,15 @@ impl Marks {
             self.times.partition_point(|&t| t < a),
             self.times.partition_point(|&t| t < b),
         )
+    }
+
+    /// The (time, value) pairs, sorted (what [`Marks::new`] takes back).
+    pub fn pairs(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let n = self.times.len();
+        self.times
+            .iter()
+            .copied()
+            .zip(self.tree[n..].iter().copied())
     }
 
     /// How many marks fall in `[a, b)`.
@@ -118,7 +127,7 @@ impl Marks {
 }
 
 /// Sorted disjoint intervals with prefix sums of their lengths.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Spans {
     starts: Vec<u64>,
     ends: Vec<u64>,

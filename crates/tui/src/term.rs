@@ -3,7 +3,7 @@
 //! redraws on input and on messages from the loading job.
 
 use crate::app::App;
-use crate::data::{spawn, Loader};
+use crate::data::{spawn, CacheUse, Loader};
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{
     self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind,
@@ -51,9 +51,10 @@ fn dispatch(app: &mut App, ev: Event) {
 }
 
 /// Run the TUI on `path` (shown in the status line), decoding it with
-/// `loader` on a background thread. Returns the loading error, if loading
-/// failed (the UI showed it until the user quit).
-pub fn run(path: &str, loader: Loader) -> io::Result<Option<String>> {
+/// `loader` on a background thread, the lanes first from `cache` when it
+/// holds them. Returns the loading error, if loading failed (the UI showed
+/// it until the user quit).
+pub fn run(path: &str, loader: Loader, cache: Option<CacheUse>) -> io::Result<Option<String>> {
     let file_size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let prev = std::panic::take_hook();
@@ -66,8 +67,10 @@ pub fn run(path: &str, loader: Loader) -> io::Result<Option<String>> {
     execute!(io::stdout(), EnterAlternateScreen, EnableMouseCapture)?;
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
     terminal.clear()?;
-    let rx = spawn(loader);
+    let job = spawn(loader, cache);
+    let rx = &job.rx;
     let mut app = App::new(path, file_size, no_color);
+    app.progress = Some(std::sync::Arc::clone(&job.progress));
     let mut loading = true;
     // Test hook (crates/cli/tests/tui_tmux.rs): panic inside the draw loop
     // once the trace is shown, to check that the panic hook restores the
@@ -83,8 +86,12 @@ pub fn run(path: &str, loader: Loader) -> io::Result<Option<String>> {
         if app.quit {
             break;
         }
-        // while loading, wake up every 100 ms to show progress
-        let timeout = if loading {
+        // while loading, wake up every 100 ms to show progress; every
+        // 250 ms when the cached lanes are drawn (a frame of a whole trace
+        // costs more than the loading screen and takes from the load)
+        let timeout = if app.pending.is_some() {
+            Duration::from_millis(250)
+        } else if loading {
             Duration::from_millis(100)
         } else {
             Duration::from_secs(3600)
@@ -108,6 +115,12 @@ pub fn run(path: &str, loader: Loader) -> io::Result<Option<String>> {
         if app.quit {
             break;
         }
+    }
+    if !loading {
+        // the load is done: let it finish writing the lane cache (a quit
+        // while loading leaves at once, without a cache)
+        drop(_guard);
+        let _ = job.thread.join();
     }
     Ok(match app.load {
         crate::app::Load::Failed(e) => Some(e),

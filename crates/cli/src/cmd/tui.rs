@@ -1,11 +1,16 @@
 //! `schedscope tui`: the interactive timeline (crates/tui). This module
 //! only checks the input and hands the TUI a loader that decodes the file
-//! on the TUI's background thread.
+//! on the TUI's background thread (counting the bytes decoded for the
+//! progress display), and where the lane cache is.
 
 use crate::args::TuiArgs;
 use crate::ExitError;
 use std::io::IsTerminal;
 use std::process::ExitCode;
+
+/// Environment variable that makes the TUI's load wait an hour before
+/// decoding (only for the test that a second open draws the cached lanes).
+pub const TEST_HOLD_LOAD: &str = "SCHEDSCOPE_TUI_TEST_HOLD_LOAD";
 
 /// Run the TUI on `a.file`; exit code 1 when the file could not be loaded.
 pub fn run(a: TuiArgs) -> anyhow::Result<ExitCode> {
@@ -26,6 +31,14 @@ pub fn run(a: TuiArgs) -> anyhow::Result<ExitCode> {
         .into());
     }
     let shown = path.display().to_string();
+    // standard input has no size or mtime to key a cache with
+    let cache = (!a.no_cache && path != std::path::Path::new("-"))
+        .then(schedscope_tui::cache::default_dir)
+        .flatten()
+        .map(|dir| schedscope_tui::CacheUse {
+            trace: path.clone(),
+            dir,
+        });
     // Decode only what the report's sections read (as `report --all`):
     // the lanes are drawn from the timeline, which reads a subset of them.
     // The events pane prints every field of the untyped events kept (such
@@ -33,9 +46,16 @@ pub fn run(a: TuiArgs) -> anyhow::Result<ExitCode> {
     // on a 410k-event recording with sched_stat_runtime, nothing without.
     let mut opts = crate::cmd::report::load_options(&schedscope_analysis::Sections::all());
     opts.raw_fields = true;
-    let loader: schedscope_tui::Loader =
-        Box::new(move || schedscope_parser::load_with(&path, &opts).map_err(|e| e.to_string()));
-    match schedscope_tui::run(&shown, loader)? {
+    // test hook (crates/cli/tests/tui_tmux.rs): hold the load back, so
+    // that what the screen shows comes from the lane cache
+    let hold = std::env::var_os(TEST_HOLD_LOAD).is_some();
+    let loader: schedscope_tui::Loader = Box::new(move |decoded| {
+        if hold {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+        schedscope_parser::load_with_progress(&path, &opts, decoded).map_err(|e| e.to_string())
+    });
+    match schedscope_tui::run(&shown, loader, cache)? {
         None => Ok(ExitCode::SUCCESS),
         Some(e) => Err(ExitError {
             code: 1,

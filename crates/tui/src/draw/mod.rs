@@ -18,6 +18,7 @@ use ratatui::widgets::{
     Block, Borders, Clear, Paragraph, Row, StatefulWidget, Table, TableState, Widget,
 };
 use ratatui::Frame;
+use std::sync::atomic::Ordering;
 
 /// Write `s` at (x, y), clipped to `area` and the buffer.
 pub(crate) fn put_str(buf: &mut Buffer, area: Rect, x: u16, y: u16, s: &str, style: Style) -> u16 {
@@ -80,11 +81,17 @@ pub fn draw_buf(buf: &mut Buffer, area: Rect, app: &mut App) {
     };
     match &app.load {
         Load::Loading(phase, t0) => {
+            let done = load_detail(app, phase);
             let msg = format!(
-                "loading {} ({:.1} MB): {phase}... {:.1} s",
+                "loading {} ({:.1} MB): {phase}... {:.1} s{}",
                 app.path,
                 app.file_size as f64 / 1e6,
-                t0.elapsed().as_secs_f64()
+                t0.elapsed().as_secs_f64(),
+                if done.is_empty() {
+                    done
+                } else {
+                    format!(" ({done})")
+                }
             );
             put_str(
                 buf,
@@ -262,6 +269,39 @@ fn tab_bar(buf: &mut Buffer, area: Rect, app: &App) {
     );
 }
 
+/// How much of the file the load decoded: `45% of 179.6 MB` while
+/// decoding (when the loader counts bytes), `13.7 M events` after.
+pub fn load_detail(app: &App, phase: &str) -> String {
+    let Some(p) = &app.progress else {
+        return String::new();
+    };
+    let events = p.events.load(Ordering::Relaxed);
+    let bytes = p.decoded.load(Ordering::Relaxed);
+    if events > 0 {
+        format!("{:.1} M events", events as f64 / 1e6)
+    } else if phase == "decoding" && bytes > 0 && app.file_size > 0 {
+        format!(
+            "{:.0}% of {:.1} MB",
+            (bytes as f64 * 100.0 / app.file_size as f64).min(100.0),
+            app.file_size as f64 / 1e6
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// The status line's part for a load still running behind cached lanes:
+/// `lanes from cache, loading: decoding 45% of 1370.0 MB 1.2 s`.
+fn pending_text(app: &App) -> Option<String> {
+    let (phase, t0) = app.pending?;
+    let done = load_detail(app, phase);
+    Some(format!(
+        "lanes from cache, loading: {phase}{}{done} {:.1} s",
+        if done.is_empty() { "" } else { " " },
+        t0.elapsed().as_secs_f64()
+    ))
+}
+
 fn status_line(buf: &mut Buffer, area: Rect, app: &App) {
     // the file's name only: the tab bar shows the whole path
     let name = std::path::Path::new(&app.path)
@@ -289,13 +329,20 @@ fn status_line(buf: &mut Buffer, area: Rect, app: &App) {
                 if app.grouped() {
                     s.push_str(&format!(" | {}", d.cpu_groups.describe()));
                 }
+                if let Some(p) = pending_text(app) {
+                    s = format!("{p} | {s}");
+                }
                 if app.message.is_empty() {
                     s
                 } else {
                     format!("{} | {s}", app.message)
                 }
             }
-            Load::Loading(p, _) => format!("{name} | {p}... | q quit"),
+            Load::Loading(p, _) => {
+                let done = load_detail(app, p);
+                let sep = if done.is_empty() { "" } else { " " };
+                format!("{name} | {p}{sep}{done}... | q quit")
+            }
             Load::Failed(_) => format!("{name} | failed | q quit"),
         }
     };
@@ -327,6 +374,11 @@ fn detail_line(buf: &mut Buffer, area: Rect, app: &App) {
 
 fn table(buf: &mut Buffer, area: Rect, app: &App) {
     let Some(d) = app.data() else { return };
+    if d.from_cache {
+        let msg = "the analyses are still loading (the timeline's lanes come from the cache)";
+        put_str(buf, area, area.x, area.y, msg, Style::default());
+        return;
+    }
     let Some(tab) = d.tables.tabs.get(app.tab - 1) else {
         return;
     };
