@@ -26,6 +26,17 @@ from the definitions, not from the Rust code:
         is not pid 0 proves P current: P ran from the later of "idle since"
         and "P runnable since" when P is runnable, else from that event on.
     Other events (softirqs, tlb flushes, ...) are not taken as evidence.
+  * the CFS-bandwidth refill (only when some CPU shows loss): a task
+    switched out runnable (R, R+) to pid 0 is held off; its next recorded
+    switch-in while still runnable is a refill of its cgroup (a migration
+    or an unrecorded switch-in ends the hold-off without one). From at
+    least 3 refills of the task whose spacings are whole multiples of one
+    period (shortest spacing >= 1 ms counts as one period; the period is
+    the total spacing over the total periods; every spacing within 1/50 of
+    a period of its multiple), a runnable held-off task's unrecorded
+    switch-in is placed at the first point of that grid (anchored at its
+    latest refill) at or after the hold-off, when that is no earlier than
+    the rule's time and no later than the proving event.
 Prints JSON: {"start_ns", "end_ns", "idle_ns": {cpu: ns}, "busy_ns": {cpu: ns}}.
 """
 import json
@@ -73,6 +84,26 @@ def lossy_cpus(events):
     return lossy
 
 
+def refill_after(instants, held):
+    """The first refill at or after `held` on the grid `instants` show, or None."""
+    if len(instants) < 3:
+        return None
+    gaps = [b - a for a, b in zip(instants, instants[1:])]
+    shortest = min(gaps)
+    if shortest < 1_000_000:
+        return None
+    def periods(d):
+        return (d + shortest // 2) // shortest
+    period = sum(gaps) // sum(periods(d) for d in gaps)
+    for d in gaps:
+        if periods(d) == 0 or abs(d - periods(d) * period) * 50 > period:
+            return None
+    anchor = instants[-1]
+    if held < anchor:
+        return None
+    return anchor + -(-(held - anchor) // period) * period
+
+
 def oracle(lines):
     events = parse(lines)
     lossy = lossy_cpus(events)
@@ -84,6 +115,9 @@ def oracle(lines):
     busy = {}
     running = {}   # tid -> cpu
     runnable = {}  # tid -> runnable since
+    held = {}      # tid -> held off (switched out runnable to idle) since
+    refills = {}   # tid -> its recorded refill times
+    track = bool(lossy)
     start = end = None
 
     def run(cpu, tid, ts):
@@ -97,6 +131,11 @@ def oracle(lines):
         if tid in runnable:
             idle_since = since[cpu] if cpu in switched else first[cpu]
             t_in = max(idle_since, runnable[tid])
+            if tid in held and t_in <= ts:
+                r = refill_after(refills.get(tid, []), held[tid])
+                if r is not None and max(r, t_in) <= ts:
+                    t_in = max(r, t_in)
+        held.pop(tid, None)
         if t_in <= ts:
             run(cpu, tid, max(t_in, since[cpu]))
             runnable.pop(tid, None)
@@ -129,9 +168,15 @@ def oracle(lines):
                 st = PREV_STATE.search(rest)
                 if st and st.group(1).rstrip("+") == "R":
                     runnable[prev] = ts
+                    if track and nxt == 0:
+                        held[prev] = ts
                 else:
                     runnable.pop(prev, None)
             if nxt != 0:
+                if nxt in held:
+                    if nxt in runnable:
+                        refills.setdefault(nxt, []).append(ts)
+                    del held[nxt]
                 runnable.pop(nxt, None)
                 running[nxt] = cpu
         elif event in WAKEUPS:
@@ -142,6 +187,8 @@ def oracle(lines):
                     runnable[t] = ts
         elif event == "sched:sched_migrate_task":
             w = PID.search(rest)
+            if w:
+                held.pop(int(w.group(1)), None)
             if w and int(w.group(1)) in runnable:
                 runnable[int(w.group(1))] = ts
     for cpu in cur:
