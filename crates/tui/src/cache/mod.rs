@@ -10,7 +10,7 @@
 //! format version [`VERSION`] (u32 LE) and a CRC-32 of everything after
 //! it (u32 LE); then, as varints, the schedscope version, the key of the
 //! trace it was made from (canonical path, size, mtime, CRC-32 of its
-//! first [`HEAD_BYTES`] bytes) and the lanes ([`codec`]). A file whose
+//! first [`HEAD_BYTES`] bytes) and the lanes (`codec`). A file whose
 //! magic, version, checksum or key does not match, or that does not decode
 //! to its last byte, is ignored (and replaced after the load): a stale or
 //! damaged cache costs a normal load, never a panic or a wrong lane.
