@@ -117,8 +117,9 @@ pub struct Gang {
 /// latest]`, unknown stretches, loss records' spans) on a CPU where a
 /// member ran in it or next to it (any CPU's, when loss records say events
 /// of any task may be missing), plus, on such a trace, each member's
-/// sleeps that end in a switch-in with no wakeup (lost: when it began to
-/// wait is unknown). Running, co-running and fragmented
+/// sleeps that end in a switch-in with no wakeup, from the first uncertain
+/// instant within the sleep (a lost wakeup lies where events may be
+/// missing; a sleep no window overlaps lost none). Running, co-running and fragmented
 /// time each move by at most `U`: `fragmented_ns` in `[frag - U, frag +
 /// U]`, and with `C` = all-running time and `R` = any-running time,
 /// `corun_min = max(0, (C - U) / (R + U))`, `corun_max = min(1, (C + U) /
@@ -154,8 +155,12 @@ impl LossBounds {
         if windows.iter().all(Vec::is_empty) {
             return u;
         }
-        // A member switched in from a sleep: its wakeup was lost (on any
-        // CPU), so when it started to wait is unknown since it slept.
+        // A member switched in from a sleep: its wakeup was lost, and a
+        // lost wakeup lies where events may be missing (an uncertain window
+        // on any CPU): when it started to wait is unknown from the first
+        // such instant within the sleep. A sleep no window overlaps lost
+        // no wakeup.
+        let all = crate::idle::bounds::AllWindows::new(windows);
         for &m in members {
             let Some(t) = timeline.thread(m) else {
                 continue;
@@ -163,7 +168,9 @@ impl LossBounds {
             for w in t.intervals.windows(2) {
                 let woken = matches!(w[0].state, ThreadState::Runnable | ThreadState::Running);
                 if w[1].state == ThreadState::Running && !woken {
-                    u += w[1].ts.0.saturating_sub(w[0].ts.0);
+                    if let Some(from) = all.first_in(w[0].ts.0, w[1].ts.0) {
+                        u += w[1].ts.0.saturating_sub(from);
+                    }
                 }
             }
         }

@@ -122,6 +122,50 @@ fn idle_inside(tl: &Timeline, c: usize, w: &Windows, hi: u64) -> (u64, u64) {
     (idle, before)
 }
 
+/// Every CPU's uncertain windows together, sorted by start, answering
+/// "where within `[a, b]` may events be missing" for the other analyses'
+/// bounds (latency's largest wait, gang's uncertain time).
+pub(crate) struct AllWindows {
+    /// Every CPU's windows, sorted by start (they may overlap each other).
+    all: Windows,
+    /// `reach[k]`: the largest end among `all[..=k]`.
+    reach: Vec<u64>,
+}
+
+impl AllWindows {
+    pub(crate) fn new(per_cpu: &[Windows]) -> AllWindows {
+        let mut all: Windows = per_cpu.iter().flatten().copied().collect();
+        all.sort_unstable();
+        let mut far = 0u64;
+        let reach = all
+            .iter()
+            .map(|&(_, e)| {
+                far = far.max(e);
+                far
+            })
+            .collect();
+        AllWindows { all, reach }
+    }
+
+    /// Whether some window overlaps `[a, b]`.
+    pub(crate) fn overlaps(&self, a: u64, b: u64) -> bool {
+        let k = self.all.partition_point(|&(s, _)| s <= b);
+        k > 0 && self.reach[k - 1] > a
+    }
+
+    /// The earliest instant in `[a, b]` that a window covers, `None` when
+    /// none overlaps: the first window ending after `a` (`reach` is
+    /// monotone, so every earlier one ends by `a`) starts no later than any
+    /// other window overlapping `[a, b]`.
+    pub(crate) fn first_in(&self, a: u64, b: u64) -> Option<u64> {
+        let k = self.reach.partition_point(|&e| e <= a);
+        self.all
+            .get(k)
+            .filter(|&&(s, _)| s <= b)
+            .map(|&(s, _)| s.max(a))
+    }
+}
+
 /// Every CPU's uncertain windows over the whole trace (empty on a trace
 /// without loss evidence), for the other analyses' bounds.
 pub(crate) fn uncertain_windows(trace: &Trace, tl: &Timeline) -> Vec<Windows> {

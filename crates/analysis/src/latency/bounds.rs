@@ -39,29 +39,9 @@ pub(super) fn max_delay(
     if windows.iter().all(Vec::is_empty) {
         return None;
     }
-    let mut all: Vec<(u64, u64)> = windows.into_iter().flatten().collect();
-    all.sort_unstable();
-    // Whether [a, b] overlaps a window (sorted by start; the windows of
-    // different CPUs may overlap each other, so keep the largest end seen).
-    let mut reach = Vec::with_capacity(all.len());
-    let mut far = 0u64;
-    for &(_, e) in &all {
-        far = far.max(e);
-        reach.push(far);
-    }
-    let overlaps = |a: u64, b: u64| {
-        // windows starting at or before b; one of them ends after a?
-        let k = all.partition_point(|&(s, _)| s <= b);
-        k > 0 && reach[k - 1] > a
-    };
-    // The earliest instant in [a, b] that an uncertain window covers: the
-    // first window ending after a (`reach` is monotone, so every earlier
-    // window ends by a) starts no later than any other window overlapping
-    // [a, b]; `None` when no window overlaps.
-    let first_uncertain = |a: u64, b: u64| {
-        let k = reach.partition_point(|&e| e <= a);
-        all.get(k).filter(|&&(s, _)| s <= b).map(|&(s, _)| s.max(a))
-    };
+    let all = crate::idle::bounds::AllWindows::new(&windows);
+    let overlaps = |a: u64, b: u64| all.overlaps(a, b);
+    let first_uncertain = |a: u64, b: u64| all.first_in(a, b);
     let mut lo = 0u64;
     let mut hi = 0u64;
     for t in &report.tasks {
