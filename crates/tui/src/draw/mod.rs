@@ -3,6 +3,7 @@
 //! timeline body is in `timeline`. Everything writes through bounds-checked
 //! helpers so that no terminal size can panic.
 
+mod lane_cell;
 mod timeline;
 
 pub use timeline::{colour, dotted, pressure_glyph, repair_text, REPAIRED_LEGEND};

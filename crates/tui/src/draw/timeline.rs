@@ -22,6 +22,7 @@
 //! CPU lanes, group lanes and (as `⣿`) task lanes; the legend says so and
 //! the detail line of such a run names the evidence and the window.
 
+use super::lane_cell::{cell_style, cpu_cell, group_cell, lane_label};
 use super::put_str;
 use crate::app::{App, LaneRow, Overlay};
 use crate::data::Data;
@@ -77,7 +78,7 @@ pub fn colour(key: Tid) -> Color {
     Color::Rgb(f(r), f(g), f(b))
 }
 
-fn eighth(frac: f64) -> char {
+pub(super) fn eighth(frac: f64) -> char {
     if frac <= 0.0 {
         return ' ';
     }
@@ -169,15 +170,15 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &mut App) {
 }
 
 /// Tasks the legend can list.
-const LEGEND_MAX: usize = 64;
+pub(super) const LEGEND_MAX: usize = 64;
 
 /// What the lanes drew, for the legend.
 #[derive(Default)]
-struct Seen {
+pub(super) struct Seen {
     /// (task, cells it is shown in), in order of first appearance.
-    tasks: Vec<(Tid, u32)>,
+    pub(super) tasks: Vec<(Tid, u32)>,
     /// Whether some cell was drawn dotted (repaired runs).
-    repaired: bool,
+    pub(super) repaired: bool,
 }
 
 /// The legend entry of dotted cells.
@@ -311,128 +312,31 @@ fn lane_row(
     let v = &app.view;
     let cols = main.width.saturating_sub(LABEL);
     let x0 = main.x + LABEL;
-    let label = match row {
-        LaneRow::Cpu(c) => format!("CPU{c}"),
-        LaneRow::Pressure(_) => " wait".to_string(),
-        LaneRow::Group(g) => {
-            let sign = if app.expanded.contains(&g) { '-' } else { '+' };
-            let name = d.cpu_groups.labels.get(g).map_or("?", String::as_str);
-            format!("{sign}{name}")
-        }
-        LaneRow::Task(t) => d.tasks.get(&t).map_or(t.to_string(), |i| i.comm.clone()),
-        LaneRow::Overlay(_, Overlay::Latency) => " lat".to_string(),
-        LaneRow::Overlay(_, Overlay::Preemptions) => " pre".to_string(),
-        LaneRow::Overlay(_, Overlay::WastedIdle) => " wst".to_string(),
-        LaneRow::Overlay(_, Overlay::PleExits) => " ple".to_string(),
-        LaneRow::Overlay(_, Overlay::Ipis) => " ipi".to_string(),
-        LaneRow::Overlay(_, Overlay::GangFragments) => " gng".to_string(),
-        LaneRow::Overlay(_, Overlay::Throttled) => " thr".to_string(),
-    };
     let mut lstyle = Style::default();
     if selected {
         lstyle = lstyle.add_modifier(Modifier::REVERSED);
     }
-    let label: String = label.chars().take(usize::from(LABEL) - 1).collect();
+    let label: String = lane_label(row, d, app)
+        .chars()
+        .take(usize::from(LABEL) - 1)
+        .collect();
     put_str(buf, main, main.x, y, &label, lstyle);
     let region = match (app.mark_a, app.mark_b) {
         (Some(a), Some(b)) => Some((a.min(b), a.max(b))),
         _ => None,
     };
     let cursor_col = v.col_of(v.cursor, cols);
-    let throttled_tasks = app.overlays.contains(&Overlay::Throttled);
     // code stretch for colourless lanes: (task, cells so far)
     let mut stretch: (Option<Tid>, usize) = (None, 0);
     for i in 0..cols {
         let (a, b) = v.col_range(i, cols);
         let (ch, fg) = match row {
-            LaneRow::Cpu(c) => {
-                let cell = d.lanes.cpus[c].cell(a, b);
-                match (cell.task, cell.process) {
-                    (Some(_), Some(p)) if !app.filter.is_empty() && !app.filter.contains(&p) => {
-                        stretch = (None, 0);
-                        ('░', None)
-                    }
-                    (Some(t), Some(p)) => {
-                        // the legend names what the cell shows: in colour
-                        // the process (by its dominant task when that task
-                        // is its own, else by its pid), else the task whose
-                        // code is drawn (none for a busy block)
-                        let shown = match (app.no_color, cell.several) {
-                            (false, _) if d.colour_key(t) == p => Some(t),
-                            (false, _) => Some(p),
-                            (true, false) => Some(t),
-                            (true, true) => None,
-                        };
-                        if let Some(shown) = shown {
-                            match seen.tasks.iter().position(|(t, _)| *t == shown) {
-                                Some(k) => seen.tasks[k].1 += 1,
-                                None if seen.tasks.len() < LEGEND_MAX => {
-                                    seen.tasks.push((shown, 1))
-                                }
-                                None => {}
-                            }
-                        }
-                        let col = colour(p);
-                        let rep = d.lanes.repaired_ns(c, a, b);
-                        if rep > 0 && is_repaired(rep, d.lanes.cpus[c].busy_ns(a, b)) {
-                            // runs a repair switched in: dotted, same height
-                            seen.repaired = true;
-                            stretch = (None, 0);
-                            (dotted(cell.busy), (!app.no_color).then_some(col))
-                        } else if app.no_color {
-                            if cell.several {
-                                stretch = (None, 0);
-                                (eighth(cell.busy), None)
-                            } else {
-                                if stretch.0 != Some(t) {
-                                    stretch = (Some(t), 0);
-                                }
-                                let code = d.tasks.get(&t).map_or(['?', '?'], |i| i.code);
-                                let ch = code[stretch.1 % 2];
-                                stretch.1 += 1;
-                                (ch, None)
-                            }
-                        } else {
-                            (eighth(cell.busy), Some(col))
-                        }
-                    }
-                    _ => {
-                        stretch = (None, 0);
-                        (' ', None)
-                    }
-                }
-            }
+            LaneRow::Cpu(c) => cpu_cell(d, app, c, (a, b), &mut stretch, seen),
             LaneRow::Pressure(c) => {
                 let m = d.lanes.cpus[c].pressure.mean(a, b);
                 (pressure_glyph(m), Some(Color::Yellow))
             }
-            LaneRow::Group(g) => {
-                let cpus = d.cpu_groups.groups.get(g).map_or(&[][..], Vec::as_slice);
-                let mut busy = 0.0;
-                let (mut busy_ns, mut rep_ns) = (0u64, 0u64);
-                let mut tally: Vec<(Tid, u32)> = Vec::new();
-                for &c in cpus.iter().filter(|&&c| c < d.lanes.cpus.len()) {
-                    let cell = d.lanes.cpus[c].cell(a, b);
-                    busy += cell.busy;
-                    rep_ns += d.lanes.repaired_ns(c, a, b);
-                    busy_ns += d.lanes.cpus[c].busy_ns(a, b);
-                    if let Some(t) = cell.task {
-                        match tally.iter_mut().find(|x| x.0 == t) {
-                            Some(x) => x.1 += 1,
-                            None => tally.push((t, 1)),
-                        }
-                    }
-                }
-                let n = cpus.len().max(1) as f64;
-                let top = tally.iter().max_by_key(|x| (x.1, -x.0)).map(|x| x.0);
-                let fg = top.map(|t| colour(d.colour_key(t)));
-                if is_repaired(rep_ns, busy_ns) {
-                    seen.repaired = true;
-                    (dotted(busy / n), fg)
-                } else {
-                    (eighth(busy / n), fg)
-                }
-            }
+            LaneRow::Group(g) => group_cell(d, g, (a, b), seen),
             LaneRow::Overlay(c, o) => overlay_cell(d, c, o, a, b),
             LaneRow::Task(t) => {
                 let (s, repaired) = task_state(d, t, a, b);
@@ -445,34 +349,7 @@ fn lane_row(
                 }
             }
         };
-        let mut style = Style::default();
-        if let LaneRow::Task(t) = row {
-            if throttled_tasks
-                && d.marks
-                    .throttled
-                    .task_spans
-                    .get(&t)
-                    .is_some_and(|s| s.covered(a, b) > 0)
-            {
-                // its cgroup was throttled in this cell
-                style = style.add_modifier(Modifier::UNDERLINED);
-                if !app.no_color {
-                    style = style.bg(Color::Indexed(53));
-                }
-            }
-        }
-        if let (Some(fg), false) = (fg, app.no_color) {
-            style = style.fg(fg);
-        }
-        if let Some((ra, rb)) = region {
-            if b > ra && a < rb {
-                if app.no_color {
-                    style = style.add_modifier(Modifier::UNDERLINED);
-                } else {
-                    style = style.bg(Color::Indexed(236));
-                }
-            }
-        }
+        let mut style = cell_style(row, d, app, fg, region, (a, b));
         if cursor_col == Some(i) {
             style = style.add_modifier(Modifier::REVERSED);
         }
