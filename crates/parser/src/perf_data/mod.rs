@@ -126,23 +126,19 @@ fn decode_pass(
     exact: bool,
 ) -> Result<Option<Trace>, ParseError> {
     let timing = Timing::new();
-    let container::Container {
-        mut attrs,
-        feats,
-        data_start,
-        data_end,
-        attrs_at,
-        shape,
-    } = container::read(name, data)?;
-    let mut trace = new_trace(name, &feats);
-
-    let td = match feats.tracing_data {
-        Some((b, off)) => tracing_data::parse(b, off),
-        None => tracing_data::TracingData::default(),
-    };
-    for p in &td.problems {
-        trace.warn(Severity::DataLoss, p.clone(), 1);
-    }
+    let Opened {
+        container:
+            container::Container {
+                mut attrs,
+                feats,
+                data_start,
+                data_end,
+                attrs_at,
+                shape,
+            },
+        mut trace,
+        td,
+    } = open(name, data)?;
 
     let ctx = build_ctx(&mut trace, &mut attrs, &feats, &td, opts, attrs_at);
     let n_names = trace.event_names.len();
@@ -240,6 +236,33 @@ fn count_untyped(trace: &mut Trace) {
 
 /// A new trace with the metadata of the feature sections (and their
 /// problems as warnings).
+/// A perf.data file's header part, read: its container, a trace holding
+/// its metadata and the warnings so far, and its tracing data (the loader's
+/// and the stream's common start).
+struct Opened<'d> {
+    container: container::Container<'d>,
+    trace: Trace,
+    td: tracing_data::TracingData,
+}
+
+/// Read the header part of the perf.data file `data` (`name` in messages).
+fn open<'d>(name: &str, data: &'d [u8]) -> Result<Opened<'d>, ParseError> {
+    let container = container::read(name, data)?;
+    let mut trace = new_trace(name, &container.feats);
+    let td = match container.feats.tracing_data {
+        Some((b, off)) => tracing_data::parse(b, off),
+        None => tracing_data::TracingData::default(),
+    };
+    for p in &td.problems {
+        trace.warn(Severity::DataLoss, p.clone(), 1);
+    }
+    Ok(Opened {
+        container,
+        trace,
+        td,
+    })
+}
+
 fn new_trace(name: &str, feats: &header::Features<'_>) -> Trace {
     let mut trace = Trace::new(name, TraceFormat::PerfData);
     for p in &feats.problems {

@@ -33,12 +33,12 @@ use super::assemble::{chunk_ids, conclude, fix_event, ChunkFacts, IdState};
 use super::chunk::Ctx;
 use super::walk::Walker;
 use super::{
-    add_sections, build_ctx, container, data_section, decode_job, new_trace, report_walk_damage,
-    tracing_data, Decoded, Job, WINDOW_BYTES,
+    add_sections, build_ctx, container, data_section, decode_job, open, report_walk_damage,
+    tracing_data, Decoded, Job, Opened, WINDOW_BYTES,
 };
 use crate::{ParseError, StreamError};
 use rayon::prelude::*;
-use schedscope_trace::{Event, EventData, Severity, Trace, Ts};
+use schedscope_trace::{Event, EventData, Trace, Ts};
 use std::mem::MaybeUninit;
 use std::ops::Range;
 
@@ -71,22 +71,19 @@ pub fn stream_with(
     release: &(dyn Fn(Range<usize>) + Sync),
     sink: &mut dyn EventSink,
 ) -> Result<Trace, StreamError> {
-    let container::Container {
-        mut attrs,
-        feats,
-        data_start,
-        data_end,
-        attrs_at,
-        shape,
-    } = container::read(name, data)?;
-    let mut trace = new_trace(name, &feats);
-    let td = match feats.tracing_data {
-        Some((b, off)) => tracing_data::parse(b, off),
-        None => tracing_data::TracingData::default(),
-    };
-    for p in &td.problems {
-        trace.warn(Severity::DataLoss, p.clone(), 1);
-    }
+    let Opened {
+        container:
+            container::Container {
+                mut attrs,
+                feats,
+                data_start,
+                data_end,
+                attrs_at,
+                shape,
+            },
+        mut trace,
+        td,
+    } = open(name, data)?;
     let ctx = build_ctx(&mut trace, &mut attrs, &feats, &td, opts, attrs_at);
     let (ds_start, stream, mut damage) = data_section(&mut trace, data, data_start, data_end);
     sink.start(&trace);
