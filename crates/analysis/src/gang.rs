@@ -127,11 +127,13 @@ pub struct Gang {
 pub struct LossBounds;
 
 impl LossBounds {
-    /// The members' uncertain time (ns) in `windows` (per CPU).
+    /// The members' uncertain time (ns) in `windows` (per CPU; `all`:
+    /// the same windows indexed together).
     fn uncertain(
         members: &[Tid],
         timeline: &Timeline,
         windows: &[Vec<(u64, u64)>],
+        all: &crate::idle::bounds::AllWindows,
         marked: bool,
     ) -> u64 {
         let mut u = 0;
@@ -160,7 +162,6 @@ impl LossBounds {
         // on any CPU): when it started to wait is unknown from the first
         // such instant within the sleep. A sleep no window overlaps lost
         // no wakeup.
-        let all = crate::idle::bounds::AllWindows::new(windows);
         for &m in members {
             let Some(t) = timeline.thread(m) else {
                 continue;
@@ -600,12 +601,13 @@ pub fn analyze(ctx: &Context) -> Result<GangReport, AnalysisError> {
     check_sched_events(ctx.trace, "gang")?;
     let defs = resolve_gangs(ctx)?;
     let windows = crate::idle::bounds::uncertain_windows(ctx.trace, ctx.timeline);
+    let all = crate::idle::bounds::AllWindows::new(&windows);
     let gangs: Vec<Gang> = defs
         .par_iter()
         .map(|d| {
             let mut g = compute(d, ctx.timeline, ctx.trace);
             let marked = !ctx.trace.loss_marks.is_empty();
-            let u = LossBounds::uncertain(&d.members, ctx.timeline, &windows, marked);
+            let u = LossBounds::uncertain(&d.members, ctx.timeline, &windows, &all, marked);
             LossBounds::apply(&mut g, u);
             g
         })

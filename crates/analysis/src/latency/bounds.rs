@@ -40,13 +40,11 @@ pub(super) fn max_delay(
         return None;
     }
     let all = crate::idle::bounds::AllWindows::new(&windows);
-    let overlaps = |a: u64, b: u64| all.overlaps(a, b);
-    let first_uncertain = |a: u64, b: u64| all.first_in(a, b);
     let mut lo = 0u64;
     let mut hi = 0u64;
     for t in &report.tasks {
         hi = hi.max(t.delay_max_ns);
-        if t.switches > 0 && !overlaps(t.delay_max_start_ns, t.delay_max_at_ns) {
+        if t.switches > 0 && !all.overlaps(t.delay_max_start_ns, t.delay_max_at_ns) {
             lo = lo.max(t.delay_max_ns);
         }
     }
@@ -74,7 +72,7 @@ pub(super) fn max_delay(
                         // began no earlier than the first such instant.
                         if let Some(prev) = k.checked_sub(1).map(|p| &ivs[p]) {
                             if prev.state != ThreadState::Runnable {
-                                if let Some(from) = first_uncertain(prev.ts.0, until) {
+                                if let Some(from) = all.first_in(prev.ts.0, until) {
                                     hi = hi.max(until.saturating_sub(from));
                                 }
                             }
