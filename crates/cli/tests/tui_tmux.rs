@@ -248,6 +248,43 @@ fn tui_in_tmux_a_second_open_draws_the_lanes_from_the_cache() {
 }
 
 #[test]
+fn tui_in_tmux_a_first_open_draws_a_preview_before_the_analyses() {
+    let bin = env!("CARGO_BIN_EXE_schedscope");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/sim/bare-metal-s1.data"
+    );
+    // the load held back once the file is decoded (a test-only variable):
+    // lanes on screen can only be the preview of the streamed events
+    let held = format!(
+        "SCHEDSCOPE_TUI_TEST_HOLD_ANALYSES=1 '{bin}' tui --no-cache '{fixture}'; \
+         echo EXIT=$?; sleep 30"
+    );
+    let Some(s) = start("preview", 200, 30, &held) else {
+        return;
+    };
+    let screen = s.wait_for("the preview", |s| {
+        s.contains("preview (recorded switches only)")
+    });
+    assert!(
+        screen.contains("preview (recorded switches only), loading: decoding"),
+        "{screen}"
+    );
+    assert!(screen.contains("360 events 2 CPUs"), "{screen}");
+    let rows = lanes(&screen);
+    for cpu in ["CPU0", "CPU1"] {
+        assert!(rows.iter().any(|l| l.starts_with(cpu)), "{screen}");
+    }
+    s.send(&["3"]);
+    s.wait_for("the tab's note", |s| {
+        s.contains("the timeline's lanes are a preview")
+    });
+    s.send(&["q"]);
+    let screen = s.wait_for("the exit", |s| s.contains("EXIT="));
+    assert!(screen.contains("EXIT=0"), "{screen}");
+}
+
+#[test]
 fn tui_in_tmux_events_pane_prints_every_field_of_untyped_events() {
     let bin = env!("CARGO_BIN_EXE_schedscope");
     let fixture = concat!(

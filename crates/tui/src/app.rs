@@ -62,8 +62,8 @@ pub struct App {
     pub file_size: u64,
     /// Loading state (data when ready).
     pub load: Load,
-    /// The load still running behind lanes read from the cache: its
-    /// phase and start.
+    /// The load still running behind lanes read from the cache or a
+    /// preview: its phase and start.
     pub pending: Option<(&'static str, Instant)>,
     /// How far the load got (bytes and events decoded).
     pub progress: Option<Arc<Progress>>,
@@ -185,6 +185,16 @@ impl App {
                     self.show(d);
                 }
             }
+            // a preview replaces the loading screen or an older preview,
+            // never cached lanes or the full data
+            LoadMsg::Preview(d) => {
+                if let Load::Loading(p, t0) = self.load {
+                    self.pending = Some((p, t0));
+                    self.show(d);
+                } else if self.data().is_some_and(|old| old.preview) {
+                    self.show(d);
+                }
+            }
             LoadMsg::Done(d) => {
                 self.pending = None;
                 self.show(d);
@@ -197,31 +207,47 @@ impl App {
     }
 
     /// Show `d`: the whole trace, unless it replaces lanes of the same
-    /// span read from the cache (the view, lanes and markers stay).
+    /// span read from the cache (the view, lanes and markers stay), or a
+    /// preview whose view was moved (the window stays, inside the new
+    /// span).
     fn show(&mut self, d: Box<Data>) {
         let (lo, hi) = (
             d.timeline.start.0,
             d.timeline.end.0.max(d.timeline.start.0 + 1),
         );
-        let same = self.data().is_some_and(|old| {
-            (old.timeline.start.0, old.timeline.end.0) == (d.timeline.start.0, d.timeline.end.0)
+        let old = self.data().map(|old| {
+            let span = (old.timeline.start.0, old.timeline.end.0);
+            (span, old.preview)
         });
-        if !same {
+        let same = old.is_some_and(|(span, _)| span == (d.timeline.start.0, d.timeline.end.0));
+        if old.is_some_and(|(_, preview)| preview) {
+            // a grown preview, or the full data after one
+            if self.view.is_whole() {
+                let cursor = self.view.cursor;
+                self.view = Viewport::new(lo, hi);
+                self.view.cursor = cursor;
+            }
+            self.view.rebase(lo, hi);
+        } else if !same {
             self.view = Viewport::new(lo, hi);
         }
         self.load = Load::Ready(d);
         self.update_region();
     }
 
-    /// Whether only the cached lanes are shown: what needs the analyses,
-    /// the events or the threads' states waits for the load. Says so in
-    /// the message line when it is.
+    /// Whether only the cached lanes or a preview are shown: what needs
+    /// the analyses, the events or the threads' states waits for the
+    /// load. Says so in the message line when it is.
     fn lanes_only(&mut self, what: &str) -> bool {
-        let only = self.data().is_some_and(|d| d.from_cache);
-        if only {
-            self.message = format!("{what}: still loading (the lanes come from the cache)");
-        }
-        only
+        let Some(d) = self.data().filter(|d| d.lanes_only()) else {
+            return false;
+        };
+        self.message = if d.preview {
+            format!("{what}: still loading (the lanes are a preview)")
+        } else {
+            format!("{what}: still loading (the lanes come from the cache)")
+        };
+        true
     }
 
     /// Whether the timeline groups its CPUs.
@@ -675,7 +701,7 @@ impl App {
     /// the threads' states).
     fn update_region(&mut self) {
         self.region = match (self.mark_a, self.mark_b, self.data()) {
-            (Some(a), Some(b), Some(d)) if a != b && !d.from_cache => {
+            (Some(a), Some(b), Some(d)) if a != b && !d.lanes_only() => {
                 Some(RegionStats::compute(d, a, b))
             }
             _ => None,

@@ -1,6 +1,8 @@
 //! What the UI shows once loading is done, and the background job that
 //! makes it: the lanes from the cache when it holds this file's ([`cache`],
-//! shown at once), then decode (the caller's loader), then the analyses
+//! shown at once), then decode (the caller's loader; a streaming one sends
+//! [`crate::preview`]'s lanes of the part decoded so far while it runs,
+//! when there was no cache), then the analyses
 //! ([`Report::compute_beside_timeline`], all sections), which build the
 //! timeline once; its lane index is built beside the sections that read it.
 //! The lanes of a load that found no valid cache are written to it.
@@ -10,6 +12,7 @@ use crate::groups::CpuGroups;
 use crate::index::{Lanes, Tid};
 use crate::jumps::{Find, Jump, Lazy, Sources};
 use crate::overlay::{EventMarks, Throttled};
+use crate::preview::{Preview, Snapshot};
 use crate::tables::Tables;
 use schedscope_analysis::throttle::Throttling;
 use schedscope_analysis::{Options, Report, Sections, ThreadTimeline, Timeline};
@@ -27,6 +30,30 @@ use std::time::Instant;
 /// errors name the file and what is wrong.
 pub type Loader = Box<dyn FnOnce(&AtomicU64) -> Result<Trace, String> + Send>;
 
+/// A [`Loader`] that also hands the events, as it decodes them, to the
+/// preview ([`crate::preview::load`] is one).
+pub type StreamLoader = Box<dyn FnOnce(&AtomicU64, &mut Preview) -> Result<Trace, String> + Send>;
+
+/// How the background job decodes the file.
+pub enum Source {
+    /// Whole, shown when done.
+    Whole(Loader),
+    /// Streamed, with a preview while it runs.
+    Stream(StreamLoader),
+}
+
+impl From<Loader> for Source {
+    fn from(l: Loader) -> Source {
+        Source::Whole(l)
+    }
+}
+
+impl From<StreamLoader> for Source {
+    fn from(l: StreamLoader) -> Source {
+        Source::Stream(l)
+    }
+}
+
 /// How far the background job got, read by the UI as it draws.
 #[derive(Debug, Default)]
 pub struct Progress {
@@ -34,6 +61,8 @@ pub struct Progress {
     pub decoded: AtomicU64,
     /// Events decoded, once decoding is done (0 before).
     pub events: AtomicU64,
+    /// Events the stream handed over so far (a streaming load).
+    pub streamed: AtomicU64,
 }
 
 /// The lane cache of a load (see [`cache`]).
@@ -52,6 +81,9 @@ pub enum LoadMsg {
     /// The lanes, read from the cache, while the full load goes on
     /// ([`Data::from_cache`]).
     Cached(Box<Data>),
+    /// The lanes of the recorded switches decoded so far, while the
+    /// streaming load goes on ([`Data::preview`]); sent again as it grows.
+    Preview(Box<Data>),
     /// Everything is ready.
     Done(Box<Data>),
     /// Loading failed (message names the file).
@@ -97,6 +129,10 @@ pub struct Data {
     /// Only the lanes, read from the cache ([`Data::from_cache`]): no
     /// analyses, no events, no thread states yet.
     pub from_cache: bool,
+    /// Only the lanes of the recorded switches decoded so far
+    /// ([`Data::preview`]): as `from_cache`, and no repairs, overlays or
+    /// task names either.
+    pub preview: bool,
 }
 
 /// The two-character code of the `i`-th task: `A0`..`Z9`, then `a0`..`z9`,
@@ -125,12 +161,17 @@ impl Data {
 
     /// [`Data::new`] with the lane index already built from `timeline`.
     pub fn from_parts(timeline: Timeline, report: Report, lanes: Lanes) -> Data {
-        Data::assemble(timeline, report, lanes, EventMarks::default())
+        Data::assemble(timeline, report, Arc::new(lanes), EventMarks::default())
     }
 
     /// The rest of the data (tasks, tables, gang spans) once the timeline,
     /// its lanes and the event marks are built.
-    fn assemble(timeline: Timeline, report: Report, lanes: Lanes, mut marks: EventMarks) -> Data {
+    fn assemble(
+        timeline: Timeline,
+        report: Report,
+        lanes: Arc<Lanes>,
+        mut marks: EventMarks,
+    ) -> Data {
         let gangs = report.gang.as_ref().and_then(|s| s.0.as_ref().ok());
         marks.gang = EventMarks::gang_spans(&timeline, gangs);
         let tasks = timeline
@@ -154,7 +195,7 @@ impl Data {
         Data {
             timeline,
             report,
-            lanes: Arc::new(lanes),
+            lanes,
             marks,
             tasks,
             tables,
@@ -163,6 +204,7 @@ impl Data {
             lazy: Lazy::default(),
             cpu_groups: CpuGroups::new(ncpu, None),
             from_cache: false,
+            preview: false,
         }
     }
 
@@ -170,6 +212,38 @@ impl Data {
     /// threads carry their names but no states, the report only the event
     /// count and the time span, and there are no event overlays.
     pub fn from_cache(meta: Meta, lanes: Lanes) -> Data {
+        let mut data = Data::lanes_only_data(meta, lanes);
+        data.from_cache = true;
+        data
+    }
+
+    /// The preview's lanes ([`crate::preview`]): tasks by tid only, no
+    /// names or processes; the axis is the snapshot's.
+    pub fn preview(s: Snapshot) -> Data {
+        let groups = CpuGroups::new(s.lanes.cpus.len(), None);
+        let meta = Meta {
+            start: s.start,
+            end: s.end,
+            events: s.events,
+            threads: s
+                .tids
+                .into_iter()
+                .map(|t| (t, None, String::new()))
+                .collect(),
+            groups,
+        };
+        let mut data = Data::lanes_only_data(meta, s.lanes);
+        data.preview = true;
+        data
+    }
+
+    /// Whether only the lanes are there (from the cache or a preview):
+    /// what needs the analyses, the events or the threads' states waits.
+    pub fn lanes_only(&self) -> bool {
+        self.from_cache || self.preview
+    }
+
+    fn lanes_only_data(meta: Meta, lanes: Lanes) -> Data {
         let mut timeline = Timeline::default();
         timeline.start = schedscope_trace::Ts(meta.start);
         timeline.end = schedscope_trace::Ts(meta.end);
@@ -189,9 +263,8 @@ impl Data {
         report.trace.cpus = lanes.cpus.len() as u32;
         report.trace.start_ns = meta.start;
         report.trace.end_ns = meta.end;
-        let mut data = Data::assemble(timeline, report, lanes, EventMarks::default());
+        let mut data = Data::assemble(timeline, report, Arc::new(lanes), EventMarks::default());
         data.cpu_groups = meta.groups;
-        data.from_cache = true;
         data
     }
 
@@ -227,7 +300,7 @@ impl Data {
         // from it while gang, lhp and profile read it.
         let (report, timeline, (lanes, marks)) = timed("tui report+lanes", || {
             Report::compute_beside_timeline(trace, Sections::all(), &Options::default(), |tl| {
-                let lanes = timed("tui lanes", || Lanes::build(tl));
+                let lanes = Arc::new(timed("tui lanes", || Lanes::build(tl)));
                 let mut marks = timed("tui marks", || EventMarks::from_trace(trace, tl.cpus.len()));
                 marks.throttled = Throttled::new(Throttling::compute(trace), tl);
                 (lanes, marks)
@@ -309,8 +382,10 @@ pub struct Job {
 
 /// Run `loader` then [`Data::from_trace`] on a background thread; with a
 /// cache, first send the lanes it holds for this file, and write them
-/// there after the load when it held none (or stale ones).
-pub fn spawn(loader: Loader, cache: Option<CacheUse>) -> Job {
+/// there after the load when it held none (or stale ones). A streaming
+/// loader without cached lanes sends previews while it decodes.
+pub fn spawn(loader: impl Into<Source>, cache: Option<CacheUse>) -> Job {
+    let loader = loader.into();
     let (tx, rx) = channel();
     let progress = Arc::new(Progress::default());
     let p = Arc::clone(&progress);
@@ -328,7 +403,23 @@ pub fn spawn(loader: Loader, cache: Option<CacheUse>) -> Job {
             let _ = tx.send(LoadMsg::Cached(Box::new(d)));
         }
         let _ = tx.send(LoadMsg::Phase("decoding"));
-        let trace = match loader(&p.decoded) {
+        let loaded = match loader {
+            Source::Whole(l) => l(&p.decoded),
+            Source::Stream(l) => {
+                let mut preview = if hit {
+                    Preview::off(Arc::clone(&p))
+                } else {
+                    Preview::new(tx.clone(), Arc::clone(&p))
+                };
+                let r = l(&p.decoded, &mut preview);
+                if r.is_ok() {
+                    preview.finish();
+                }
+                drop(preview);
+                r
+            }
+        };
+        let trace = match loaded {
             Ok(t) => t,
             Err(e) => {
                 let _ = tx.send(LoadMsg::Failed(e));

@@ -2,7 +2,9 @@
 //!
 //! Data flow: the caller's [`Loader`] decodes the file on a background
 //! thread ([`data::spawn`]), after the lanes of the lane cache ([`cache`])
-//! when it holds this file's, which the UI draws at once; the timeline ([`schedscope_analysis::Timeline`])
+//! when it holds this file's, which the UI draws at once; a streaming
+//! loader ([`StreamLoader`], [`preview::load`]) meanwhile sends the lanes
+//! of the recorded switches decoded so far ([`preview`]); the timeline ([`schedscope_analysis::Timeline`])
 //! is built and indexed per CPU lane ([`index`]) while the analyses run
 //! ([`schedscope_analysis::Report`]); the result arrives in the event loop
 //! ([`term`]) as one message. Until then the UI draws the loading progress
@@ -29,11 +31,12 @@ pub mod index;
 pub mod jumps;
 pub mod keymap;
 pub mod overlay;
+pub mod preview;
 pub mod stats;
 pub mod tables;
 pub mod term;
 pub mod view;
 
 pub use app::App;
-pub use data::{CacheUse, Data, Loader};
+pub use data::{CacheUse, Data, Loader, Source, StreamLoader};
 pub use term::run;

@@ -3,7 +3,7 @@
 //! redraws on input and on messages from the loading job.
 
 use crate::app::App;
-use crate::data::{spawn, CacheUse, Loader};
+use crate::data::{spawn, CacheUse, LoadMsg, Source};
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{
     self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind,
@@ -14,7 +14,8 @@ use ratatui::crossterm::terminal::{
 };
 use ratatui::Terminal;
 use std::io;
-use std::time::Duration;
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
 
 /// Environment variable that makes the draw loop panic once the trace is
 /// loaded (only for the test that the terminal is restored on panic).
@@ -50,11 +51,42 @@ fn dispatch(app: &mut App, ev: Event) {
     }
 }
 
+/// Wait up to `timeout` for terminal input (true) or, while loading (`rx`),
+/// for a message of the loading job (put in `got`, false): the full data
+/// or a preview is drawn when it arrives, not at the end of the wait.
+fn wait(
+    timeout: Duration,
+    rx: Option<&Receiver<LoadMsg>>,
+    got: &mut Vec<LoadMsg>,
+) -> io::Result<bool> {
+    let Some(rx) = rx else {
+        return event::poll(timeout);
+    };
+    let t0 = Instant::now();
+    loop {
+        let left = timeout.saturating_sub(t0.elapsed());
+        if event::poll(left.min(Duration::from_millis(20)))? {
+            return Ok(true);
+        }
+        if let Ok(m) = rx.try_recv() {
+            got.push(m);
+            return Ok(false);
+        }
+        if left.is_zero() {
+            return Ok(false);
+        }
+    }
+}
+
 /// Run the TUI on `path` (shown in the status line), decoding it with
 /// `loader` on a background thread, the lanes first from `cache` when it
 /// holds them. Returns the loading error, if loading failed (the UI showed
 /// it until the user quit).
-pub fn run(path: &str, loader: Loader, cache: Option<CacheUse>) -> io::Result<Option<String>> {
+pub fn run(
+    path: &str,
+    loader: impl Into<Source>,
+    cache: Option<CacheUse>,
+) -> io::Result<Option<String>> {
     let file_size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let prev = std::panic::take_hook();
@@ -87,8 +119,9 @@ pub fn run(path: &str, loader: Loader, cache: Option<CacheUse>) -> io::Result<Op
             break;
         }
         // while loading, wake up every 100 ms to show progress; every
-        // 250 ms when the cached lanes are drawn (a frame of a whole trace
-        // costs more than the loading screen and takes from the load)
+        // 250 ms when the cached lanes or a preview are drawn (a frame of
+        // a whole trace costs more than the loading screen and takes from
+        // the load)
         let timeout = if app.pending.is_some() {
             Duration::from_millis(250)
         } else if loading {
@@ -96,14 +129,15 @@ pub fn run(path: &str, loader: Loader, cache: Option<CacheUse>) -> io::Result<Op
         } else {
             Duration::from_secs(3600)
         };
-        if event::poll(timeout)? {
+        let mut got = Vec::new();
+        if wait(timeout, loading.then_some(rx), &mut got)? {
             dispatch(&mut app, event::read()?);
             // take every queued event before drawing again
             while !app.quit && event::poll(Duration::ZERO)? {
                 dispatch(&mut app, event::read()?);
             }
         }
-        while let Ok(msg) = rx.try_recv() {
+        for msg in got.into_iter().chain(rx.try_iter()) {
             if matches!(
                 msg,
                 crate::data::LoadMsg::Done(_) | crate::data::LoadMsg::Failed(_)

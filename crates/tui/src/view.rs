@@ -32,6 +32,20 @@ impl Viewport {
         }
     }
 
+    /// Whether the window is the whole trace.
+    pub fn is_whole(&self) -> bool {
+        self.start == self.lo && self.width == self.hi - self.lo
+    }
+
+    /// The trace is now `[lo, hi)` (a preview grew or was replaced): the
+    /// window and cursor stay where they are, as far as the new span
+    /// allows.
+    pub fn rebase(&mut self, lo: u64, hi: u64) {
+        self.lo = lo;
+        self.hi = hi.max(lo + MIN_WIDTH_NS);
+        self.clamp();
+    }
+
     /// Window end.
     pub fn end(&self) -> u64 {
         self.start + self.width

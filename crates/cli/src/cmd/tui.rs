@@ -1,7 +1,8 @@
 //! `schedscope tui`: the interactive timeline (crates/tui). This module
 //! only checks the input and hands the TUI a loader that decodes the file
-//! on the TUI's background thread (counting the bytes decoded for the
-//! progress display), and where the lane cache is.
+//! on the TUI's background thread (streaming a perf.data file, so that the
+//! TUI previews the part decoded so far; counting the bytes decoded for
+//! the progress display), and where the lane cache is.
 
 use crate::args::TuiArgs;
 use crate::ExitError;
@@ -11,6 +12,11 @@ use std::process::ExitCode;
 /// Environment variable that makes the TUI's load wait an hour before
 /// decoding (only for the test that a second open draws the cached lanes).
 pub const TEST_HOLD_LOAD: &str = "SCHEDSCOPE_TUI_TEST_HOLD_LOAD";
+
+/// Environment variable that makes the TUI's load wait an hour once the
+/// file is decoded, before the analyses (only for the test that a first
+/// open draws the preview).
+pub const TEST_HOLD_ANALYSES: &str = "SCHEDSCOPE_TUI_TEST_HOLD_ANALYSES";
 
 /// Run the TUI on `a.file`; exit code 1 when the file could not be loaded.
 pub fn run(a: TuiArgs) -> anyhow::Result<ExitCode> {
@@ -49,11 +55,19 @@ pub fn run(a: TuiArgs) -> anyhow::Result<ExitCode> {
     // test hook (crates/cli/tests/tui_tmux.rs): hold the load back, so
     // that what the screen shows comes from the lane cache
     let hold = std::env::var_os(TEST_HOLD_LOAD).is_some();
-    let loader: schedscope_tui::Loader = Box::new(move |decoded| {
+    // ... or once decoded, so that what it shows is the preview
+    let hold_after = std::env::var_os(TEST_HOLD_ANALYSES).is_some();
+    let loader: schedscope_tui::StreamLoader = Box::new(move |decoded, preview| {
+        let hour = std::time::Duration::from_secs(3600);
         if hold {
-            std::thread::sleep(std::time::Duration::from_secs(3600));
+            std::thread::sleep(hour);
         }
-        schedscope_parser::load_with_progress(&path, &opts, decoded).map_err(|e| e.to_string())
+        let trace = schedscope_tui::preview::load(&path, &opts, decoded, preview);
+        if hold_after {
+            preview.show_now();
+            std::thread::sleep(hour);
+        }
+        trace
     });
     match schedscope_tui::run(&shown, loader, cache)? {
         None => Ok(ExitCode::SUCCESS),

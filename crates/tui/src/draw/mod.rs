@@ -278,26 +278,39 @@ pub fn load_detail(app: &App, phase: &str) -> String {
     };
     let events = p.events.load(Ordering::Relaxed);
     let bytes = p.decoded.load(Ordering::Relaxed);
+    let streamed = p.streamed.load(Ordering::Relaxed);
     if events > 0 {
         format!("{:.1} M events", events as f64 / 1e6)
     } else if phase == "decoding" && bytes > 0 && app.file_size > 0 {
-        format!(
+        let share = format!(
             "{:.0}% of {:.1} MB",
             (bytes as f64 * 100.0 / app.file_size as f64).min(100.0),
             app.file_size as f64 / 1e6
-        )
+        );
+        if streamed > 0 {
+            format!("{share}, {:.1} M events", streamed as f64 / 1e6)
+        } else {
+            share
+        }
     } else {
         String::new()
     }
 }
 
-/// The status line's part for a load still running behind cached lanes:
-/// `lanes from cache, loading: decoding 45% of 1370.0 MB 1.2 s`.
+/// The status line's part for a load still running behind cached lanes
+/// or a preview: `lanes from cache, loading: decoding 45% of 1370.0 MB
+/// 1.2 s`, `preview (recorded switches only), loading: decoding 23% of
+/// 1413.6 MB, 3.6 M events 0.8 s`.
 fn pending_text(app: &App) -> Option<String> {
     let (phase, t0) = app.pending?;
     let done = load_detail(app, phase);
+    let what = if app.data().is_some_and(|d| d.preview) {
+        "preview (recorded switches only)"
+    } else {
+        "lanes from cache"
+    };
     Some(format!(
-        "lanes from cache, loading: {phase}{}{done} {:.1} s",
+        "{what}, loading: {phase}{}{done} {:.1} s",
         if done.is_empty() { "" } else { " " },
         t0.elapsed().as_secs_f64()
     ))
@@ -375,8 +388,12 @@ fn detail_line(buf: &mut Buffer, area: Rect, app: &App) {
 
 fn table(buf: &mut Buffer, area: Rect, app: &App) {
     let Some(d) = app.data() else { return };
-    if d.from_cache {
-        let msg = "the analyses are still loading (the timeline's lanes come from the cache)";
+    if d.lanes_only() {
+        let msg = if d.preview {
+            "the analyses are still loading (the timeline's lanes are a preview)"
+        } else {
+            "the analyses are still loading (the timeline's lanes come from the cache)"
+        };
         put_str(buf, area, area.x, area.y, msg, Style::default());
         return;
     }
