@@ -288,19 +288,33 @@ impl Data {
     /// its index on one thread while the analyses run on another. The
     /// trace is kept for the event detail pane.
     pub fn from_trace(trace: Trace, phase: &dyn Fn(&'static str)) -> Data {
-        let mut data = Data::analyse(&trace, phase);
+        Data::from_trace_reusing(trace, None, phase)
+    }
+
+    /// [`Data::from_trace`] that takes `lanes` (a second open's, read
+    /// from the lane cache) as the timeline's lane index instead of
+    /// building it, when they hold the timeline's runs ([`holds_runs`]).
+    pub fn from_trace_reusing(
+        trace: Trace,
+        lanes: Option<Arc<Lanes>>,
+        phase: &dyn Fn(&'static str),
+    ) -> Data {
+        let mut data = Data::analyse(&trace, lanes, phase);
         data.cpu_groups = CpuGroups::new(data.lanes.cpus.len(), trace.topology.as_ref());
         data.trace = Some(trace);
         data
     }
 
-    fn analyse(trace: &Trace, phase: &dyn Fn(&'static str)) -> Data {
+    fn analyse(trace: &Trace, reuse: Option<Arc<Lanes>>, phase: &dyn Fn(&'static str)) -> Data {
         phase("analysing");
         // The report builds the timeline once; the lane index is built
         // from it while gang, lhp and profile read it.
         let (report, timeline, (lanes, marks)) = timed("tui report+lanes", || {
             Report::compute_beside_timeline(trace, Sections::all(), &Options::default(), |tl| {
-                let lanes = Arc::new(timed("tui lanes", || Lanes::build(tl)));
+                let lanes = match reuse.filter(|l| timed("tui lanes check", || holds_runs(l, tl))) {
+                    Some(l) => l,
+                    None => Arc::new(timed("tui lanes", || Lanes::build(tl))),
+                };
                 let mut marks = timed("tui marks", || EventMarks::from_trace(trace, tl.cpus.len()));
                 marks.throttled = Throttled::new(Throttling::compute(trace), tl);
                 (lanes, marks)
@@ -336,6 +350,21 @@ impl Data {
     pub fn colour_key(&self, tid: Tid) -> Tid {
         self.tasks.get(&tid).and_then(|t| t.tgid).unwrap_or(tid)
     }
+}
+
+/// Whether `lanes` hold the runs of `tl` (the same CPUs, and on each the
+/// same runs: start and task; the ends are the next starts): the check
+/// that lanes read from the cache are this timeline's before they are
+/// taken for it.
+pub fn holds_runs(lanes: &Lanes, tl: &Timeline) -> bool {
+    lanes.cpus.len() == tl.cpus.len()
+        && lanes.cpus.iter().zip(&tl.cpus).all(|(lane, runs)| {
+            lane.len() == runs.len()
+                && lane
+                    .runs()
+                    .zip(runs)
+                    .all(|((s, _, tid), r)| s == r.ts.0 && tid == r.tid.0)
+        })
 }
 
 /// Run `f`; with `SCHEDSCOPE_TIMING` set, print its wall time on stderr
@@ -399,6 +428,9 @@ pub fn spawn(loader: impl Into<Source>, cache: Option<CacheUse>) -> Job {
             None => (None, None),
         };
         let hit = cached.is_some();
+        // the full load takes the cached lanes instead of building them
+        // again when they are its timeline's
+        let reuse = cached.as_ref().map(|d| Arc::clone(&d.lanes));
         if let Some(d) = cached {
             let _ = tx.send(LoadMsg::Cached(Box::new(d)));
         }
@@ -430,7 +462,7 @@ pub fn spawn(loader: impl Into<Source>, cache: Option<CacheUse>) -> Job {
         let phase = |ph: &'static str| {
             let _ = tx.send(LoadMsg::Phase(ph));
         };
-        let mut data = Data::from_trace(trace, &phase);
+        let mut data = Data::from_trace_reusing(trace, reuse, &phase);
         data.load_secs = t0.elapsed().as_secs_f64();
         let write = match (&cache, key) {
             (Some(c), Some(key)) if !hit => {

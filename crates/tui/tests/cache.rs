@@ -7,7 +7,8 @@ mod common;
 
 use common::*;
 use ratatui::buffer::Buffer;
-use schedscope_tui::data::{spawn, LoadMsg};
+use schedscope_tui::data::{holds_runs, spawn, LoadMsg};
+use schedscope_tui::index::Lanes;
 use schedscope_tui::{App, CacheUse, Data, Loader};
 use std::path::{Path, PathBuf};
 
@@ -213,5 +214,23 @@ fn without_a_cache_nothing_is_read_or_written() {
     assert!(cached(&mut msgs).is_none());
     assert!(!done(msgs).from_cache);
     assert!(files(&c.dir).is_empty());
+    std::fs::remove_dir_all(root).unwrap();
+}
+
+#[test]
+fn a_second_open_takes_the_cached_lanes_as_its_own() {
+    let (root, c) = setup("reuse", "sim/mixed-s1.data");
+    let fresh = done(open(&c, true));
+    let mut second = open(&c, true);
+    let lanes = cached(&mut second).expect("a hit");
+    let full = done(second);
+    // not built again: the very lanes drawn from the cache, which are
+    // what the timeline builds
+    assert!(std::sync::Arc::ptr_eq(&lanes.lanes, &full.lanes));
+    assert_eq!(*full.lanes, Lanes::build(&full.timeline));
+    assert!(holds_runs(&full.lanes, &full.timeline));
+    // another trace's lanes are not taken
+    let other = fixture_app("sim/bare-metal-s1.data");
+    assert!(!holds_runs(&fresh.lanes, &other.data().unwrap().timeline));
     std::fs::remove_dir_all(root).unwrap();
 }
