@@ -69,6 +69,8 @@ pub struct LoadOptions {
     /// thread-state timeline does), instead of releasing it while the events
     /// are put in time order. Faster when a timeline is built; without one,
     /// it only raises the peak memory (by up to the size of the events).
+    /// Only a whole decode has such memory: a load through the stream
+    /// ([`load_through_stream`]) leaves none.
     pub spare: bool,
     /// Count the events with these names (spelled as in `keep`) by CPU
     /// and payload in [`Trace::tallies`] instead of keeping them: for
@@ -112,10 +114,14 @@ pub fn load(path: &Path) -> Result<Trace, ParseError> {
 /// Read and decode the trace file at `path`, as `opts` says.
 ///
 /// A perf.data file is mapped and its pages are dropped from memory as soon
-/// as they are decoded, so that the peak memory is the decoded events (in
-/// file order and in time order: the first is given back while the second
-/// is filled, or left in [`Trace::spare`] when `opts.spare` asks), not the
-/// file.
+/// as they are decoded, so that the peak memory is the decoded events, not
+/// the file. From [`STREAM_LOAD_FROM`] bytes on it is read through the
+/// stream ([`load_through_stream`]): the events arrive in time order, a
+/// window of perf rounds at a time, and are stored once. Smaller files,
+/// and files the stream refuses, are decoded whole: the events in file
+/// order, then merged into time order (the first copy given back while
+/// the second is filled, or left in [`Trace::spare`] when `opts.spare`
+/// asks). The events are the same either way.
 ///
 /// The path `-` reads standard input to its end (`perf record -o - ... |
 /// schedscope report -`); messages name it `<stdin>`. (A file named `-`
@@ -155,8 +161,107 @@ pub fn load_with_progress(
     if detect(&map) != Some(TraceFormat::PerfData) {
         return load_bytes_with(&name, &map, opts);
     }
+    if map.len() as u64 >= STREAM_LOAD_FROM {
+        if let Some(trace) = load_streamed(&name, &map, opts, decoded)? {
+            return Ok(trace);
+        }
+    }
     let release = |r: std::ops::Range<usize>| release_pages(&map, decoded, r);
     perf_data::decode_with(&name, &map, opts, &release)
+}
+
+/// perf.data files from this size on are loaded through the stream
+/// ([`load_through_stream`]); smaller ones are decoded whole. The stream
+/// holds the events once where the whole decode holds them twice at its
+/// peak (in file order, then merged into time order), and is faster on
+/// big files, where the merge costs more than the stream's sequential
+/// sort; on small ones the whole decode, parallel from end to end, is
+/// faster (on the hackbench recordings, docs/performance.md: 1.2x the
+/// whole decode's time at 142 MB, 0.9x at 1.4 GB).
+pub const STREAM_LOAD_FROM: u64 = 512 << 20;
+
+/// [`load_with_progress`] through the stream whatever the file's size
+/// (see [`STREAM_LOAD_FROM`]): the events [`stream_with`] delivers, stored
+/// once, in time order. A file the stream refuses (zstd-compressed
+/// records, no round markers, a file that breaks perf's round order) is
+/// decoded whole, as [`load_with`] does. The trace is the same either way.
+pub fn load_through_stream(
+    path: &Path,
+    opts: &LoadOptions,
+    decoded: &AtomicU64,
+) -> Result<Trace, ParseError> {
+    if path == Path::new("-") {
+        return load_with_progress(path, opts, decoded);
+    }
+    let name = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|e| ParseError::io(&name, e))?;
+    let len = file.metadata().map_err(|e| ParseError::io(&name, e))?.len();
+    if len == 0 {
+        return Err(ParseError::Empty { path: name });
+    }
+    // SAFETY: as in load_with_progress.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| ParseError::io(&name, e))?;
+    if detect(&map) != Some(TraceFormat::PerfData) {
+        return load_bytes_with(&name, &map, opts);
+    }
+    if let Some(trace) = load_streamed(&name, &map, opts, decoded)? {
+        return Ok(trace);
+    }
+    let release = |r: std::ops::Range<usize>| release_pages(&map, decoded, r);
+    perf_data::decode_with(&name, &map, opts, &release)
+}
+
+/// Load the perf.data file mapped at `map` through the stream; `None`
+/// when the stream refuses it (what it received is dropped, and
+/// `decoded` is set back so that the file's bytes count once).
+fn load_streamed(
+    name: &str,
+    map: &memmap2::Mmap,
+    opts: &LoadOptions,
+    decoded: &AtomicU64,
+) -> Result<Option<Trace>, ParseError> {
+    let release = |r: std::ops::Range<usize>| release_pages(map, decoded, r);
+    let before = decoded.load(Ordering::Relaxed);
+    let mut sink = Collect::with_room_for(map.len());
+    match perf_data::stream::stream_with(name, map, opts, &release, &mut sink) {
+        Ok(mut trace) => {
+            trace.events = sink.events;
+            Ok(Some(trace))
+        }
+        Err(StreamError::Parse(e)) => Err(e),
+        Err(StreamError::Unstreamable { .. }) => {
+            decoded.store(before, Ordering::Relaxed);
+            Ok(None)
+        }
+    }
+}
+
+/// The [`EventSink`] of a whole load: keeps every event, in the order
+/// delivered.
+struct Collect {
+    events: Vec<schedscope_trace::Event>,
+}
+
+impl Collect {
+    /// Room for the events of a file of `len` bytes: one per 48 bytes, more
+    /// than a recording holds (a scheduler tracepoint sample with the
+    /// fields perf and `schedscope record` ask for takes 80 bytes or more).
+    /// Address space only: pages are backed as events fill them. Growing
+    /// past it copies the vector (both copies held at once): a file of
+    /// smaller samples, or room that cannot be reserved, costs that peak,
+    /// never a wrong event.
+    fn with_room_for(len: usize) -> Collect {
+        Collect {
+            events: schedscope_trace::mem::vec_with_huge_pages(len / 48),
+        }
+    }
+}
+
+impl EventSink for Collect {
+    fn events(&mut self, events: &[schedscope_trace::Event]) {
+        schedscope_trace::mem::reserve_with_huge_pages(&mut self.events, events.len());
+        self.events.extend_from_slice(events);
+    }
 }
 
 /// Stream the perf.data file at `path` into `sink`: the events

@@ -5,7 +5,7 @@
 //! cannot stream say so.
 
 use schedscope_parser::perf_data::stream::stream_with as stream_bytes;
-use schedscope_parser::{load_bytes_with, load_with, EventSink, LoadOptions, StreamError};
+use schedscope_parser::{load_bytes_with, EventSink, LoadOptions, StreamError};
 use schedscope_perf_data::{AttrSpec, EventAttr, Features, PerfDataWriter, TracingData};
 use schedscope_trace::{Event, Trace};
 use std::io::Cursor;
@@ -180,7 +180,7 @@ fn streamed_fixtures_equal_the_loaded_ones() {
     let mut c = Collect::default();
     let opts = LoadOptions::default();
     let t = schedscope_parser::stream_with(f, &opts, &AtomicU64::new(0), &mut c).unwrap();
-    let l = load_with(f, &opts).unwrap();
+    let l = load_bytes_with(&f.display().to_string(), &std::fs::read(f).unwrap(), &opts).unwrap();
     assert!(c.events == l.events);
     assert_eq!(meta(&t), meta(&l));
 }
@@ -320,4 +320,50 @@ fn a_file_that_breaks_the_round_rule_is_refused() {
     // the loader reads it (the late event in its time order)
     let l = load_bytes_with("late.data", &data, &opts).unwrap();
     assert!(l.events.windows(2).all(|w| w[0].ts <= w[1].ts));
+}
+
+/// `load_through_stream` (what `load_with` does from `STREAM_LOAD_FROM`
+/// bytes on) goes through the stream when it can and loads whole when the
+/// stream refuses (compressed records, a file that breaks the round
+/// rule): either way the trace is the whole decode's (`load_bytes_with`,
+/// which never streams).
+#[test]
+fn load_with_streams_or_falls_back_to_the_whole_decode() {
+    let dir = std::env::temp_dir().join(format!("schedscope-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let late = dir.join("late.data");
+    std::fs::write(&late, generated(40, 3, Some((20, 2)))).unwrap();
+    let gen = dir.join("gen.data");
+    std::fs::write(&gen, generated(300, 5, None)).unwrap();
+    let mut files = fixtures();
+    files.push(late);
+    files.push(gen);
+    let mut fell_back = 0;
+    for f in &files {
+        let data = std::fs::read(f).unwrap();
+        let name = f.display().to_string();
+        for opts in option_sets() {
+            let decoded = AtomicU64::new(0);
+            let got = schedscope_parser::load_through_stream(f, &opts, &decoded);
+            let want = load_bytes_with(&name, &data, &opts);
+            match (got, want) {
+                (Ok(g), Ok(w)) => {
+                    assert!(g.events == w.events, "{name} {opts:?}: events differ");
+                    assert_eq!(meta(&g), meta(&w), "{name} {opts:?}");
+                }
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{name}"),
+                (g, w) => panic!("{name}: {:?} but {:?}", g.map(|_| ()), w.map(|_| ())),
+            }
+            let mut c = Collect::default();
+            if stream_bytes(&name, &data, &opts, &|_| {}, &mut c).is_err() {
+                fell_back += 1;
+                // the refused stream's bytes are not counted twice
+                let counted = decoded.load(std::sync::atomic::Ordering::Relaxed);
+                assert!(counted <= data.len() as u64, "{name}: {counted}");
+            }
+        }
+    }
+    // the late file and the compressed fixtures took the fallback
+    assert!(fell_back >= 4 * 2, "{fell_back}");
+    std::fs::remove_dir_all(&dir).ok();
 }

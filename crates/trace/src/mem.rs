@@ -33,6 +33,22 @@ pub fn vec_with_huge_pages<T>(n: usize) -> Vec<T> {
     v
 }
 
+/// Make room in `v` for `additional` more elements, doubling its capacity
+/// when it is full (as `Vec::reserve`), with the kernel asked to back the
+/// new room with transparent huge pages (as [`vec_with_huge_pages`]).
+pub fn reserve_with_huge_pages<T>(v: &mut Vec<T>, additional: usize) {
+    if v.capacity() - v.len() >= additional {
+        return;
+    }
+    let old = v.capacity();
+    v.reserve(additional);
+    let size = std::mem::size_of::<T>();
+    // SAFETY of the range: the new capacity's elements past the old ones
+    // lie inside the vector's allocation and are not yet in use.
+    let from = v.as_mut_ptr() as usize + old.saturating_mul(size);
+    advise_huge_pages(from, (v.capacity() - old).saturating_mul(size));
+}
+
 /// madvise(MADV_HUGEPAGE) on the whole 2 MiB pages inside `[addr, addr+len)`.
 fn advise_huge_pages(addr: usize, len: usize) {
     #[cfg(target_os = "linux")]

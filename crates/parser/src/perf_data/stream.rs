@@ -227,8 +227,6 @@ impl<'a> Pump<'_, 'a> {
 struct Window {
     /// Events not delivered yet, in file order.
     pending: Vec<Event>,
-    /// The batch being delivered (kept for its allocation).
-    batch: Vec<Event>,
     /// Newest time of the events seen so far.
     newest: Option<Ts>,
     /// `newest` at the previous round marker: the next marker delivers up
@@ -254,7 +252,6 @@ impl Window {
     fn new(trace: &Trace) -> Window {
         Window {
             pending: Vec::new(),
-            batch: Vec::new(),
             newest: None,
             round_newest: None,
             saw_round: false,
@@ -334,33 +331,28 @@ impl Window {
 
     /// Deliver the pending events up to `h` (inclusive) in time order,
     /// ties in file order.
+    ///
+    /// The whole window is sorted in place (stable: equal times keep file
+    /// order, as the loader's merge) and its prefix up to `h` delivered;
+    /// the rest stays sorted, and is all older in file order than what
+    /// the next round appends, so the next sort keeps the same order (and
+    /// finds it a sorted run to merge with, not work to redo).
     fn flush(&mut self, h: Ts, sink: &mut dyn EventSink) {
-        let mut batch = std::mem::take(&mut self.batch);
-        batch.clear();
-        let mut kept = 0;
-        for i in 0..self.pending.len() {
-            let e = self.pending[i];
-            if e.ts <= h {
-                batch.push(e);
-            } else {
-                self.pending[kept] = e;
-                kept += 1;
-            }
+        self.pending.sort_by_key(|e| e.ts);
+        let k = self.pending.partition_point(|e| e.ts <= h);
+        if k == 0 {
+            return;
         }
-        self.pending.truncate(kept);
-        if !batch.is_empty() {
-            // stable: equal times keep file order, as the loader's merge
-            batch.sort_by_key(|e| e.ts);
-            self.fork_exit.extend(
-                batch
-                    .iter()
-                    .filter(|e| matches!(e.data, EventData::Fork { .. } | EventData::Exit { .. })),
-            );
-            sink.events(&batch);
-            self.delivered += batch.len() as u64;
-            self.delivered_ts = batch[batch.len() - 1].ts;
-        }
-        self.batch = batch;
+        let batch = &self.pending[..k];
+        self.fork_exit.extend(
+            batch
+                .iter()
+                .filter(|e| matches!(e.data, EventData::Fork { .. } | EventData::Exit { .. })),
+        );
+        sink.events(batch);
+        self.delivered += k as u64;
+        self.delivered_ts = batch[k - 1].ts;
+        self.pending.drain(..k);
     }
 
     /// The trace's tables, once every chunk is in: as the loader ends.
