@@ -162,7 +162,7 @@ pub fn load_with_progress(
         return load_bytes_with(&name, &map, opts);
     }
     if map.len() as u64 >= STREAM_LOAD_FROM {
-        if let Some(trace) = load_streamed(&name, &map, opts, decoded)? {
+        if let Some(trace) = load_streamed(&name, &map, opts, decoded, &mut ())? {
             return Ok(trace);
         }
     }
@@ -190,6 +190,20 @@ pub fn load_through_stream(
     opts: &LoadOptions,
     decoded: &AtomicU64,
 ) -> Result<Trace, ParseError> {
+    load_through_stream_watched(path, opts, decoded, &mut ())
+}
+
+/// [`load_through_stream`] that also shows `watch` what the stream
+/// delivers as it comes (its metadata, then every event in the trace's
+/// order), for a caller that draws the trace while it loads. When the
+/// stream is refused partway, `watch` is told
+/// ([`EventSink::given_up`]) and the file is decoded whole, unwatched.
+pub fn load_through_stream_watched(
+    path: &Path,
+    opts: &LoadOptions,
+    decoded: &AtomicU64,
+    watch: &mut dyn EventSink,
+) -> Result<Trace, ParseError> {
     if path == Path::new("-") {
         return load_with_progress(path, opts, decoded);
     }
@@ -204,25 +218,28 @@ pub fn load_through_stream(
     if detect(&map) != Some(TraceFormat::PerfData) {
         return load_bytes_with(&name, &map, opts);
     }
-    if let Some(trace) = load_streamed(&name, &map, opts, decoded)? {
+    if let Some(trace) = load_streamed(&name, &map, opts, decoded, watch)? {
         return Ok(trace);
     }
+    watch.given_up();
     let release = |r: std::ops::Range<usize>| release_pages(&map, decoded, r);
     perf_data::decode_with(&name, &map, opts, &release)
 }
 
-/// Load the perf.data file mapped at `map` through the stream; `None`
-/// when the stream refuses it (what it received is dropped, and
-/// `decoded` is set back so that the file's bytes count once).
+/// Load the perf.data file mapped at `map` through the stream, shown to
+/// `watch`; `None` when the stream refuses it (what it received is
+/// dropped, and `decoded` is set back so that the file's bytes count
+/// once).
 fn load_streamed(
     name: &str,
     map: &memmap2::Mmap,
     opts: &LoadOptions,
     decoded: &AtomicU64,
+    watch: &mut dyn EventSink,
 ) -> Result<Option<Trace>, ParseError> {
     let release = |r: std::ops::Range<usize>| release_pages(map, decoded, r);
     let before = decoded.load(Ordering::Relaxed);
-    let mut sink = Collect::with_room_for(map.len());
+    let mut sink = Collect::with_room_for(map.len(), watch);
     match perf_data::stream::stream_with(name, map, opts, &release, &mut sink) {
         Ok(mut trace) => {
             trace.events = sink.events;
@@ -237,12 +254,13 @@ fn load_streamed(
 }
 
 /// The [`EventSink`] of a whole load: keeps every event, in the order
-/// delivered.
-struct Collect {
+/// delivered, and shows them to a watcher.
+struct Collect<'w> {
     events: Vec<schedscope_trace::Event>,
+    watch: &'w mut dyn EventSink,
 }
 
-impl Collect {
+impl<'w> Collect<'w> {
     /// Room for the events of a file of `len` bytes: one per 48 bytes, more
     /// than a recording holds (a scheduler tracepoint sample with the
     /// fields perf and `schedscope record` ask for takes 80 bytes or more).
@@ -250,17 +268,23 @@ impl Collect {
     /// past it copies the vector (both copies held at once): a file of
     /// smaller samples, or room that cannot be reserved, costs that peak,
     /// never a wrong event.
-    fn with_room_for(len: usize) -> Collect {
+    fn with_room_for(len: usize, watch: &'w mut dyn EventSink) -> Collect<'w> {
         Collect {
             events: schedscope_trace::mem::vec_with_huge_pages(len / 48),
+            watch,
         }
     }
 }
 
-impl EventSink for Collect {
+impl EventSink for Collect<'_> {
+    fn start(&mut self, meta: &Trace) {
+        self.watch.start(meta);
+    }
+
     fn events(&mut self, events: &[schedscope_trace::Event]) {
         schedscope_trace::mem::reserve_with_huge_pages(&mut self.events, events.len());
         self.events.extend_from_slice(events);
+        self.watch.events(events);
     }
 }
 

@@ -3,9 +3,10 @@
 //! `sched_switch` events decoded so far, drawn as lanes and replaced by
 //! the full data when the load is done.
 //!
-//! The stream is the load itself: [`load`] keeps the events it hands over
-//! (they are the loaded trace's events, in its order), so the file is
-//! decoded once. Beside them the preview keeps each CPU's recorded
+//! The stream is the load itself: [`load`] is the parser's load through
+//! the stream, which stores the events and shows them to the preview as
+//! they come ([`schedscope_parser::load_through_stream_watched`]), so the
+//! file is decoded once. Beside them the preview keeps each CPU's recorded
 //! switch-ins (time, incoming task: 16 bytes each) and, now and then, turns
 //! them into lanes ([`CpuLane`]) sent to the UI. A run starts at a
 //! recorded switch and ends at the CPU's next one, exactly as the
@@ -25,7 +26,7 @@
 
 use crate::data::{LoadMsg, Progress};
 use crate::index::{CpuLane, Lanes, Pressure, Tid};
-use schedscope_parser::{EventSink, LoadOptions, StreamError};
+use schedscope_parser::{EventSink, LoadOptions};
 use schedscope_trace::{Event, EventData, Trace};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -224,25 +225,24 @@ impl Preview {
     }
 }
 
-/// The sink of [`load`]: keeps the events and hands them to the preview.
-struct Collect<'p> {
-    events: Vec<Event>,
-    preview: &'p mut Preview,
-}
-
-impl EventSink for Collect<'_> {
+/// The preview watches the stream the load stores
+/// ([`schedscope_parser::load_through_stream_watched`]).
+impl EventSink for Preview {
     fn start(&mut self, meta: &Trace) {
-        self.preview.nr_cpus = meta.nr_cpus as usize;
+        self.nr_cpus = meta.nr_cpus as usize;
     }
 
     fn events(&mut self, events: &[Event]) {
-        self.events.extend_from_slice(events);
-        self.preview.push(events);
+        self.push(events);
+    }
+
+    fn given_up(&mut self) {
+        self.reset();
     }
 }
 
 /// Load the file at `path` as [`schedscope_parser::load_with_progress`]
-/// does, through the stream when it can be streamed (perf.data files),
+/// does, but through the stream whatever its size (perf.data files),
 /// handing the events to `preview` as they come; other files (and those
 /// the stream gives up on) are loaded whole, without a preview.
 pub fn load(
@@ -251,28 +251,9 @@ pub fn load(
     decoded: &AtomicU64,
     preview: &mut Preview,
 ) -> Result<Trace, String> {
-    let size = std::fs::metadata(path).map_or(0, |m| m.len());
-    preview.file_size = size;
-    // room for the events, reserved once (address space only until used;
-    // a file with more events grows it)
-    let room = schedscope_trace::mem::vec_with_huge_pages((size / 64) as usize);
-    let mut sink = Collect {
-        events: room,
-        preview,
-    };
-    match schedscope_parser::stream_with(path, opts, decoded, &mut sink) {
-        Ok(mut trace) => {
-            trace.events = sink.events;
-            Ok(trace)
-        }
-        Err(StreamError::Unstreamable { .. }) => {
-            drop(sink.events);
-            sink.preview.reset();
-            decoded.store(0, Ordering::Relaxed);
-            schedscope_parser::load_with_progress(path, opts, decoded).map_err(|e| e.to_string())
-        }
-        Err(StreamError::Parse(e)) => Err(e.to_string()),
-    }
+    preview.file_size = std::fs::metadata(path).map_or(0, |m| m.len());
+    schedscope_parser::load_through_stream_watched(path, opts, decoded, preview)
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -53,6 +53,16 @@ pub trait EventSink: Send {
 
     /// The next events, in the order of the loaded trace's `events`.
     fn events(&mut self, events: &[Event]);
+
+    /// Only for a watcher of [`crate::load_through_stream_watched`]: the
+    /// stream was refused partway and the file is being decoded whole;
+    /// what this sink was shown is not the trace.
+    fn given_up(&mut self) {}
+}
+
+/// A sink that ignores what it is shown (a load nobody watches).
+impl EventSink for () {
+    fn events(&mut self, _events: &[Event]) {}
 }
 
 /// Pending events past this many with no round marker seen: the file has
