@@ -148,6 +148,12 @@ pub fn load_with_progress(
             .map_err(|e| ParseError::io(name, e))?;
         return load_bytes_with(name, &data, opts);
     }
+    load_file(path, opts, decoded, STREAM_LOAD_FROM, &mut ())
+}
+
+/// The file at `path` (not standard input), mapped, and its name for
+/// messages; an empty file is an error.
+fn map_file(path: &Path) -> Result<(String, memmap2::Mmap), ParseError> {
     let name = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|e| ParseError::io(&name, e))?;
     let len = file.metadata().map_err(|e| ParseError::io(&name, e))?.len();
@@ -158,13 +164,29 @@ pub fn load_with_progress(
     // process could fault, which is the same contract perf itself accepts.
     // Decoders treat the bytes as untrusted input.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| ParseError::io(&name, e))?;
+    Ok((name, map))
+}
+
+/// Load the file at `path` (not standard input): a perf.data file of
+/// `stream_from` bytes or more through the stream (shown to `watch`,
+/// which is told when the stream is refused), a smaller one, or one the
+/// stream refuses, decoded whole; other formats by their decoders.
+fn load_file(
+    path: &Path,
+    opts: &LoadOptions,
+    decoded: &AtomicU64,
+    stream_from: u64,
+    watch: &mut dyn EventSink,
+) -> Result<Trace, ParseError> {
+    let (name, map) = map_file(path)?;
     if detect(&map) != Some(TraceFormat::PerfData) {
         return load_bytes_with(&name, &map, opts);
     }
-    if map.len() as u64 >= STREAM_LOAD_FROM {
-        if let Some(trace) = load_streamed(&name, &map, opts, decoded, &mut ())? {
+    if map.len() as u64 >= stream_from {
+        if let Some(trace) = load_streamed(&name, &map, opts, decoded, watch)? {
             return Ok(trace);
         }
+        watch.given_up();
     }
     let release = |r: std::ops::Range<usize>| release_pages(&map, decoded, r);
     perf_data::decode_with(&name, &map, opts, &release)
@@ -207,23 +229,7 @@ pub fn load_through_stream_watched(
     if path == Path::new("-") {
         return load_with_progress(path, opts, decoded);
     }
-    let name = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|e| ParseError::io(&name, e))?;
-    let len = file.metadata().map_err(|e| ParseError::io(&name, e))?.len();
-    if len == 0 {
-        return Err(ParseError::Empty { path: name });
-    }
-    // SAFETY: as in load_with_progress.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| ParseError::io(&name, e))?;
-    if detect(&map) != Some(TraceFormat::PerfData) {
-        return load_bytes_with(&name, &map, opts);
-    }
-    if let Some(trace) = load_streamed(&name, &map, opts, decoded, watch)? {
-        return Ok(trace);
-    }
-    watch.given_up();
-    let release = |r: std::ops::Range<usize>| release_pages(&map, decoded, r);
-    perf_data::decode_with(&name, &map, opts, &release)
+    load_file(path, opts, decoded, 0, watch)
 }
 
 /// Load the perf.data file mapped at `map` through the stream, shown to
@@ -303,20 +309,13 @@ pub fn stream_with(
     decoded: &AtomicU64,
     sink: &mut dyn EventSink,
 ) -> Result<Trace, StreamError> {
-    let name = path.display().to_string();
     if path == Path::new("-") {
         return Err(StreamError::Unstreamable {
             path: STDIN_NAME.into(),
             why: "standard input is read whole".into(),
         });
     }
-    let file = std::fs::File::open(path).map_err(|e| ParseError::io(&name, e))?;
-    let len = file.metadata().map_err(|e| ParseError::io(&name, e))?.len();
-    if len == 0 {
-        return Err(ParseError::Empty { path: name }.into());
-    }
-    // SAFETY: as in load_with_progress.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| ParseError::io(&name, e))?;
+    let (name, map) = map_file(path)?;
     if detect(&map) != Some(TraceFormat::PerfData) {
         return Err(StreamError::Unstreamable {
             path: name,
