@@ -135,3 +135,23 @@ fn a_grown_preview_keeps_a_moved_window_and_follows_a_whole_one() {
     assert_eq!((app.view.start, app.view.width), (start, width));
     assert_eq!(app.view.hi, hi + 2000);
 }
+
+/// The preview knows tasks by tid, not by name: the cursor's line names
+/// a task it has no comm for as `?`, not as an empty word.
+#[test]
+fn the_preview_names_a_task_without_comm_as_unknown() {
+    let (pre, _, progress) = preview_and_full("sim/mixed-s1.data");
+    let mut app = App::new("m", 1, false);
+    app.progress = Some(progress);
+    app.on_load(LoadMsg::Preview(pre));
+    let lines = screen(&mut app, 160, 40);
+    let line = lines
+        .iter()
+        .find(|l| l.contains(", most pid "))
+        .unwrap_or_else(|| panic!("a cursor line naming the busiest task: {lines:#?}"));
+    let after = line.split(", most pid ").nth(1).unwrap();
+    let mut words = after.split(' ');
+    let pid = words.next().unwrap();
+    assert!(pid.parse::<u32>().is_ok(), "{line}");
+    assert_eq!(words.next(), Some("?"), "{line}");
+}

@@ -574,7 +574,10 @@ pub fn detail(app: &App) -> Option<String> {
                     .tasks
                     .get(&p)
                     .or_else(|| d.tasks.values().find(|t| t.tgid == Some(p)))
-                    .map_or("?", |t| t.comm.as_str());
+                    .map(|t| t.comm.as_str())
+                    // (a preview knows tasks by tid only)
+                    .filter(|c| !c.is_empty())
+                    .unwrap_or("?");
                 // (times to a thousandth of the cell: the run is inside it)
                 let fine = |t: u64| fmt_rel(t.saturating_sub(v.lo), b - a);
                 let now = match lane.run_at(v.cursor) {
