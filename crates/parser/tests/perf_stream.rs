@@ -195,6 +195,23 @@ const WAKEUP: &str = include_str!(concat!(
     "/../../fixtures/formats/sched/sched_wakeup/format"
 ));
 
+/// This kernel's sched_process_fork format (from tracefs).
+const FORK: &str = "name: sched_process_fork
+ID: 366
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:__data_loc char[] parent_comm;\toffset:8;\tsize:4;\tsigned:0;
+\tfield:pid_t parent_pid;\toffset:12;\tsize:4;\tsigned:1;
+\tfield:__data_loc char[] child_comm;\toffset:16;\tsize:4;\tsigned:0;
+\tfield:pid_t child_pid;\toffset:20;\tsize:4;\tsigned:1;
+
+print fmt: \"comm=%s pid=%d child_comm=%s child_pid=%d\", __get_str(parent_comm), REC->parent_pid, __get_str(child_comm), REC->child_pid
+";
+
 /// A small LCG: deterministic pseudo-random numbers.
 fn lcg(seed: &mut u64) -> u64 {
     *seed = seed
@@ -222,17 +239,25 @@ fn comm(r: &mut [u8], at: usize, tid: i32) {
 /// on some CPUs. `late`: (round, CPU) whose first event is instead older
 /// than everything two rounds back.
 fn generated(rounds: u64, seed: u64, late: Option<(u64, u32)>) -> Vec<u8> {
+    generated_with(rounds, seed, late, false)
+}
+
+/// [`generated`]; `forks`: thread 60 forks thread 61 in round 10, and the
+/// file carries schedscope's task-cgroup section naming 60's cgroup only,
+/// so that 61 inherits it through the fork event.
+fn generated_with(rounds: u64, seed: u64, late: Option<(u64, u32)>, forks: bool) -> Vec<u8> {
     let attrs: Vec<AttrSpec> = [
         (372u64, "sched:sched_switch", 100u64),
         (374, "sched:sched_wakeup", 200),
-    ]
-    .iter()
-    .map(|&(cfg, name, id)| AttrSpec {
-        attr: EventAttr::tracepoint(cfg),
-        name: name.into(),
-        ids: (0..4).map(|c| id + c).collect(),
-    })
-    .collect();
+        (366, "sched:sched_process_fork", 300),
+    ][..if forks { 3 } else { 2 }]
+        .iter()
+        .map(|&(cfg, name, id)| AttrSpec {
+            attr: EventAttr::tracepoint(cfg),
+            name: name.into(),
+            ids: (0..4).map(|c| id + c).collect(),
+        })
+        .collect();
     let mut w = PerfDataWriter::new(Cursor::new(Vec::new()), attrs).unwrap();
     let mut seed = seed;
     w.comm(1, 1, "init", 0).unwrap();
@@ -276,6 +301,19 @@ fn generated(rounds: u64, seed: u64, late: Option<(u64, u32)>) -> Vec<u8> {
                 }
             }
         }
+        if forks && k == 10 {
+            // sched_process_fork: parent_comm and child_comm as __data_loc
+            // strings after the fixed fields
+            let mut r = raw(366, 60, 32);
+            r[8..12].copy_from_slice(&((4u32 << 16) | 24).to_le_bytes());
+            r[12..16].copy_from_slice(&60i32.to_le_bytes());
+            r[16..20].copy_from_slice(&((4u32 << 16) | 28).to_le_bytes());
+            r[20..24].copy_from_slice(&61i32.to_le_bytes());
+            r[24..28].copy_from_slice(b"p60\0");
+            r[28..32].copy_from_slice(b"c61\0");
+            w.sample_tracepoint(300, 60, 60, k * 1000 + 500, 0, &r)
+                .unwrap();
+        }
         w.finished_round().unwrap();
     }
     let mut td = TracingData {
@@ -284,9 +322,26 @@ fn generated(rounds: u64, seed: u64, late: Option<(u64, u32)>) -> Vec<u8> {
     };
     td.add_event_format("sched", SWITCH.as_bytes().to_vec());
     td.add_event_format("sched", WAKEUP.as_bytes().to_vec());
+    if forks {
+        td.add_event_format("sched", FORK.as_bytes().to_vec());
+    }
     let features = Features {
         tracing_data: Some(td.to_bytes().unwrap()),
         nr_cpus: Some((4, 4)),
+        extra: if forks {
+            let e = schedscope_perf_data::sections::TaskCgroup {
+                tid: 60,
+                pid: 60,
+                ts: 0,
+                path: "/L1/C1".into(),
+            };
+            vec![(
+                schedscope_perf_data::abi::feature::SCHEDSCOPE_TASK_CGROUPS,
+                schedscope_perf_data::sections::encode_task_cgroups(&[e]),
+            )]
+        } else {
+            Vec::new()
+        },
         ..Features::default()
     };
     w.finish(&features).unwrap().0.into_inner()
@@ -366,4 +421,22 @@ fn load_with_streams_or_falls_back_to_the_whole_decode() {
     // the late file and the compressed fixtures took the fallback
     assert!(fell_back >= 4 * 2, "{fell_back}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Threads born during the recording inherit their parent's cgroup from
+/// the task-cgroup section through the fork events: a stream, whose
+/// trace has no events when the sections are read, does it from the fork
+/// events it keeps, as the loader does from its events.
+#[test]
+fn streamed_task_cgroups_are_inherited_through_forks_as_loaded() {
+    let data = generated_with(200, 7, None, true);
+    let l = load_bytes_with("forks.data", &data, &LoadOptions::default()).unwrap();
+    let cg = l
+        .tasks
+        .by_tid(schedscope_trace::Tid(61))
+        .and_then(|t| t.cgroup.clone());
+    assert_eq!(cg.as_deref(), Some("/L1/C1"), "inherited when loaded");
+    for opts in option_sets() {
+        same_as_load("forks.data", &data, &opts).unwrap();
+    }
 }

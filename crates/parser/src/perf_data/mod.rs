@@ -216,7 +216,9 @@ fn decode_pass(
         }
     }
 
-    add_sections(&mut trace, td, &feats);
+    let events = std::mem::take(&mut trace.events);
+    add_sections(&mut trace, td, &feats, &events);
+    trace.events = events;
     // (what Trace::finish does: the merge left the events sorted and the
     // CPUs of the kept events are counted above)
     timing.mark("rest");
@@ -418,8 +420,15 @@ fn sample_filter<'c>(ctx: &'c Ctx<'_>) -> SampleFilter<'c> {
 }
 
 /// The trace's parts kept outside the record stream: kernel symbols from
-/// the tracing data, the CPU topology, schedscope's cgroup sections.
-fn add_sections(trace: &mut Trace, td: tracing_data::TracingData, feats: &header::Features<'_>) {
+/// the tracing data, the CPU topology, schedscope's cgroup sections;
+/// `forks` holds the trace's process fork events in time order (threads
+/// born during the recording inherit their parent's cgroup).
+fn add_sections(
+    trace: &mut Trace,
+    td: tracing_data::TracingData,
+    feats: &header::Features<'_>,
+    forks: &[Event],
+) {
     trace.kernel_symbols.syms = td.kallsyms;
     if let Some((b, off)) = feats.cpu_topology {
         use schedscope_perf_data::topology::decode_cpu_topology;
@@ -434,7 +443,7 @@ fn add_sections(trace: &mut Trace, td: tracing_data::TracingData, feats: &header
             Err(e) => trace.warn(Severity::DataLoss, e.to_string(), 1),
         }
     }
-    task_cgroups::load(trace, feats.task_cgroups);
+    task_cgroups::load(trace, feats.task_cgroups, forks);
 }
 
 /// The record stream of `data` (`data_start..data_end`, cut at the end of

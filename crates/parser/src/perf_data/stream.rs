@@ -129,7 +129,8 @@ pub fn stream_with(
             .into());
         }
     }
-    add_sections(&mut trace, td, &feats);
+    // (the forks the stream kept for the task table)
+    add_sections(&mut trace, td, &feats, &st.fork_exit);
     Ok(trace)
 }
 

@@ -5,16 +5,18 @@
 //! [`schedscope_trace::Task::cgroup`] from it.
 
 use schedscope_perf_data::sections::{decode_task_cgroups, TaskCgroup};
-use schedscope_trace::{EventData, Severity, Tid, Trace};
+use schedscope_trace::{Event, EventData, Severity, Tid, Trace};
 use std::collections::HashMap;
 
 /// Read the section when the file has one and apply it to `trace` (a
-/// damaged section becomes a data-loss warning that names its offset).
-pub fn load(trace: &mut Trace, section: Option<(&[u8], u64)>) {
+/// damaged section becomes a data-loss warning that names its offset);
+/// `forks`: the trace's process fork events in time order (the loaded
+/// events, or what a stream kept of them).
+pub fn load(trace: &mut Trace, section: Option<(&[u8], u64)>, forks: &[Event]) {
     if let Some((b, off)) = section {
         match decode_task_cgroups(b, off) {
             Ok(entries) => {
-                apply(trace, &entries);
+                apply(trace, &entries, forks);
             }
             Err(e) => trace.warn(Severity::DataLoss, e.to_string(), 1),
         }
@@ -25,10 +27,10 @@ pub fn load(trace: &mut Trace, section: Option<(&[u8], u64)>) {
 /// incarnation of each tid that was alive when the entry was read (the
 /// earliest such entry wins). Threads without an entry (born and dead
 /// during the recording) then inherit their parent's cgroup, in time order,
-/// through the sched_process_fork events; a thread that still has none and
+/// through the sched_process_fork events among `forks`; a thread that still has none and
 /// whose process (tgid) has one takes its process's (new threads are created
 /// by a thread of the same process). Returns how many tasks got a cgroup.
-pub fn apply(trace: &mut Trace, entries: &[TaskCgroup]) -> usize {
+pub fn apply(trace: &mut Trace, entries: &[TaskCgroup], forks: &[Event]) -> usize {
     let mut by_tid: HashMap<i32, Vec<&TaskCgroup>> = HashMap::new();
     for e in entries {
         by_tid.entry(e.tid).or_default().push(e);
@@ -55,12 +57,12 @@ pub fn apply(trace: &mut Trace, entries: &[TaskCgroup]) -> usize {
     if set == 0 {
         return 0;
     }
-    for i in 0..trace.events.len() {
+    for ev in forks {
         let EventData::Fork {
             parent_tid,
             child_tid,
             ..
-        } = trace.events[i].data
+        } = ev.data
         else {
             continue;
         };
@@ -148,7 +150,8 @@ mod tests {
             entry(14, 14, 1, "/old"),
             entry(10, 10, 100, "/L1/C1"),
         ];
-        let n = apply(&mut t, &es);
+        let forks = t.events.clone();
+        let n = apply(&mut t, &es, &forks);
         let cg = |tid: i32| t.tasks.by_tid(Tid(tid)).and_then(|x| x.cgroup.clone());
         assert_eq!(cg(10).as_deref(), Some("/L1/C1"));
         assert_eq!(cg(11).as_deref(), Some("/L1/C1"), "inherited via fork");
@@ -211,7 +214,7 @@ mod tests {
     #[test]
     fn a_damaged_section_is_a_warning_that_names_its_offset() {
         let mut t = Trace::new("t", TraceFormat::PerfData);
-        load(&mut t, Some((&[1, 0, 0, 0, 5, 0, 0, 0, 1], 4096)));
+        load(&mut t, Some((&[1, 0, 0, 0, 5, 0, 0, 0, 1], 4096)), &[]);
         assert!(
             t.warnings
                 .iter()
