@@ -9,7 +9,7 @@
 
 use crate::timeline::{ThreadState, Timeline};
 use crate::{AnalysisError, Context};
-use schedscope_trace::{EventData, Tid, Trace};
+use schedscope_trace::{Tid, Trace};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -63,27 +63,6 @@ pub(crate) fn check_sched_events(trace: &Trace, analysis: &str) -> Result<(), An
     }
 }
 
-/// The vCPU threads seen in kvm_exit / kvm_entry, with their vCPU id.
-pub(crate) fn vcpu_threads(trace: &Trace) -> BTreeMap<Tid, Option<u32>> {
-    let mut map: HashMap<Tid, Option<u32>> = HashMap::new();
-    let mut last: Option<Tid> = None;
-    for ev in &trace.events {
-        let id = match ev.data {
-            EventData::KvmExit { vcpu_id, .. } | EventData::KvmEntry { vcpu_id } => vcpu_id,
-            _ => continue,
-        };
-        if ev.tid.is_idle() || (last == Some(ev.tid) && id.is_none()) {
-            continue;
-        }
-        last = Some(ev.tid);
-        let slot = map.entry(ev.tid).or_insert(None);
-        if slot.is_none() {
-            *slot = id;
-        }
-    }
-    map.into_iter().collect()
-}
-
 fn process_name(trace: &Trace, timeline: &Timeline, tgid: Tid) -> String {
     let comm = trace.tasks.comm(tgid);
     if !comm.is_empty() {
@@ -117,7 +96,7 @@ pub fn resolve_gangs(ctx: &Context) -> Result<Vec<GangDef>, AnalysisError> {
 }
 
 fn automatic_gangs(trace: &Trace, timeline: &Timeline) -> Vec<GangDef> {
-    let vcpus = vcpu_threads(trace);
+    let vcpus = &timeline.vcpus;
     let tgid_of = |tid: Tid| -> Option<Tid> {
         timeline
             .thread(tid)
@@ -243,7 +222,7 @@ pub fn explicit_gang(
     spec: &str,
 ) -> Result<GangDef, AnalysisError> {
     let parsed = GangSpec::parse(spec)?;
-    let vcpus = vcpu_threads(trace);
+    let vcpus = &timeline.vcpus;
     let vcpu_list = |members: &[Tid]| -> Vec<Option<u32>> {
         if members.iter().any(|t| vcpus.contains_key(t)) {
             members
@@ -448,7 +427,7 @@ pub(crate) fn vm_gangs(ctx: &Context) -> Result<Vec<GangDef>, AnalysisError> {
         .filter(|g| g.kind == GangKind::Vm)
         .collect();
     let grouped = member_index(&d);
-    for (tid, vcpu) in vcpu_threads(ctx.trace) {
+    for (&tid, &vcpu) in &ctx.timeline.vcpus {
         if !grouped.contains_key(&tid) {
             d.push(GangDef {
                 name: format!("vCPU thread {tid} (no tgid)"),
@@ -476,7 +455,7 @@ pub(crate) fn member_index(defs: &[GangDef]) -> HashMap<Tid, (usize, usize)> {
 #[cfg(test)]
 mod cgroup_spec_tests {
     use super::*;
-    use schedscope_trace::{Cpu, Event, PrevState, StackId, TraceFormat, Ts};
+    use schedscope_trace::{Cpu, Event, EventData, PrevState, StackId, TraceFormat, Ts};
 
     /// CPU0 runs 1, 2, 3, 4 in turn (1 ms each); task 5 never runs. Members
     /// by construction: 1, 2 in /L1/C1, 3 in /L1/C1/sub, 4 in /L10 (a

@@ -45,7 +45,9 @@ pub mod tlb;
 
 pub use error::AnalysisError;
 pub use report::{Report, Sections};
-pub use timeline::{CpuRun, StateInterval, ThreadState, ThreadTimeline, Timeline};
+pub use timeline::{
+    CpuRun, StateInterval, ThreadState, ThreadTimeline, Timeline, TimelineCensus, TimelineStream,
+};
 
 use schedscope_trace::Trace;
 use std::fmt;

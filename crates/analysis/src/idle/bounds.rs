@@ -83,16 +83,14 @@ fn windows(trace: &Trace, tl: &Timeline, n: usize, lo: u64, hi: u64) -> Vec<Wind
     }
     // Around each loss record: from the CPU's last event strictly before
     // it to its first at or after it (the trace's ends when there is
-    // none), found from the record's place in the time-sorted events
-    // (the nearest events of its CPU are a few steps away; no pass over
-    // the whole trace).
-    let events = &trace.events;
-    for m in &trace.loss_marks {
-        let k = events.partition_point(|e| e.ts.0 < m.ts);
-        let on = |e: &&schedscope_trace::Event| e.cpu.0 == m.cpu;
-        let a = events[..k].iter().rev().find(on).map_or(lo, |e| e.ts.0);
-        let b = events[k..].iter().find(on).map_or(hi, |e| e.ts.0);
-        add(m.cpu, a, b);
+    // none), as the timeline's build found them.
+    debug_assert_eq!(tl.mark_spans.len(), trace.loss_marks.len());
+    for (m, s) in trace.loss_marks.iter().zip(&tl.mark_spans) {
+        add(
+            m.cpu,
+            s.before.map_or(lo, |t| t.0),
+            s.after.map_or(hi, |t| t.0),
+        );
     }
     w.into_iter().map(merge).collect()
 }

@@ -312,7 +312,7 @@ impl<'a, 'x> PlePass<'a, 'x> {
             tl,
             defs,
             index: groups::member_index(defs),
-            vcpus: groups::vcpu_threads(trace),
+            vcpus: tl.vcpus.clone(),
             cursors,
             per_vm,
             per_vcpu: BTreeMap::new(),

@@ -75,6 +75,9 @@ pub(super) struct Builder {
     /// Whether the trace shows loss anywhere (else no repair needs refills
     /// and none are tracked).
     pub(super) refill_evidence: bool,
+    /// What the pass learns for the analyses besides the states (see
+    /// [`Seen`]).
+    pub(super) seen: Seen,
 }
 
 impl Builder {
@@ -415,5 +418,161 @@ impl Builder {
                 );
             }
         }
+    }
+}
+
+impl Builder {
+    /// Set up pass 2 from pass 1's `census` of `trace` (whose metadata,
+    /// tasks and loss records are read; its events are not: they are
+    /// pushed to [`Builder::step`]). Returns the builder and each census
+    /// thread's latest comm, for [`Builder::finish`].
+    pub(super) fn start(trace: &Trace, census: Census, squeeze: bool) -> (Builder, Vec<StrId>) {
+        let threads = census
+            .threads
+            .iter()
+            .map(|s| ThreadTimeline {
+                tid: s.tid,
+                ..ThreadTimeline::default()
+            })
+            .collect::<Vec<_>>();
+        // One store for every thread's intervals, each thread a region.
+        let mut hot = Vec::with_capacity(census.threads.len());
+        let mut total = 0usize;
+        for s in &census.threads {
+            hot.push(Hot {
+                base: total,
+                cap: if squeeze { s.bound.min(2) } else { s.bound },
+                ..Hot::default()
+            });
+            total += s.bound as usize;
+        }
+        // (memory the decoder is done with, when there is enough)
+        let words = total * INTERVAL_WORDS;
+        let mut store = trace
+            .spare
+            .take(words)
+            .unwrap_or_else(|| schedscope_trace::mem::vec_with_huge_pages(words));
+        store.resize(words, MaybeUninit::uninit());
+        let cpus = census
+            .cpu_bound
+            .iter()
+            .map(|&n| schedscope_trace::mem::vec_with_huge_pages(n))
+            .collect::<Vec<_>>();
+        let comms = census.threads.iter().map(|s| s.comm).collect();
+        let mut b = Builder {
+            hot,
+            store,
+            spill: Default::default(),
+            cpus: vec![CpuTracker::default(); cpus.len()],
+            tl: Timeline {
+                start: trace.start(),
+                end: trace.end(),
+                threads,
+                cpus,
+                index: census.index,
+                inferred_switch_ins_by_cpu: vec![0; census.cpu_bound.len()],
+                loss: census.loss,
+                cpus_seen: census.cpus_seen,
+                built: true,
+                ..Timeline::default()
+            },
+            regrown: 0,
+            stat: stat_runtime_id(trace),
+            idle_exit: Vec::new(),
+            marks: Vec::new(),
+            refills: Default::default(),
+            refill_evidence: false,
+            seen: Seen::new(&trace.loss_marks),
+        };
+        // Hold-offs and refills are tracked only where a repair may use them.
+        b.refill_evidence = !trace.loss_marks.is_empty()
+            || (0..b.tl.loss.cpus.len() as u32).any(|c| b.tl.loss.lossy(c));
+        for m in &trace.loss_marks {
+            let c = m.cpu as usize;
+            if c >= b.marks.len() {
+                b.marks.resize(c + 1, Vec::new());
+            }
+            b.marks[c].push(m.ts);
+        }
+        (b, comms)
+    }
+
+    /// One event of pass 2: `ahead[0]`, followed by the events after it
+    /// (at least [`repair::STAT_LOOKAHEAD`] of them, or all that are left:
+    /// a repair reads that far for the task's sched_stat_runtime).
+    #[inline]
+    pub(super) fn step(&mut self, trace: &Trace, ahead: &[Event]) {
+        let ev = &ahead[0];
+        if names_current(&ev.data) || (self.stat.is_some() && Some(ev.name) == self.stat) {
+            self.infer_switch_in_from_event(trace, ahead, ev.ts, ev.cpu, ev.tid);
+        }
+        self.seen.push(ev);
+        match ev.data {
+            EventData::Switch {
+                prev_tid,
+                prev_state,
+                next_tid,
+                ..
+            } => self.switch(ev.ts, ev.cpu, prev_tid, prev_state, next_tid),
+            EventData::Wakeup {
+                tid, target_cpu, ..
+            } => self.wakeup(ev.ts, ev.tid, tid, target_cpu),
+            EventData::Migrate { tid, dest_cpu, .. } => self.migrate(ev.ts, tid, dest_cpu),
+            EventData::Exit { tid, .. } => self.exit(ev.ts, tid),
+            EventData::CpuIdle { state, .. } => self.cpu_idle(ev.ts, ev.cpu, state),
+            _ => {}
+        }
+    }
+
+    /// Close the open intervals and hand over the timeline (`comms`: from
+    /// [`Builder::start`]; names come from `trace`'s tasks first), with how
+    /// many pushes outgrew the census's bounds.
+    pub(super) fn finish(mut self, trace: &Trace, comms: &[StrId]) -> (Timeline, u64) {
+        for i in 0..self.hot.len() {
+            if let Some(open) = self.hot[i].open {
+                self.push_interval(i, open);
+            }
+        }
+        let Builder {
+            mut tl,
+            hot,
+            store,
+            mut spill,
+            regrown,
+            seen,
+            ..
+        } = self;
+        (tl.vcpus, tl.mark_spans) = seen.finish();
+        let store = Arc::new(Store(store));
+        for (i, (t, h)) in tl.threads.iter_mut().zip(&hot).enumerate() {
+            t.intervals = match spill.remove(&i) {
+                Some(v) => Intervals::from(v),
+                None => Intervals {
+                    store: Arc::clone(&store),
+                    start: h.base,
+                    end: h.base + h.len as usize,
+                },
+            };
+            let task = trace.tasks.by_tid(t.tid);
+            t.tgid = task.and_then(|k| k.tgid);
+            t.comm = match task {
+                Some(k) if !k.comm.is_empty() => k.comm.clone(),
+                _ => {
+                    let comm = comms.get(i).copied().unwrap_or(StrId(0));
+                    trace.strings.get(comm).to_string()
+                }
+            };
+        }
+        for (i, r) in tl.inferred.iter().enumerate() {
+            let c = r.cpu.0 as usize;
+            if c >= tl.inferred_by_cpu.len() {
+                tl.inferred_by_cpu.resize(c + 1, Vec::new());
+            }
+            tl.inferred_by_cpu[c].push(i as u32);
+        }
+        for on in &mut tl.inferred_by_cpu {
+            on.sort_by_key(|&i| tl.inferred[i as usize].ts);
+        }
+        (tl, regrown)
     }
 }

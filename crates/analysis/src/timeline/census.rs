@@ -167,31 +167,39 @@ impl Census {
         let mut s = Census::new(trace.nr_cpus as usize);
         let stat = stat_runtime_id(trace);
         for ev in &trace.events {
-            s.cpus_seen = s.cpus_seen.max(ev.cpu.0.saturating_add(1));
-            if names_current(&ev.data) || (stat.is_some() && Some(ev.name) == stat) {
-                s.names_current(ev.cpu, ev.tid);
-            }
-            match ev.data {
-                EventData::Switch {
-                    prev_tid,
-                    prev_comm,
-                    next_tid,
-                    next_comm,
-                    ..
-                } => s.switch(ev.cpu, prev_tid, prev_comm, next_tid, next_comm),
-                EventData::Wakeup { tid, comm, .. } => s.wakeup(tid, comm),
-                EventData::Migrate { tid, comm, .. } => s.other(tid, comm, false),
-                EventData::Fork {
-                    child_tid,
-                    child_comm,
-                    ..
-                } if !child_tid.is_idle() => {
-                    s.see(child_tid, child_comm);
-                }
-                EventData::Exit { tid, comm } => s.other(tid, comm, true),
-                _ => {}
-            }
+            s.push(ev, stat);
         }
         s
+    }
+
+    /// One event of pass 1 (`stat`: the trace's sched_stat_runtime name
+    /// id, [`stat_runtime_id`]), in time order: [`Census::of`] pushes the
+    /// trace's events, [`super::TimelineCensus`] a stream's.
+    #[inline]
+    pub(super) fn push(&mut self, ev: &Event, stat: Option<schedscope_trace::NameId>) {
+        self.cpus_seen = self.cpus_seen.max(ev.cpu.0.saturating_add(1));
+        if names_current(&ev.data) || (stat.is_some() && Some(ev.name) == stat) {
+            self.names_current(ev.cpu, ev.tid);
+        }
+        match ev.data {
+            EventData::Switch {
+                prev_tid,
+                prev_comm,
+                next_tid,
+                next_comm,
+                ..
+            } => self.switch(ev.cpu, prev_tid, prev_comm, next_tid, next_comm),
+            EventData::Wakeup { tid, comm, .. } => self.wakeup(tid, comm),
+            EventData::Migrate { tid, comm, .. } => self.other(tid, comm, false),
+            EventData::Fork {
+                child_tid,
+                child_comm,
+                ..
+            } if !child_tid.is_idle() => {
+                self.see(child_tid, child_comm);
+            }
+            EventData::Exit { tid, comm } => self.other(tid, comm, true),
+            _ => {}
+        }
     }
 }

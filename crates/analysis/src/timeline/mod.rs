@@ -50,7 +50,9 @@
 //!   whatever its prev_state; so does a switch-out with prev_state X, Z or x.
 
 use schedscope_trace::mem::{prefetch, words_as_slots, words_as_slots_ref, Word};
-use schedscope_trace::{Cpu, EventData, EventKind, KindSet, PrevState, StrId, Tid, Trace, Ts};
+use schedscope_trace::{
+    Cpu, Event, EventData, EventKind, KindSet, PrevState, StrId, Tid, Trace, Ts,
+};
 use serde::Serialize;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
@@ -61,6 +63,7 @@ mod loss;
 mod refill;
 mod repair;
 mod store;
+mod stream;
 #[cfg(test)]
 pub(crate) mod test_trace;
 #[cfg(test)]
@@ -73,6 +76,8 @@ pub use loss::{CpuLoss, LossEvidence};
 pub use store::Intervals;
 pub(crate) use store::TidIndex;
 use store::*;
+use stream::Seen;
+pub use stream::{MarkSpan, TimelineCensus, TimelineStream};
 
 /// The state of a thread during an interval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -178,6 +183,12 @@ pub struct Timeline {
     /// latest]` and the loss records' spans, they bound what loss can move
     /// (`crate::idle`'s `idle_ns_min`/`idle_ns_max`).
     pub unknown: Vec<UnknownStretch>,
+    /// The threads seen in kvm_exit / kvm_entry (vCPU threads), with their
+    /// vCPU id when the events carry one.
+    pub vcpus: std::collections::BTreeMap<Tid, Option<u32>>,
+    /// Per loss record of the trace ([`Trace::loss_marks`], same order):
+    /// its CPU's nearest events, which bound the span the loss may cover.
+    pub mark_spans: Vec<MarkSpan>,
     /// Per CPU, indexes into `inferred` in time order ([`Timeline::repair_at`]).
     inferred_by_cpu: Vec<Vec<u32>>,
     /// One more than the highest CPU any event of the trace names
@@ -289,136 +300,13 @@ impl Timeline {
     fn build_counting(trace: &Trace, squeeze: bool) -> (Timeline, u64) {
         // Pass 1: the threads, their comms, and how much room each needs.
         let census = Census::of(trace);
-        let threads = census
-            .threads
-            .iter()
-            .map(|s| ThreadTimeline {
-                tid: s.tid,
-                ..ThreadTimeline::default()
-            })
-            .collect::<Vec<_>>();
-        // One store for every thread's intervals, each thread a region.
-        let mut hot = Vec::with_capacity(census.threads.len());
-        let mut total = 0usize;
-        for s in &census.threads {
-            hot.push(Hot {
-                base: total,
-                cap: if squeeze { s.bound.min(2) } else { s.bound },
-                ..Hot::default()
-            });
-            total += s.bound as usize;
-        }
-        // (memory the decoder is done with, when there is enough)
-        let words = total * INTERVAL_WORDS;
-        let mut store = trace
-            .spare
-            .take(words)
-            .unwrap_or_else(|| schedscope_trace::mem::vec_with_huge_pages(words));
-        store.resize(words, MaybeUninit::uninit());
-        let cpus = census
-            .cpu_bound
-            .iter()
-            .map(|&n| schedscope_trace::mem::vec_with_huge_pages(n))
-            .collect::<Vec<_>>();
-        let mut b = Builder {
-            hot,
-            store,
-            spill: Default::default(),
-            cpus: vec![CpuTracker::default(); cpus.len()],
-            tl: Timeline {
-                start: trace.start(),
-                end: trace.end(),
-                threads,
-                cpus,
-                index: census.index,
-                inferred_switch_ins_by_cpu: vec![0; census.cpu_bound.len()],
-                loss: census.loss,
-                cpus_seen: census.cpus_seen,
-                built: true,
-                ..Timeline::default()
-            },
-            regrown: 0,
-            stat: stat_runtime_id(trace),
-            idle_exit: Vec::new(),
-            marks: Vec::new(),
-            refills: Default::default(),
-            refill_evidence: false,
-        };
-        // Hold-offs and refills are tracked only where a repair may use them.
-        b.refill_evidence = !trace.loss_marks.is_empty()
-            || (0..b.tl.loss.cpus.len() as u32).any(|c| b.tl.loss.lossy(c));
-        for m in &trace.loss_marks {
-            let c = m.cpu as usize;
-            if c >= b.marks.len() {
-                b.marks.resize(c + 1, Vec::new());
-            }
-            b.marks[c].push(m.ts);
-        }
         // Pass 2: the state machine.
-        for (k, ev) in trace.events.iter().enumerate() {
-            if names_current(&ev.data) || (b.stat.is_some() && Some(ev.name) == b.stat) {
-                b.infer_switch_in_from_event(trace, k, ev.ts, ev.cpu, ev.tid);
-            }
-            match ev.data {
-                EventData::Switch {
-                    prev_tid,
-                    prev_state,
-                    next_tid,
-                    ..
-                } => b.switch(ev.ts, ev.cpu, prev_tid, prev_state, next_tid),
-                EventData::Wakeup {
-                    tid, target_cpu, ..
-                } => b.wakeup(ev.ts, ev.tid, tid, target_cpu),
-                EventData::Migrate { tid, dest_cpu, .. } => b.migrate(ev.ts, tid, dest_cpu),
-                EventData::Exit { tid, .. } => b.exit(ev.ts, tid),
-                EventData::CpuIdle { state, .. } => b.cpu_idle(ev.ts, ev.cpu, state),
-                _ => {}
-            }
+        let (mut b, comms) = Builder::start(trace, census, squeeze);
+        let events = &trace.events[..];
+        for k in 0..events.len() {
+            b.step(trace, &events[k..]);
         }
-        for i in 0..b.hot.len() {
-            if let Some(open) = b.hot[i].open {
-                b.push_interval(i, open);
-            }
-        }
-        let Builder {
-            mut tl,
-            hot,
-            store,
-            mut spill,
-            regrown,
-            ..
-        } = b;
-        let store = Arc::new(Store(store));
-        for (i, (t, h)) in tl.threads.iter_mut().zip(&hot).enumerate() {
-            t.intervals = match spill.remove(&i) {
-                Some(v) => Intervals::from(v),
-                None => Intervals {
-                    store: Arc::clone(&store),
-                    start: h.base,
-                    end: h.base + h.len as usize,
-                },
-            };
-            let task = trace.tasks.by_tid(t.tid);
-            t.tgid = task.and_then(|k| k.tgid);
-            t.comm = match task {
-                Some(k) if !k.comm.is_empty() => k.comm.clone(),
-                _ => {
-                    let comm = census.threads.get(i).map_or(StrId(0), |s| s.comm);
-                    trace.strings.get(comm).to_string()
-                }
-            };
-        }
-        for (i, r) in tl.inferred.iter().enumerate() {
-            let c = r.cpu.0 as usize;
-            if c >= tl.inferred_by_cpu.len() {
-                tl.inferred_by_cpu.resize(c + 1, Vec::new());
-            }
-            tl.inferred_by_cpu[c].push(i as u32);
-        }
-        for on in &mut tl.inferred_by_cpu {
-            on.sort_by_key(|&i| tl.inferred[i as usize].ts);
-        }
-        (tl, regrown)
+        b.finish(trace, &comms)
     }
 
     /// Whether [`Timeline::build`] made this timeline (a

@@ -125,11 +125,18 @@ impl Builder {
     }
 
     /// The switch-in time that `tid`'s first sched_stat_runtime on CPU
-    /// `cpu` from event `k` on proves (`ts - runtime`), before the CPU's
-    /// next sched_switch; `None` without one (or without such events).
-    pub(super) fn stat_switch_in(&self, trace: &Trace, k: usize, cpu: Cpu, tid: Tid) -> Option<Ts> {
+    /// `cpu` among the events `ahead` (the current one and those after it)
+    /// proves (`ts - runtime`), before the CPU's next sched_switch; `None`
+    /// without one (or without such events).
+    pub(super) fn stat_switch_in(
+        &self,
+        trace: &Trace,
+        ahead: &[Event],
+        cpu: Cpu,
+        tid: Tid,
+    ) -> Option<Ts> {
         let stat = self.stat?;
-        for ev in trace.events.get(k..)?.iter().take(STAT_LOOKAHEAD) {
+        for ev in ahead.iter().take(STAT_LOOKAHEAD) {
             if ev.cpu != cpu {
                 continue;
             }
@@ -167,7 +174,7 @@ impl Builder {
     pub(super) fn infer_switch_in_from_event(
         &mut self,
         trace: &Trace,
-        k: usize,
+        ahead: &[Event],
         ts: Ts,
         cpu: Cpu,
         tid: Tid,
@@ -192,7 +199,7 @@ impl Builder {
         if t_in > ts {
             return;
         }
-        let stat = self.stat_switch_in(trace, k, cpu, tid);
+        let stat = self.stat_switch_in(trace, ahead, cpu, tid);
         let at = self.place(c, i, t_in, ts, kind, stat);
         self.switch_in_inferred(c, cpu, i, tid, at);
     }

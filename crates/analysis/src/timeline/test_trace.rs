@@ -26,6 +26,8 @@ impl T {
             EventData::Wakeup { .. } => "sched:sched_wakeup_new",
             EventData::Migrate { .. } => "sched:sched_migrate_task",
             EventData::Exit { .. } => "sched:sched_process_exit",
+            EventData::StatRuntime { .. } => "sched:sched_stat_runtime",
+            EventData::KvmEntry { .. } => "kvm:kvm_entry",
             _ => "other:other",
         };
         *self.0.events_by_name.entry(name.to_string()).or_insert(0) += 1;

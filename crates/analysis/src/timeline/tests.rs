@@ -364,3 +364,136 @@ fn empty_trace() {
     assert!(tl.threads.is_empty() && tl.cpus.is_empty());
     assert_eq!(tl.state_at(Tid(1), Ts(0)), Unknown);
 }
+
+/// The timeline a stream of `trace`'s events builds ([`TimelineCensus`],
+/// then [`TimelineStream`]), the events pushed in slices of the sizes
+/// `cuts` cycles through.
+fn streamed(trace: &Trace, cuts: &[usize]) -> Timeline {
+    let mut census = TimelineCensus::new(trace);
+    for ev in &trace.events {
+        census.push(ev);
+    }
+    let mut stream = TimelineStream::new(trace, census);
+    let mut rest = &trace.events[..];
+    for &n in cuts.iter().cycle() {
+        if rest.is_empty() {
+            break;
+        }
+        let (now, later) = rest.split_at(n.min(rest.len()));
+        stream.push(now);
+        rest = later;
+    }
+    stream.finish()
+}
+
+#[test]
+fn a_streamed_build_is_the_whole_build() {
+    // A lossy random trace several look-aheads long: switches that
+    // contradict each other, wakeups, sched_stat_runtime (the repairs'
+    // look-ahead reads it across the stream's ring compactions), kvm
+    // entries and loss records.
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % n
+    };
+    let mut t = T::new();
+    let mut ts = 0;
+    let n = 5 * repair::STAT_LOOKAHEAD;
+    for _ in 0..n {
+        ts += next(4);
+        let cpu = next(3) as u32;
+        let a = next(12) as i32;
+        let b = next(12) as i32;
+        match next(16) {
+            0..=6 => {
+                let state = ["R", "R+", "S", "D", "S", "S", "I"][next(7) as usize];
+                t.switch(ts, cpu, a, state, b);
+            }
+            7..=9 => {
+                t.wake(ts, cpu, a, WakeKind::Waking, b, next(3) as u32);
+            }
+            10 => {
+                t.migrate(ts, cpu, b, cpu, next(3) as u32);
+            }
+            11..=13 => {
+                t.push(
+                    ts,
+                    cpu,
+                    a,
+                    EventData::StatRuntime {
+                        pid: Tid(a),
+                        runtime: next(2 * ts.max(1)),
+                    },
+                );
+            }
+            14 => {
+                let id = next(4);
+                t.push(
+                    ts,
+                    cpu,
+                    a,
+                    EventData::KvmEntry {
+                        vcpu_id: (id < 3).then_some(id as u32),
+                    },
+                );
+            }
+            _ => {
+                t.0.loss_marks.push(schedscope_trace::LossMark {
+                    ts: ts.saturating_sub(next(50)),
+                    cpu,
+                    lost: 1,
+                });
+            }
+        }
+    }
+    t.0.loss_marks.push(schedscope_trace::LossMark {
+        ts: ts + 1,
+        cpu: 0,
+        lost: 1,
+    });
+    let whole = t.build();
+    let trace = &t.0;
+    assert!(whole
+        .repairs_by_evidence(Cpu(0))
+        .contains_key("stat_runtime"));
+    assert!(!whole.vcpus.is_empty());
+    assert_eq!(whole.mark_spans.len(), trace.loss_marks.len());
+    assert!(whole.mark_spans.iter().any(|s| s.after.is_none()));
+    // Each loss record's span, found by search in the sorted events.
+    for (m, span) in trace.loss_marks.iter().zip(&whole.mark_spans) {
+        let k = trace.events.partition_point(|e| e.ts.0 < m.ts);
+        let on = |e: &&Event| e.cpu.0 == m.cpu;
+        let before = trace.events[..k].iter().rev().find(on).map(|e| e.ts);
+        let after = trace.events[k..].iter().find(on).map(|e| e.ts);
+        assert_eq!((span.before, span.after), (before, after), "{m:?}");
+    }
+    let want = format!("{whole:?}");
+    for cuts in [&[1usize][..], &[7, 70_000, 3], &[n]] {
+        assert_eq!(format!("{:?}", streamed(trace, cuts)), want, "{cuts:?}");
+    }
+}
+
+#[test]
+fn a_streamed_build_is_the_whole_build_on_the_fixtures() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    for name in [
+        "perf/sched_small.data",
+        "perf/stat_runtime.data",
+        "ftrace/tracefs-sched.txt",
+        "sim/mixed-s1.data",
+        "idle/capped.data",
+    ] {
+        let trace =
+            schedscope_parser::load(&root.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let whole = Timeline::build(&trace);
+        assert!(!whole.threads.is_empty(), "{name}");
+        assert_eq!(
+            format!("{:?}", streamed(&trace, &[4096])),
+            format!("{whole:?}"),
+            "{name}"
+        );
+    }
+}
