@@ -123,6 +123,14 @@ impl Sections {
         }
     }
 
+    /// Whether every selected section can be computed from streams of the
+    /// events ([`Report::streamed`]): latency (a push pass) and gang (it
+    /// reads the timeline, which [`crate::TimelineStream`] builds). Not
+    /// yet lhp, idle and tlb, which read the events beside the timeline.
+    pub fn streamable(&self) -> bool {
+        !self.is_empty() && !self.lhp && !self.idle && !self.tlb
+    }
+
     /// Every section.
     pub fn all() -> Sections {
         Sections {
@@ -381,23 +389,47 @@ impl Report {
         (report, timeline, extra)
     }
 
-    /// The report of the latency section alone, its pass made elsewhere
-    /// (over a stream of the trace's events, [`latency::LatencyPass`]):
-    /// what [`Report::compute`] gives for `Sections { latency: true, .. }`.
-    /// `trace` may be the trace without its events when it was loaded
-    /// filtered (`Trace::dropped` then gives its span and event count, as
-    /// every `report` load is); `finish` makes the section from it.
-    pub fn latency_only(
+    /// The report of sections computed from streams of the trace's events
+    /// instead of an event vector ([`Sections::streamable`]): what
+    /// [`Report::compute`] gives for `sections`. The latency pass was made
+    /// elsewhere ([`latency::LatencyPass`]; `latency` makes the section
+    /// from the trace); `timeline` was built by [`crate::TimelineStream`]
+    /// when a section reads it ([`Sections::need_timeline`]), else it is
+    /// `Timeline::default()`. `trace` is the trace without its events, as
+    /// a stream returns it (its filtered load's `Trace::dropped` gives its
+    /// span and event count, as every `report` load's does).
+    pub fn streamed(
         trace: &Trace,
-        finish: impl FnOnce(&Trace) -> Result<latency::LatencyReport, AnalysisError>,
+        sections: Sections,
+        opts: &Options,
+        timeline: &Timeline,
+        latency: impl FnOnce(&Trace) -> Result<latency::LatencyReport, AnalysisError>,
     ) -> Report {
-        let latency = Some(Section(
-            check_input(trace, "latency", false).and_then(|()| finish(trace)),
-        ));
+        debug_assert!(sections.streamable());
+        let ctx = Context {
+            trace,
+            timeline,
+            opts,
+        };
+        let mut latency = maybe(sections.latency, || {
+            check_input(trace, "latency", false)?;
+            latency(trace)
+        });
+        if let Some(Section(Ok(l))) = &mut latency {
+            if timeline.is_built() {
+                l.add_loss_bounds(trace, timeline);
+            }
+        }
+        let gang = opts.timed("gang", || {
+            maybe(sections.gang, || {
+                check_input(trace, "gang", true)?;
+                gang::analyze(&ctx)
+            })
+        });
         let mut report = Report {
             trace: TraceSummary::of(trace),
             latency,
-            gang: None,
+            gang,
             lhp: None,
             idle: None,
             tlb: None,

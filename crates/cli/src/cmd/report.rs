@@ -156,13 +156,10 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     // Decode only the events the sections read (counts still cover the
     // whole file).
     let load_opts = load_options(&cfg.sections);
-    let latency_alone = Sections {
-        latency: true,
-        ..Sections::default()
-    };
-    if cfg.sections == latency_alone {
-        if let Some((trace, report)) = latency_streamed(&args.file, &progress, &load_opts)? {
-            return emit(&args, &cfg, trace, report, ());
+    if streams(&cfg.sections, &args.file) {
+        if let Some((trace, report, timeline)) = streamed(&args.file, &progress, &load_opts, &cfg)?
+        {
+            return emit(&args, &cfg, trace, report, timeline);
         }
     }
     let trace = load_with(&args.file, &progress, &load_opts)?;
@@ -178,57 +175,153 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     emit(&args, &cfg, trace, report, timeline)
 }
 
-/// The latency section alone, computed as the file streams past (its
-/// memory does not grow with the events): the trace without its events
-/// and the report, or `None` when the file cannot be streamed (not
-/// perf.data, standard input, compressed records, no round markers; see
-/// `schedscope_parser::stream_with`), which is then loaded whole.
-fn latency_streamed(
+/// Files from this size on are streamed twice for sections that read the
+/// timeline (see [`streams`]); `SCHEDSCOPE_STREAM_FROM` (bytes) overrides
+/// it.
+const TWO_PASSES_FROM: u64 = schedscope_parser::STREAM_LOAD_FROM;
+
+/// Whether `report` computes `sections` of `path` from streams of its
+/// events instead of loading them ([`streamed`]): when every section can
+/// ([`Sections::streamable`]: latency, gang), and either none reads the
+/// timeline (latency alone: one pass, never slower than a load) or the
+/// file is big enough ([`TWO_PASSES_FROM`]) that holding its events costs
+/// more than decoding it twice (the timeline's build needs two passes).
+fn streams(sections: &Sections, path: &Path) -> bool {
+    if !sections.streamable() {
+        return false;
+    }
+    if !sections.need_timeline() {
+        return true;
+    }
+    let from = std::env::var("SCHEDSCOPE_STREAM_FROM")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(TWO_PASSES_FROM);
+    std::fs::metadata(path).is_ok_and(|m| m.len() >= from)
+}
+
+/// The sections ([`Sections::streamable`]), computed as the file streams
+/// past (memory does not grow with the events; what is kept is the
+/// timeline when a section reads it, and latency's per-task waits): the
+/// trace without its events, the report and the timeline, or `None` when
+/// the file cannot be streamed (not perf.data, standard input, compressed
+/// records, no round markers; see `schedscope_parser::stream_with`),
+/// which is then loaded whole.
+///
+/// Pass 1 feeds the latency pass and the timeline's census; pass 2, when
+/// a section reads the timeline, feeds its build
+/// (`schedscope_analysis::TimelineStream`). Output is byte-identical to a
+/// load's.
+fn streamed(
     path: &Path,
     progress: &Progress,
     opts: &schedscope_parser::LoadOptions,
-) -> anyhow::Result<Option<(Trace, Report)>> {
+    cfg: &Config,
+) -> anyhow::Result<Option<(Trace, Report, schedscope_analysis::Timeline)>> {
     use schedscope_analysis::latency::LatencyPass;
-    /// Feeds the streamed events to the latency pass.
-    struct Sink(Option<LatencyPass>);
-    impl schedscope_parser::EventSink for Sink {
+    use schedscope_analysis::{Timeline, TimelineCensus, TimelineStream};
+    use schedscope_parser::{EventSink, StreamError};
+    use schedscope_trace::Event;
+    /// Pass 1: the latency pass and the timeline's census.
+    struct First {
+        latency: Option<LatencyPass>,
+        census: Option<TimelineCensus>,
+        sections: Sections,
+    }
+    impl EventSink for First {
         fn start(&mut self, meta: &Trace) {
-            self.0 = Some(LatencyPass::new(meta.nr_cpus, meta.cpu_unknown));
+            if self.sections.latency {
+                self.latency = Some(LatencyPass::new(meta.nr_cpus, meta.cpu_unknown));
+            }
+            if self.sections.need_timeline() {
+                self.census = Some(TimelineCensus::new(meta));
+            }
         }
-        fn events(&mut self, events: &[schedscope_trace::Event]) {
-            if let Some(p) = &mut self.0 {
+        fn events(&mut self, events: &[Event]) {
+            if let Some(p) = &mut self.latency {
                 for ev in events {
                     p.push(ev);
                 }
             }
+            if let Some(c) = &mut self.census {
+                for ev in events {
+                    c.push(ev);
+                }
+            }
+        }
+    }
+    /// Pass 2: the timeline's build.
+    struct Second<'t>(TimelineStream<'t>);
+    impl EventSink for Second<'_> {
+        fn events(&mut self, events: &[Event]) {
+            self.0.push(events);
         }
     }
     let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let shown = path.display().to_string();
-    let decoded = AtomicU64::new(0);
+    let passes = if cfg.sections.need_timeline() { 2 } else { 1 };
+    let timing = std::env::var_os("SCHEDSCOPE_TIMING").is_some();
     let t0 = Instant::now();
-    let mut sink = Sink(None);
-    let streamed = progress.while_running(
-        |elapsed| load_line(&shown, decoded.load(Ordering::Relaxed), size, elapsed),
-        || schedscope_parser::stream_with(path, opts, &decoded, &mut sink),
-    );
-    let trace = match streamed {
-        Ok(t) => t,
-        Err(schedscope_parser::StreamError::Unstreamable { .. }) => return Ok(None),
-        // (the message already names the file and the cause, as load's)
-        Err(schedscope_parser::StreamError::Parse(e)) => return Err(anyhow::anyhow!("{e}")),
+    let stream = |label: &str, sink: &mut dyn EventSink| {
+        let decoded = AtomicU64::new(0);
+        let r = progress.while_running(
+            |elapsed| load_line(label, decoded.load(Ordering::Relaxed), size, elapsed),
+            || schedscope_parser::stream_with(path, opts, &decoded, sink),
+        );
+        match r {
+            Ok(t) => Ok(Some(t)),
+            Err(StreamError::Unstreamable { .. }) => Ok(None),
+            // (the message already names the file and the cause, as load's)
+            Err(StreamError::Parse(e)) => Err(anyhow::anyhow!("{e}")),
+        }
     };
-    let pass = sink
-        .0
-        .unwrap_or_else(|| LatencyPass::new(trace.nr_cpus, trace.cpu_unknown));
-    let report = Report::latency_only(&trace, |t| pass.finish(t));
-    if std::env::var_os("SCHEDSCOPE_TIMING").is_some() {
+    let label = |k: u32| {
+        if passes == 1 {
+            shown.clone()
+        } else {
+            format!("{shown}, pass {k} of {passes}")
+        }
+    };
+    let mut first = First {
+        latency: None,
+        census: None,
+        sections: cfg.sections,
+    };
+    let Some(trace) = stream(&label(1), &mut first)? else {
+        return Ok(None);
+    };
+    if timing {
         eprintln!(
-            "timing: streamed load and latency {:.1} ms",
+            "timing: stream pass 1 {:.1} ms",
             t0.elapsed().as_secs_f64() * 1e3
         );
     }
-    Ok(Some((trace, report)))
+    let timeline = match first.census {
+        Some(census) => {
+            let t1 = Instant::now();
+            let mut second = Second(TimelineStream::new(&trace, census));
+            // (the same file streamed again: refused only if it changed)
+            if stream(&label(2), &mut second)?.is_none() {
+                anyhow::bail!("{shown}: the file changed while it was being read");
+            }
+            let timeline = second.0.finish();
+            if timing {
+                eprintln!(
+                    "timing: stream pass 2 {:.1} ms",
+                    t1.elapsed().as_secs_f64() * 1e3
+                );
+            }
+            timeline
+        }
+        None => Timeline::default(),
+    };
+    let latency = first
+        .latency
+        .unwrap_or_else(|| LatencyPass::new(trace.nr_cpus, trace.cpu_unknown));
+    let report = Report::streamed(&trace, cfg.sections, &cfg.opts, &timeline, |t| {
+        latency.finish(t)
+    });
+    Ok(Some((trace, report, timeline)))
 }
 
 /// Print `report` of `trace` as asked, and say how it went; `keep` (and
