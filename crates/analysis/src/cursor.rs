@@ -47,7 +47,7 @@
 use crate::timeline::{LossEvidence, Timeline, NAMES_CURRENT};
 use crate::ThreadState;
 use schedscope_trace::hash::FxMap;
-use schedscope_trace::{Event, EventData, KindSet, StrId, Tid, Trace};
+use schedscope_trace::{Event, EventData, KindSet, StrId, Tid, Trace, Ts};
 
 /// One CPU's state as the cursor holds it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -107,7 +107,7 @@ pub struct Switch {
 
 /// What the cursor yields, in time order.
 #[derive(Clone, Copy, Debug)]
-pub enum Step<'t> {
+pub enum Step {
     /// The first read event of a CPU not seen yet: `tid`, its common_pid,
     /// is current there since the trace start.
     Learn {
@@ -121,7 +121,7 @@ pub enum Step<'t> {
     /// A switch, recorded or repaired.
     Switch(Switch),
     /// A read event other than sched_switch.
-    Event(&'t Event),
+    Event(Event),
 }
 
 /// A repaired switch-in not yet yielded: (time, CPU, tid, yielded).
@@ -140,7 +140,7 @@ enum Phase {
 /// The replay cursor over a trace and its timeline (module docs).
 #[derive(Debug)]
 pub struct Cursor<'t> {
-    events: &'t [Event],
+    events: Events<'t>,
     reads: KindSet,
     start: u64,
     loss: &'t LossEvidence,
@@ -158,32 +158,87 @@ pub struct Cursor<'t> {
     anomalies: u64,
 }
 
+/// Where a [`Cursor`] reads its events from.
+#[derive(Debug)]
+enum Events<'t> {
+    /// The trace's event vector.
+    Slice(&'t [Event]),
+    /// A stream's events, pushed by [`Cursor::feed`]: the window not read
+    /// yet (and a few read ones), whether the stream ended, and how many
+    /// events past the current one must be there before it is read (the
+    /// consumer's look-ahead, [`Cursor::rest`]).
+    Fed {
+        buf: Vec<Event>,
+        ended: bool,
+        hold: usize,
+    },
+}
+
 impl Timeline {
     /// A replay cursor over `trace` (the trace this timeline was built
     /// from), yielding the event kinds in `reads` (see [`crate::cursor`]).
     pub fn cursor<'t>(&'t self, trace: &'t Trace, reads: KindSet) -> Cursor<'t> {
-        Cursor::new(trace, self, reads)
-    }
-}
-
-impl<'t> Cursor<'t> {
-    fn new(trace: &'t Trace, tl: &'t Timeline, reads: KindSet) -> Cursor<'t> {
         // (the census counted every event's CPU; a timeline not built did not)
-        let seen = if tl.is_built() {
-            tl.cpus_seen()
+        let seen = if self.is_built() {
+            self.cpus_seen()
         } else {
             trace.events.iter().map(|e| e.cpu.0 + 1).max().unwrap_or(0)
         };
         let n = seen.max(trace.nr_cpus) as usize;
+        let mut lead = LeadIn::new(reads);
+        // (only the events up to every CPU's first switch matter)
+        for part in trace.events.chunks(1 << 12) {
+            lead.push(part);
+            if lead.switched(n) {
+                break;
+            }
+        }
+        Cursor::new(trace, self, lead, n, Events::Slice(&trace.events))
+    }
+
+    /// A replay cursor over a stream of `trace`'s events (the trace without
+    /// them, as the stream returned it; this timeline was built from
+    /// them), fed by [`Cursor::feed`]: what [`Timeline::cursor`] yields,
+    /// step for step. `lead` saw the events before (an earlier pass);
+    /// `hold`: the look-ahead the consumer reads through
+    /// [`Cursor::rest`] (the cursor waits until that many events follow
+    /// the current one, or the stream ended).
+    pub fn cursor_fed<'t>(&'t self, trace: &'t Trace, lead: LeadIn, hold: usize) -> Cursor<'t> {
+        assert!(self.is_built(), "a fed cursor needs the built timeline");
+        let n = self.cpus_seen().max(trace.nr_cpus) as usize;
+        Cursor::new(
+            trace,
+            self,
+            lead,
+            n,
+            Events::Fed {
+                buf: Vec::new(),
+                ended: false,
+                hold,
+            },
+        )
+    }
+}
+
+impl<'t> Cursor<'t> {
+    /// On `n` CPUs.
+    fn new(
+        trace: &'t Trace,
+        tl: &'t Timeline,
+        lead: LeadIn,
+        n: usize,
+        events: Events<'t>,
+    ) -> Cursor<'t> {
         let mut pending: Vec<Pending> = tl
             .inferred
             .iter()
             .map(|i| (i.ts.0, i.cpu.0, i.tid, false))
             .collect();
-        pending.extend(lead_in_switch_ins(trace, tl, n, reads));
+        let reads = lead.reads;
+        pending.extend(lead.switch_ins(tl, n));
         pending.sort_by_key(|&(ts, cpu, _, _)| (ts, cpu));
         Cursor {
-            events: &trace.events,
+            events,
             reads,
             start: trace.start().0,
             loss: &tl.loss,
@@ -226,18 +281,61 @@ impl<'t> Cursor<'t> {
     }
 
     /// The events not read yet: after the current one (for a repaired
-    /// switch-in, from the event it precedes). For look-aheads.
-    pub fn rest(&self) -> &'t [Event] {
-        &self.events[self.rest_from.min(self.events.len())..]
+    /// switch-in, from the event it precedes). For look-aheads (of a fed
+    /// cursor: at least its `hold` events, or all the stream had left).
+    pub fn rest(&self) -> &[Event] {
+        let events = self.events();
+        &events[self.rest_from.min(events.len())..]
     }
 
-    /// The next step, applied, or `None` at the end.
+    /// The events read from (the window of a fed cursor).
+    #[inline(always)]
+    fn events(&self) -> &[Event] {
+        match &self.events {
+            Events::Slice(s) => s,
+            Events::Fed { buf, .. } => buf,
+        }
+    }
+
+    /// Give a cursor from [`Timeline::cursor_fed`] the stream's next
+    /// `events` (in the trace's order), or tell it the stream ended
+    /// (`ended`, with the last events or none). Then read its steps with
+    /// [`Cursor::next`] until it returns `None`: it waits for more
+    /// events, or (after the end) is done.
+    pub fn feed(&mut self, events: &[Event], ended: bool) {
+        // (what the cursor has read, and its look-ahead no longer needs)
+        let done = self.idx.min(self.rest_from);
+        let Events::Fed { buf, ended: e, .. } = &mut self.events else {
+            panic!("Cursor::feed on a cursor over the trace's events");
+        };
+        if done > 0 && done >= buf.len() / 2 {
+            buf.drain(..done);
+            self.idx -= done;
+            self.rest_from -= done;
+        }
+        buf.extend_from_slice(events);
+        *e = ended;
+    }
+
+    /// The next step, applied, or `None` at the end (of a fed cursor: or
+    /// until it is fed more, [`Cursor::feed`]).
     #[allow(clippy::should_implement_trait)]
     #[inline]
-    pub fn next(&mut self) -> Option<Step<'t>> {
+    pub fn next(&mut self) -> Option<Step> {
         loop {
-            let Some(ev) = self.events.get(self.idx) else {
-                self.rest_from = self.events.len();
+            if let Events::Fed {
+                buf,
+                ended: false,
+                hold,
+            } = &self.events
+            {
+                // (wait until the look-ahead past this event is there)
+                if self.idx + hold >= buf.len() {
+                    return None;
+                }
+            }
+            let Some(&ev) = self.events().get(self.idx) else {
+                self.rest_from = self.events().len();
                 return self.replay_before(u64::MAX).map(Step::Switch);
             };
             let c = ev.cpu.0 as usize;
@@ -259,7 +357,7 @@ impl<'t> Cursor<'t> {
                 return Some(Step::Switch(s));
             }
             self.rest_from = self.idx + 1;
-            if let Some(step) = self.learn(ev, c) {
+            if let Some(step) = self.learn(&ev, c) {
                 self.phase = Phase::Event;
                 return Some(step);
             }
@@ -271,7 +369,7 @@ impl<'t> Cursor<'t> {
     /// yet, [`Step::Learn`]; on an idle CPU, the switch-in the repair
     /// placed at this event.
     #[inline]
-    fn learn(&mut self, ev: &Event, c: usize) -> Option<Step<'t>> {
+    fn learn(&mut self, ev: &Event, c: usize) -> Option<Step> {
         let ts = ev.ts.0;
         let st = self.cpus[c];
         if !st.known {
@@ -304,7 +402,7 @@ impl<'t> Cursor<'t> {
 
     /// Event `ev` on CPU `c` as a step (applied), moving on to the next.
     #[inline]
-    fn take_event(&mut self, ev: &'t Event, c: usize) -> Step<'t> {
+    fn take_event(&mut self, ev: Event, c: usize) -> Step {
         self.idx += 1;
         match ev.data {
             EventData::Switch {
@@ -465,44 +563,81 @@ impl Running {
     }
 }
 
-/// The repair before each CPU's first recorded switch (module docs):
-/// entries as in [`Cursor::pending`].
-fn lead_in_switch_ins(trace: &Trace, tl: &Timeline, n: usize, reads: KindSet) -> Vec<Pending> {
-    // Per CPU: the first event read (time, current task), and whether its
-    // first switch was seen.
-    let mut first: Vec<Option<(u64, Tid)>> = vec![None; n];
-    let mut switched = vec![false; n];
-    let mut left = n;
-    let mut out = Vec::new();
-    for e in &trace.events {
-        let c = e.cpu.0 as usize;
-        if left == 0 {
-            break;
-        }
-        if c >= n || switched[c] || !reads.contains(&e.data) {
-            continue;
-        }
-        let f = *first[c].get_or_insert((e.ts.0, e.tid));
-        let EventData::Switch { prev_tid, .. } = e.data else {
-            continue;
-        };
-        switched[c] = true;
-        left -= 1;
-        if !f.1.is_idle() || prev_tid.is_idle() || !tl.loss.lossy(c as u32) {
-            continue;
-        }
-        let Some(t) = tl.thread(prev_tid) else {
-            continue;
-        };
-        let k = t.intervals.partition_point(|iv| iv.ts < e.ts);
-        let Some(iv) = k.checked_sub(1).map(|k| &t.intervals[k]) else {
-            continue;
-        };
-        if iv.state == ThreadState::Runnable && iv.end == Some(e.ts) {
-            out.push((iv.ts.0.max(f.0), c as u32, prev_tid, false));
+/// What the cursor's lead-in repair (module docs: before each CPU's first
+/// recorded switch) needs from the start of the events: per CPU, its first
+/// read event (time, current task) and its first sched_switch (time,
+/// prev_pid). [`Timeline::cursor`] finds them in the trace's events; a
+/// stream's consumer pushes the events to it in an earlier pass and hands
+/// it to [`Timeline::cursor_fed`].
+#[derive(Clone, Debug)]
+pub struct LeadIn {
+    reads: KindSet,
+    first: Vec<Option<(u64, Tid)>>,
+    switch: Vec<Option<(Ts, Tid)>>,
+}
+
+impl LeadIn {
+    /// For a cursor reading the kinds `reads`.
+    pub fn new(reads: KindSet) -> LeadIn {
+        LeadIn {
+            reads,
+            first: Vec::new(),
+            switch: Vec::new(),
         }
     }
-    out
+
+    /// Whether each of the first `n` CPUs had its first switch: later
+    /// events change nothing.
+    fn switched(&self, n: usize) -> bool {
+        self.switch.len() >= n && self.switch[..n].iter().all(Option::is_some)
+    }
+
+    /// The next events, in the trace's order.
+    pub fn push(&mut self, events: &[Event]) {
+        for e in events {
+            let c = e.cpu.0 as usize;
+            if c >= self.first.len() {
+                self.first.resize(c + 1, None);
+                self.switch.resize(c + 1, None);
+            }
+            if self.switch[c].is_some() || !self.reads.contains(&e.data) {
+                continue;
+            }
+            self.first[c].get_or_insert((e.ts.0, e.tid));
+            if let EventData::Switch { prev_tid, .. } = e.data {
+                self.switch[c] = Some((e.ts, prev_tid));
+            }
+        }
+    }
+
+    /// The repaired switch-ins before each CPU's first recorded switch, on
+    /// `n` CPUs: entries as in [`Cursor::pending`]. On a lossy CPU whose
+    /// first read event found it idle, a first switch out of a task that
+    /// the timeline shows Runnable until then: its switch-in was not
+    /// traced, placed by the timeline's rule (the later of the CPU's first
+    /// event and the task runnable since).
+    fn switch_ins(&self, tl: &Timeline, n: usize) -> Vec<Pending> {
+        let mut out = Vec::new();
+        for c in 0..n.min(self.first.len()) {
+            let (Some(f), Some((ts, prev_tid))) = (self.first[c], self.switch[c]) else {
+                continue;
+            };
+            if !f.1.is_idle() || prev_tid.is_idle() || !tl.loss.lossy(c as u32) {
+                continue;
+            }
+            let Some(t) = tl.thread(prev_tid) else {
+                continue;
+            };
+            let k = t.intervals.partition_point(|iv| iv.ts < ts);
+            let Some(iv) = k.checked_sub(1).map(|k| &t.intervals[k]) else {
+                continue;
+            };
+            if iv.state == ThreadState::Runnable && iv.end == Some(ts) {
+                out.push((iv.ts.0.max(f.0), c as u32, prev_tid, false));
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]

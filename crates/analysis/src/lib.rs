@@ -39,6 +39,7 @@ pub mod metrics;
 pub mod report;
 pub mod section;
 pub mod stats;
+pub mod streamed;
 pub mod throttle;
 pub mod timeline;
 pub mod tlb;

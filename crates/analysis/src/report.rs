@@ -124,11 +124,12 @@ impl Sections {
     }
 
     /// Whether every selected section can be computed from streams of the
-    /// events ([`Report::streamed`]): latency (a push pass) and gang (it
-    /// reads the timeline, which [`crate::TimelineStream`] builds). Not
-    /// yet lhp, idle and tlb, which read the events beside the timeline.
+    /// events ([`Report::streamed`]): latency (a push pass), gang (it reads
+    /// the timeline, which [`crate::TimelineStream`] builds) and idle (its
+    /// pass fed behind the build, [`crate::idle::IdleStream`]). Not yet lhp
+    /// and tlb.
     pub fn streamable(&self) -> bool {
-        !self.is_empty() && !self.lhp && !self.idle && !self.tlb
+        !self.is_empty() && !self.lhp && !self.tlb
     }
 
     /// Every section.
@@ -389,60 +390,10 @@ impl Report {
         (report, timeline, extra)
     }
 
-    /// The report of sections computed from streams of the trace's events
-    /// instead of an event vector ([`Sections::streamable`]): what
-    /// [`Report::compute`] gives for `sections`. The latency pass was made
-    /// elsewhere ([`latency::LatencyPass`]; `latency` makes the section
-    /// from the trace); `timeline` was built by [`crate::TimelineStream`]
-    /// when a section reads it ([`Sections::need_timeline`]), else it is
-    /// `Timeline::default()`. `trace` is the trace without its events, as
-    /// a stream returns it (its filtered load's `Trace::dropped` gives its
-    /// span and event count, as every `report` load's does).
-    pub fn streamed(
-        trace: &Trace,
-        sections: Sections,
-        opts: &Options,
-        timeline: &Timeline,
-        latency: impl FnOnce(&Trace) -> Result<latency::LatencyReport, AnalysisError>,
-    ) -> Report {
-        debug_assert!(sections.streamable());
-        let ctx = Context {
-            trace,
-            timeline,
-            opts,
-        };
-        let mut latency = maybe(sections.latency, || {
-            check_input(trace, "latency", false)?;
-            latency(trace)
-        });
-        if let Some(Section(Ok(l))) = &mut latency {
-            if timeline.is_built() {
-                l.add_loss_bounds(trace, timeline);
-            }
-        }
-        let gang = opts.timed("gang", || {
-            maybe(sections.gang, || {
-                check_input(trace, "gang", true)?;
-                gang::analyze(&ctx)
-            })
-        });
-        let mut report = Report {
-            trace: TraceSummary::of(trace),
-            latency,
-            gang,
-            lhp: None,
-            idle: None,
-            tlb: None,
-            profile: None,
-        };
-        report.note_recorded(trace);
-        report
-    }
-
     /// Let the sections' missing-events errors say which of the events the
     /// recording enabled but has no samples of
     /// ([`AnalysisError::note_recorded`]).
-    fn note_recorded(&mut self, trace: &Trace) {
+    pub(crate) fn note_recorded(&mut self, trace: &Trace) {
         fn note<T>(s: &mut Option<Section<T>>, trace: &Trace) {
             if let Some(Section(Err(e))) = s {
                 e.note_recorded(trace);

@@ -1,6 +1,7 @@
-//! `schedscope report` computed from streams of the file's events (latency
-//! and gang: two passes, the timeline built as the events stream past)
-//! gives the same output, byte for byte, as from the loaded events. The
+//! `schedscope report` computed from streams of the file's events (latency,
+//! gang and idle: up to three passes, the timeline built as the events
+//! stream past) gives the same output, byte for byte, as from the loaded
+//! events. The
 //! load is the oracle: `SCHEDSCOPE_STREAM_FROM` moves the size from which
 //! `report` streams (0: always; a huge value: never).
 //!
@@ -46,15 +47,17 @@ fn same_both_ways(file: &Path, args: &[&str]) -> bool {
     err.contains("timing: stream pass 2")
 }
 
-const SECTIONS: [&[&str]; 4] = [
+const SECTIONS: [&[&str]; 6] = [
     &["--gang", "--format", "json"],
     &["--gang", "--latency", "--format", "json"],
     &["--gang", "--latency"],
     &["--gang-of", "comm=worker", "--format", "json"],
+    &["--idle", "--format", "json"],
+    &["--idle", "--gang", "--latency"],
 ];
 
 #[test]
-fn streamed_gang_and_latency_equal_the_loaded_on_the_fixtures() {
+fn streamed_sections_equal_the_loaded_on_the_fixtures() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
     let mut streamed = 0;
     for name in [
@@ -75,7 +78,7 @@ fn streamed_gang_and_latency_equal_the_loaded_on_the_fixtures() {
 }
 
 #[test]
-fn streamed_gang_and_latency_equal_the_loaded_under_loss() {
+fn streamed_sections_equal_the_loaded_under_loss() {
     let dir = std::env::temp_dir().join(format!("schedscope-streamed-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

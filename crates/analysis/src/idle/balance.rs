@@ -123,20 +123,32 @@ impl Pass<'_> {
 /// traces, addresses in perf.data resolved through the trace's kallsyms (or
 /// the live kernel's when the trace was recorded on it), see
 /// [`schedscope_trace::symbols`].
-pub(super) fn nohz_funcs(trace: &Trace) -> HashSet<u64> {
+pub(super) fn nohz_funcs<'e>(
+    trace: &Trace,
+    events: impl Iterator<Item = &'e schedscope_trace::Event>,
+) -> HashSet<u64> {
     // (the decoders give CsdQueue payloads to csd:csd_queue_cpu events
     // only: without that event name, spare the pass over the events)
     if trace.name_id("csd:csd_queue_cpu").is_none() {
         return HashSet::new();
     }
-    let funcs: HashSet<Sym> = trace
-        .events
-        .iter()
+    nohz_of(trace, csd_funcs(events))
+}
+
+/// The `func` of every csd_queue_cpu event among `events`.
+pub(super) fn csd_funcs<'e>(
+    events: impl Iterator<Item = &'e schedscope_trace::Event>,
+) -> HashSet<Sym> {
+    events
         .filter_map(|e| match e.data {
             EventData::CsdQueue { func, .. } => Some(func),
             _ => None,
         })
-        .collect();
+        .collect()
+}
+
+/// Of the csd functions `funcs`, those that name `nohz_csd_func`.
+pub(super) fn nohz_of(trace: &Trace, funcs: HashSet<Sym>) -> HashSet<u64> {
     if funcs.is_empty() {
         return HashSet::new();
     }

@@ -14,8 +14,9 @@ use schedscope_trace::{EventData, StrId, Tid};
 /// lasts until the next period (default 100 ms).
 const HOLD_NS: u64 = 20_000_000;
 
-/// Bound on the events one look-ahead reads.
-const LOOKAHEAD_EVENTS: usize = 200_000;
+/// Bound on the events one look-ahead reads (in unit tests small, so that
+/// a streamed pass waits for its look-ahead on the fixtures too).
+pub(super) const LOOKAHEAD_EVENTS: usize = if cfg!(test) { 1 << 10 } else { 200_000 };
 
 impl<'t> Pass<'t> {
     /// CPU `c` went idle at `ts` (the cursor holds it idle, the wait
@@ -113,7 +114,7 @@ impl<'t> Pass<'t> {
 
     /// The events after the current one that a look-ahead may read (at
     /// most [`LOOKAHEAD_EVENTS`]).
-    fn ahead(&self) -> &'t [schedscope_trace::Event] {
+    fn ahead(&self) -> &[schedscope_trace::Event] {
         let rest = self.cursor.rest();
         &rest[..rest.len().min(LOOKAHEAD_EVENTS)]
     }

@@ -113,6 +113,8 @@ mod gaps;
 mod inference;
 mod pass;
 mod recorded;
+#[cfg(test)]
+mod tests;
 mod waits;
 
 use crate::{AnalysisError, Context};
@@ -454,6 +456,22 @@ pub fn analyze_with_gaps(
     keep_gaps: bool,
 ) -> Result<(IdleReport, Vec<Gap>), AnalysisError> {
     let trace = ctx.trace;
+    check(trace)?;
+    // The shared timeline (built here when the caller passed none).
+    let own;
+    let tl = if ctx.timeline.is_built() {
+        ctx.timeline
+    } else {
+        own = crate::Timeline::build(trace);
+        &own
+    };
+    let (mut report, gaps) = pass::run_with(trace, tl, keep_gaps);
+    complete(&mut report, trace, tl);
+    Ok((report, gaps))
+}
+
+/// The section's missing-events error, if any.
+fn check(trace: &schedscope_trace::Trace) -> Result<(), AnalysisError> {
     let mut missing: Vec<&str> = REQUIRED
         .iter()
         .copied()
@@ -470,20 +488,97 @@ pub fn analyze_with_gaps(
         improves.extend(PROXIES.iter().filter(|n| !has_event(trace, n)));
         return Err(AnalysisError::missing_improves("idle", &missing, &improves));
     }
-    // The shared timeline (built here when the caller passed none).
-    let own;
-    let tl = if ctx.timeline.is_built() {
-        ctx.timeline
-    } else {
-        own = crate::Timeline::build(trace);
-        &own
-    };
-    let (mut report, gaps) = pass::run_with(trace, tl, keep_gaps);
-    bounds::fill(&mut report, trace, tl);
+    Ok(())
+}
+
+/// What the pass leaves to the end: the loss bounds and the proxies missing.
+fn complete(report: &mut IdleReport, trace: &schedscope_trace::Trace, tl: &crate::Timeline) {
+    bounds::fill(report, trace, tl);
     report.missing_events = PROXIES
         .iter()
         .filter(|n| !has_event(trace, n))
         .map(|s| s.to_string())
         .collect();
-    Ok((report, gaps))
+}
+
+/// What the idle section's pass needs from an earlier pass over a stream
+/// of the events ([`IdleStream`]): each CPU's first events (the cursor's
+/// lead-in repair), the csd functions queued (which of them are the
+/// nohz balancer's), and how many events there are.
+#[derive(Clone, Debug)]
+pub struct IdlePrep {
+    lead: crate::cursor::LeadIn,
+    csd: std::collections::HashSet<schedscope_trace::Sym>,
+    kept: usize,
+}
+
+impl Default for IdlePrep {
+    fn default() -> IdlePrep {
+        IdlePrep {
+            lead: crate::cursor::LeadIn::new(pass::READS),
+            csd: Default::default(),
+            kept: 0,
+        }
+    }
+}
+
+impl IdlePrep {
+    /// The next events, in the trace's order.
+    pub fn push(&mut self, events: &[schedscope_trace::Event]) {
+        self.lead.push(events);
+        self.csd.extend(balance::csd_funcs(events.iter()));
+        self.kept += events.len();
+    }
+}
+
+/// The idle section computed from a stream of the trace's events: what
+/// [`analyze`] gives, the events pushed as they stream past ([`push`],
+/// in the trace's order) instead of read from the trace's vector. Made
+/// once the timeline is built and an earlier pass filled an [`IdlePrep`];
+/// the pass runs [`inference`]'s look-ahead (200,000 events) behind the
+/// stream, over a window of the events.
+///
+/// [`push`]: IdleStream::push
+pub struct IdleStream<'t> {
+    run: Result<(pass::Pass<'t>, &'t crate::Timeline), AnalysisError>,
+}
+
+impl<'t> IdleStream<'t> {
+    /// Start the pass; `ctx.trace` is the trace without its events (as the
+    /// stream returned it), `ctx.timeline` built from them.
+    pub fn new(ctx: &Context<'t>, prep: IdlePrep) -> IdleStream<'t> {
+        let (trace, tl) = (ctx.trace, ctx.timeline);
+        let run = check(trace).map(|()| {
+            let cursor = tl.cursor_fed(trace, prep.lead, inference::LOOKAHEAD_EVENTS);
+            let nohz = if trace.name_id("csd:csd_queue_cpu").is_none() {
+                Default::default()
+            } else {
+                balance::nohz_of(trace, prep.csd)
+            };
+            (
+                pass::Pass::new(trace, tl, false, cursor, prep.kept, nohz),
+                tl,
+            )
+        });
+        IdleStream { run }
+    }
+
+    /// The next events, in the trace's order.
+    pub fn push(&mut self, events: &[schedscope_trace::Event]) {
+        if let Ok((p, _)) = &mut self.run {
+            p.cursor.feed(events, false);
+            p.run();
+        }
+    }
+
+    /// The section, after the last event.
+    pub fn finish(self) -> Result<IdleReport, AnalysisError> {
+        let (mut p, tl) = self.run?;
+        p.cursor.feed(&[], true);
+        p.run();
+        let trace = p.trace;
+        let (mut report, _) = p.end();
+        complete(&mut report, trace, tl);
+        Ok(report)
+    }
 }

@@ -51,6 +51,9 @@ pub(super) struct Pass<'t> {
     /// Who is current where (the timeline's replay cursor).
     pub(super) cursor: Cursor<'t>,
     pub(super) start: u64,
+    /// The trace's last event time, and its per-second buckets.
+    end: u64,
+    nb: usize,
     pub(super) cpus: Vec<CpuSt>,
     pub(super) tasks: FxMap<Tid, TaskSt>,
     /// Waiting tasks (each one's [`super::waits::Wait`] holds its slot).
@@ -105,81 +108,113 @@ pub(super) fn run_with<'t>(
     tl: &'t Timeline,
     keep_gaps: bool,
 ) -> (IdleReport, Vec<Gap>) {
-    let start = trace.start().0;
-    let end = trace.end().0;
-    let nb = ((end - start) / SEC) as usize;
-    // Per-second buckets only for a span the events can fill: a damaged
-    // timestamp once made a 102-event text trace span 636 million s (10 GB
-    // of buckets, 17 s of filling them). Beyond that the per-second
-    // statistics are left out (None), as for a trace shorter than a second.
-    let nb = if nb > MAX_SECONDS_PER_EVENT * trace.events.len() + DAY_SECONDS {
-        0
-    } else {
-        nb
-    };
     let cursor = tl.cursor(trace, READS);
-    let n = cursor.n_cpus();
-    // The times each CPU switched to idle: the starts of its idle runs
-    // (exact on a CPU without loss evidence, the only ones whose entries
-    // the look-aheads read; on a lossy CPU the repair may have turned an
-    // idle run into an inferred one).
-    let mut idle_entries: Vec<Vec<u64>> = vec![Vec::new(); n];
-    for (runs, entries) in tl.cpus.iter().zip(idle_entries.iter_mut()) {
-        entries.extend(runs.iter().filter(|r| r.tid.is_idle()).map(|r| r.ts.0));
-    }
-    let mut p = Pass {
-        trace,
-        cursor,
-        start,
-        cpus: (0..n)
-            .map(|c| CpuSt {
-                out: CpuIdle {
+    let nohz = super::balance::nohz_funcs(trace, trace.events.iter());
+    let mut p = Pass::new(trace, tl, keep_gaps, cursor, trace.events.len(), nohz);
+    p.run();
+    p.end()
+}
+
+impl<'t> Pass<'t> {
+    /// The pass over `trace` and its timeline `tl`, reading through
+    /// `cursor` (over the trace's events, or fed a stream of them);
+    /// `kept`: how many events the trace holds (the load kept); `nohz`:
+    /// [`super::balance::nohz_funcs`].
+    pub(super) fn new(
+        trace: &'t Trace,
+        tl: &'t Timeline,
+        keep_gaps: bool,
+        cursor: Cursor<'t>,
+        kept: usize,
+        nohz: HashSet<u64>,
+    ) -> Pass<'t> {
+        let start = trace.start().0;
+        let end = trace.end().0;
+        let nb = ((end - start) / SEC) as usize;
+        // Per-second buckets only for a span the events can fill: a damaged
+        // timestamp once made a 102-event text trace span 636 million s (10 GB
+        // of buckets, 17 s of filling them). Beyond that the per-second
+        // statistics are left out (None), as for a trace shorter than a second.
+        let nb = if nb > MAX_SECONDS_PER_EVENT * kept + DAY_SECONDS {
+            0
+        } else {
+            nb
+        };
+        let n = cursor.n_cpus();
+        // The times each CPU switched to idle: the starts of its idle runs
+        // (exact on a CPU without loss evidence, the only ones whose entries
+        // the look-aheads read; on a lossy CPU the repair may have turned an
+        // idle run into an inferred one).
+        let mut idle_entries: Vec<Vec<u64>> = vec![Vec::new(); n];
+        for (runs, entries) in tl.cpus.iter().zip(idle_entries.iter_mut()) {
+            entries.extend(runs.iter().filter(|r| r.tid.is_idle()).map(|r| r.ts.0));
+        }
+        Pass {
+            trace,
+            cursor,
+            start,
+            end,
+            nb,
+            cpus: (0..n)
+                .map(|c| CpuSt {
+                    out: CpuIdle {
+                        cpu: c as u32,
+                        ..CpuIdle::default()
+                    },
+                    ..CpuSt::default()
+                })
+                .collect(),
+            tasks: FxMap::default(),
+            waiting: Vec::new(),
+            nonthr_on: vec![0; n],
+            n_thr: 0,
+            n_busyq: 0,
+            n_capped: 0,
+            mode: Mode::None,
+            has_wakeup: trace.count("sched:sched_wakeup") > 0
+                || trace.count("sched:sched_wakeup_new") > 0,
+            idle_b: SecondBuckets::new(start, nb),
+            busy_b: SecondBuckets::new(start, nb),
+            hist: Vec::new(),
+            gap_count: 0,
+            gap_total: 0,
+            longest: Vec::new(),
+            all_gaps: keep_gaps.then(Vec::new),
+            endings: GapEndings::default(),
+            pull_waits: Vec::new(),
+            pulls_by_path: BTreeMap::new(),
+            kicks: BTreeMap::new(),
+            nohz_funcs: nohz,
+            recorded: Recorded::new(trace),
+            run_ns: FxMap::default(),
+            anomalies: 0,
+            loss: &tl.loss,
+            idle_entries,
+            repairs: (0..n)
+                .map(|c| CpuRepair {
                     cpu: c as u32,
-                    ..CpuIdle::default()
-                },
-                ..CpuSt::default()
-            })
-            .collect(),
-        tasks: FxMap::default(),
-        waiting: Vec::new(),
-        nonthr_on: vec![0; n],
-        n_thr: 0,
-        n_busyq: 0,
-        n_capped: 0,
-        mode: Mode::None,
-        has_wakeup: trace.count("sched:sched_wakeup") > 0
-            || trace.count("sched:sched_wakeup_new") > 0,
-        idle_b: SecondBuckets::new(start, nb),
-        busy_b: SecondBuckets::new(start, nb),
-        hist: Vec::new(),
-        gap_count: 0,
-        gap_total: 0,
-        longest: Vec::new(),
-        all_gaps: keep_gaps.then(Vec::new),
-        endings: GapEndings::default(),
-        pull_waits: Vec::new(),
-        pulls_by_path: BTreeMap::new(),
-        kicks: BTreeMap::new(),
-        nohz_funcs: super::balance::nohz_funcs(trace),
-        recorded: Recorded::new(trace),
-        run_ns: FxMap::default(),
-        anomalies: 0,
-        loss: &tl.loss,
-        idle_entries,
-        repairs: (0..n)
-            .map(|c| CpuRepair {
-                cpu: c as u32,
-                ..CpuRepair::default()
-            })
-            .collect(),
-    };
-    while let Some(step) = p.cursor.next() {
-        let ts = p.step(step);
-        p.sync(ts);
+                    ..CpuRepair::default()
+                })
+                .collect(),
+        }
     }
-    let mut gaps = Vec::new();
-    let report = p.finish(end, nb, &mut gaps);
-    (report, gaps)
+
+    /// Every step the cursor has (of a fed cursor: until it waits for
+    /// more events).
+    pub(super) fn run(&mut self) {
+        while let Some(step) = self.cursor.next() {
+            let ts = self.step(step);
+            self.sync(ts);
+        }
+    }
+
+    /// The report, and every gap when asked for (after the last step).
+    pub(super) fn end(self) -> (IdleReport, Vec<Gap>) {
+        let (end, nb) = (self.end, self.nb);
+        let mut gaps = Vec::new();
+        let report = self.finish(end, nb, &mut gaps);
+        (report, gaps)
+    }
 }
 
 /// The event kinds the pass reads, and so the ones whose sample tid the
@@ -235,7 +270,7 @@ impl Pass<'_> {
                         ..
                     } => self.wakeup(ts, kind, tid, comm, target_cpu.0),
                     EventData::Migrate { tid, dest_cpu, .. } => {
-                        self.migrate(ev, ts, tid, dest_cpu.0)
+                        self.migrate(&ev, ts, tid, dest_cpu.0)
                     }
                     EventData::Exit { tid, .. } => {
                         self.remove_wait(tid);

@@ -175,9 +175,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     emit(&args, &cfg, trace, report, timeline)
 }
 
-/// Files from this size on are streamed twice for sections that read the
-/// timeline (see [`streams`]); `SCHEDSCOPE_STREAM_FROM` (bytes) overrides
-/// it.
+/// Files from this size on are streamed (two or three times) for sections
+/// that read the timeline (see [`streams`]); `SCHEDSCOPE_STREAM_FROM`
+/// (bytes) overrides it.
 const TWO_PASSES_FROM: u64 = schedscope_parser::STREAM_LOAD_FROM;
 
 /// Whether `report` computes `sections` of `path` from streams of its
@@ -185,7 +185,8 @@ const TWO_PASSES_FROM: u64 = schedscope_parser::STREAM_LOAD_FROM;
 /// ([`Sections::streamable`]: latency, gang), and either none reads the
 /// timeline (latency alone: one pass, never slower than a load) or the
 /// file is big enough ([`TWO_PASSES_FROM`]) that holding its events costs
-/// more than decoding it twice (the timeline's build needs two passes).
+/// more than decoding it once per pass (the timeline's build needs two,
+/// idle a third).
 fn streams(sections: &Sections, path: &Path) -> bool {
     if !sections.streamable() {
         return false;
@@ -202,126 +203,75 @@ fn streams(sections: &Sections, path: &Path) -> bool {
 
 /// The sections ([`Sections::streamable`]), computed as the file streams
 /// past (memory does not grow with the events; what is kept is the
-/// timeline when a section reads it, and latency's per-task waits): the
+/// timeline when a section reads it, and per-task and per-CPU state): the
 /// trace without its events, the report and the timeline, or `None` when
 /// the file cannot be streamed (not perf.data, standard input, compressed
 /// records, no round markers; see `schedscope_parser::stream_with`),
 /// which is then loaded whole.
 ///
-/// Pass 1 feeds the latency pass and the timeline's census; pass 2, when
-/// a section reads the timeline, feeds its build
-/// (`schedscope_analysis::TimelineStream`). Output is byte-identical to a
-/// load's.
+/// The file is streamed once per pass (`schedscope_analysis::streamed`:
+/// latency and the timeline's census; the timeline's build; idle). Output
+/// is byte-identical to a load's.
 fn streamed(
     path: &Path,
     progress: &Progress,
     opts: &schedscope_parser::LoadOptions,
     cfg: &Config,
 ) -> anyhow::Result<Option<(Trace, Report, schedscope_analysis::Timeline)>> {
-    use schedscope_analysis::latency::LatencyPass;
-    use schedscope_analysis::{Timeline, TimelineCensus, TimelineStream};
+    use schedscope_analysis::streamed::Feed;
     use schedscope_parser::{EventSink, StreamError};
-    use schedscope_trace::Event;
-    /// Pass 1: the latency pass and the timeline's census.
-    struct First {
-        latency: Option<LatencyPass>,
-        census: Option<TimelineCensus>,
-        sections: Sections,
-    }
-    impl EventSink for First {
+    /// A pass's consumers as the stream's sink. (Run on a thread of their
+    /// own, fed copies of the batches, they were no faster on two cores:
+    /// the decoding keeps both busy.)
+    struct Sink<'f>(&'f mut dyn Feed);
+    impl EventSink for Sink<'_> {
         fn start(&mut self, meta: &Trace) {
-            if self.sections.latency {
-                self.latency = Some(LatencyPass::new(meta.nr_cpus, meta.cpu_unknown));
-            }
-            if self.sections.need_timeline() {
-                self.census = Some(TimelineCensus::new(meta));
-            }
+            self.0.start(meta);
         }
-        fn events(&mut self, events: &[Event]) {
-            if let Some(p) = &mut self.latency {
-                for ev in events {
-                    p.push(ev);
-                }
-            }
-            if let Some(c) = &mut self.census {
-                for ev in events {
-                    c.push(ev);
-                }
-            }
-        }
-    }
-    /// Pass 2: the timeline's build.
-    struct Second<'t>(TimelineStream<'t>);
-    impl EventSink for Second<'_> {
-        fn events(&mut self, events: &[Event]) {
-            self.0.push(events);
+        fn events(&mut self, events: &[schedscope_trace::Event]) {
+            self.0.events(events);
         }
     }
     let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let shown = path.display().to_string();
-    let passes = if cfg.sections.need_timeline() { 2 } else { 1 };
     let timing = std::env::var_os("SCHEDSCOPE_TIMING").is_some();
     let t0 = Instant::now();
-    let stream = |label: &str, sink: &mut dyn EventSink| {
+    let result = Report::streamed(cfg.sections, &cfg.opts, |k, n, feed| {
+        let label = if n == 1 {
+            shown.clone()
+        } else {
+            format!("{shown}, pass {k} of {n}")
+        };
+        let t = Instant::now();
         let decoded = AtomicU64::new(0);
         let r = progress.while_running(
-            |elapsed| load_line(label, decoded.load(Ordering::Relaxed), size, elapsed),
-            || schedscope_parser::stream_with(path, opts, &decoded, sink),
+            |elapsed| load_line(&label, decoded.load(Ordering::Relaxed), size, elapsed),
+            || schedscope_parser::stream_with(path, opts, &decoded, &mut Sink(feed)),
         );
+        if timing {
+            eprintln!(
+                "timing: stream pass {k} {:.1} ms",
+                t.elapsed().as_secs_f64() * 1e3
+            );
+        }
         match r {
             Ok(t) => Ok(Some(t)),
-            Err(StreamError::Unstreamable { .. }) => Ok(None),
+            // (refused again after pass 1 only if the file changed)
+            Err(StreamError::Unstreamable { .. }) if k == 1 => Ok(None),
+            Err(StreamError::Unstreamable { .. }) => Err(anyhow::anyhow!(
+                "{shown}: the file changed while it was being read"
+            )),
             // (the message already names the file and the cause, as load's)
             Err(StreamError::Parse(e)) => Err(anyhow::anyhow!("{e}")),
         }
-    };
-    let label = |k: u32| {
-        if passes == 1 {
-            shown.clone()
-        } else {
-            format!("{shown}, pass {k} of {passes}")
-        }
-    };
-    let mut first = First {
-        latency: None,
-        census: None,
-        sections: cfg.sections,
-    };
-    let Some(trace) = stream(&label(1), &mut first)? else {
-        return Ok(None);
-    };
+    });
     if timing {
         eprintln!(
-            "timing: stream pass 1 {:.1} ms",
+            "timing: streamed report {:.1} ms",
             t0.elapsed().as_secs_f64() * 1e3
         );
     }
-    let timeline = match first.census {
-        Some(census) => {
-            let t1 = Instant::now();
-            let mut second = Second(TimelineStream::new(&trace, census));
-            // (the same file streamed again: refused only if it changed)
-            if stream(&label(2), &mut second)?.is_none() {
-                anyhow::bail!("{shown}: the file changed while it was being read");
-            }
-            let timeline = second.0.finish();
-            if timing {
-                eprintln!(
-                    "timing: stream pass 2 {:.1} ms",
-                    t1.elapsed().as_secs_f64() * 1e3
-                );
-            }
-            timeline
-        }
-        None => Timeline::default(),
-    };
-    let latency = first
-        .latency
-        .unwrap_or_else(|| LatencyPass::new(trace.nr_cpus, trace.cpu_unknown));
-    let report = Report::streamed(&trace, cfg.sections, &cfg.opts, &timeline, |t| {
-        latency.finish(t)
-    });
-    Ok(Some((trace, report, timeline)))
+    result
 }
 
 /// Print `report` of `trace` as asked, and say how it went; `keep` (and

@@ -1,0 +1,192 @@
+//! The report computed from streams of the trace's events instead of its
+//! event vector (docs/design.md, "The streaming pass"): the caller streams
+//! the file up to three times, and each pass feeds the consumers that can
+//! run then. Memory is what the consumers keep (the timeline, per-task
+//! and per-CPU state, look-ahead windows), never the events.
+//!
+//! - Pass 1: the latency pass, the timeline's census, what idle needs
+//!   before its own pass ([`idle::IdlePrep`]).
+//! - Pass 2 (when a section reads the timeline): the timeline's build.
+//! - Pass 3 (idle): the idle pass over the timeline's replay cursor,
+//!   which needs every repair the build placed before each event it reads
+//!   (a repair is placed when the build reaches the event that proves it,
+//!   any number of events later), hence a pass of its own.
+//!
+//! The result is [`Report::compute`]'s, byte for byte (tested on every
+//! fixture and on simulated lossy recordings).
+
+use crate::error::check_input;
+use crate::latency::LatencyPass;
+use crate::report::{Report, Sections, TraceSummary};
+use crate::section::Section;
+use crate::{gang, idle, Context, Options, Timeline, TimelineCensus, TimelineStream};
+use schedscope_trace::{Event, Trace};
+
+/// What a pass feeds: the stream's start (the trace as known before its
+/// events), then its events in the loaded trace's order.
+pub trait Feed: Send {
+    /// Before any event.
+    fn start(&mut self, _meta: &Trace) {}
+    /// The next events.
+    fn events(&mut self, events: &[Event]);
+}
+
+/// How many passes [`Report::streamed`] makes for `sections`.
+pub fn passes(sections: Sections) -> u32 {
+    if sections.idle {
+        3
+    } else if sections.need_timeline() {
+        2
+    } else {
+        1
+    }
+}
+
+/// Pass 1's consumers.
+struct First {
+    sections: Sections,
+    latency: Option<LatencyPass>,
+    census: Option<TimelineCensus>,
+    idle: Option<idle::IdlePrep>,
+}
+
+impl Feed for First {
+    fn start(&mut self, meta: &Trace) {
+        if self.sections.latency {
+            self.latency = Some(LatencyPass::new(meta.nr_cpus, meta.cpu_unknown));
+        }
+        if self.sections.need_timeline() {
+            self.census = Some(TimelineCensus::new(meta));
+        }
+        if self.sections.idle {
+            self.idle = Some(idle::IdlePrep::default());
+        }
+    }
+
+    fn events(&mut self, events: &[Event]) {
+        if let Some(p) = &mut self.latency {
+            for ev in events {
+                p.push(ev);
+            }
+        }
+        if let Some(c) = &mut self.census {
+            for ev in events {
+                c.push(ev);
+            }
+        }
+        if let Some(p) = &mut self.idle {
+            p.push(events);
+        }
+    }
+}
+
+/// Pass 2: the timeline's build.
+struct Second<'t>(TimelineStream<'t>);
+
+impl Feed for Second<'_> {
+    fn events(&mut self, events: &[Event]) {
+        self.0.push(events);
+    }
+}
+
+/// Pass 3: the idle pass.
+struct Third<'t> {
+    idle: Option<idle::IdleStream<'t>>,
+}
+
+impl Feed for Third<'_> {
+    fn events(&mut self, events: &[Event]) {
+        if let Some(s) = &mut self.idle {
+            s.push(events);
+        }
+    }
+}
+
+impl Report {
+    /// The report of `sections` ([`Sections::streamable`]) computed from
+    /// streams of a trace's events: `stream(k, n, feed)` streams the
+    /// events into `feed` for pass `k` of `n` ([`passes`]) and returns the
+    /// trace without its events, or `None` when the file cannot be
+    /// streamed (then so is the result: the caller loads it instead).
+    /// Returns the trace (pass 1's), the report (what
+    /// [`Report::compute`] gives of the loaded trace) and the timeline
+    /// (`Timeline::default()` when no section reads it).
+    pub fn streamed<E>(
+        sections: Sections,
+        opts: &Options,
+        mut stream: impl FnMut(u32, u32, &mut dyn Feed) -> Result<Option<Trace>, E>,
+    ) -> Result<Option<(Trace, Report, Timeline)>, E> {
+        debug_assert!(sections.streamable());
+        let n = passes(sections);
+        let mut first = First {
+            sections,
+            latency: None,
+            census: None,
+            idle: None,
+        };
+        let Some(trace) = stream(1, n, &mut first)? else {
+            return Ok(None);
+        };
+        let timeline = match first.census.take() {
+            Some(census) => {
+                let mut second =
+                    Second(opts.timed("timeline census", || TimelineStream::new(&trace, census)));
+                if stream(2, n, &mut second)?.is_none() {
+                    return Ok(None);
+                }
+                opts.timed("timeline finish", || second.0.finish())
+            }
+            None => Timeline::default(),
+        };
+        let ctx = Context {
+            trace: &trace,
+            timeline: &timeline,
+            opts,
+        };
+        let idle_check = sections.idle.then(|| check_input(&trace, "idle", true));
+        let mut third = Third {
+            idle: match (&idle_check, first.idle.take()) {
+                (Some(Ok(())), Some(prep)) => Some(idle::IdleStream::new(&ctx, prep)),
+                _ => None,
+            },
+        };
+        if n >= 3 && third.idle.is_some() && stream(3, n, &mut third)?.is_none() {
+            return Ok(None);
+        }
+        let idle = idle_check.map(|c| {
+            Section(c.and_then(|()| {
+                let s = third.idle.take().expect("made when checked");
+                opts.timed("idle finish", || s.finish())
+            }))
+        });
+        let mut latency = sections.latency.then(|| {
+            let pass = first
+                .latency
+                .take()
+                .unwrap_or_else(|| LatencyPass::new(trace.nr_cpus, trace.cpu_unknown));
+            Section(check_input(&trace, "latency", false).and_then(|()| pass.finish(&trace)))
+        });
+        if let Some(Section(Ok(l))) = &mut latency {
+            if timeline.is_built() {
+                l.add_loss_bounds(&trace, &timeline);
+            }
+        }
+        let gang = opts.timed("gang", || {
+            sections.gang.then(|| {
+                Section(check_input(&trace, "gang", true).and_then(|()| gang::analyze(&ctx)))
+            })
+        });
+        let mut report = Report {
+            trace: TraceSummary::of(&trace),
+            latency,
+            gang,
+            lhp: None,
+            idle,
+            tlb: None,
+            profile: None,
+        };
+        report.note_recorded(&trace);
+        drop(third);
+        Ok(Some((trace, report, timeline)))
+    }
+}
