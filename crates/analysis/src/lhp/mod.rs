@@ -26,20 +26,23 @@
 //!
 //! The two parts are apart: `ple` (pause-loop exits, one pass over the
 //! events) and `waker` (waker-preempted time, from the timeline); this
-//! module gathers them into the [`LhpReport`] and re-exports their types.
+//! module gathers them into the [`LhpReport`] ([`LhpPass`], fed the events
+//! in slices so that a stream of the trace's events can feed it) and
+//! re-exports their types.
 
 mod ple;
 mod waker;
 
 pub use ple::{
-    exit_reason_name, is_ple, ple_exits, ExitReason, PleClass, PleExit, PleReport, PleVcpu, PleVm,
-    VmExits, YieldOutcome, YieldOutcomes, YIELD_WINDOW_NS,
+    exit_reason_name, is_ple, ple_exits, ExitReason, PleClass, PleExit, PlePass, PleReport,
+    PleVcpu, PleVm, VmExits, YieldOutcome, YieldOutcomes, YIELD_WINDOW_NS,
 };
 pub use waker::{waker_preempted, WakerPair, WakerPreemptedReport, WakerProcess};
 
 use crate::groups;
 use crate::section::Section;
-use crate::{AnalysisError, Context};
+use crate::{AnalysisError, Context, Timeline};
+use schedscope_trace::{Event, Trace};
 use serde::Serialize;
 
 /// The `lhp` section.
@@ -53,6 +56,61 @@ pub struct LhpReport {
 
 /// Compute the lhp section.
 pub fn analyze(ctx: &Context) -> Result<LhpReport, AnalysisError> {
+    let mut pass = LhpPass::new(ctx);
+    pass.push(&ctx.trace.events);
+    pass.finish()
+}
+
+/// The lhp section fed the events in slices: [`LhpPass::new`] checks the
+/// trace's events and options (an error is kept and returned by
+/// [`LhpPass::finish`], as [`analyze`] returns it), [`LhpPass::push`] takes
+/// the events in time order (any number of consecutive slices) for the
+/// pause-loop exits, [`LhpPass::finish`] adds the waker-preempted time
+/// (from the timeline). The timeline must be complete when the pass is
+/// made; only `push` reads events.
+pub struct LhpPass<'a> {
+    trace: &'a Trace,
+    timeline: &'a Timeline,
+    parts: Result<Parts<'a>, AnalysisError>,
+}
+
+/// The two parts of the section, each computed or why not.
+struct Parts<'a> {
+    ple: Result<PlePass<'a>, AnalysisError>,
+    waking: Result<(), AnalysisError>,
+}
+
+impl<'a> LhpPass<'a> {
+    /// Start the section.
+    pub fn new(ctx: &Context<'a>) -> LhpPass<'a> {
+        LhpPass {
+            trace: ctx.trace,
+            timeline: ctx.timeline,
+            parts: parts(ctx),
+        }
+    }
+
+    /// The next events, in time order after those pushed before.
+    pub fn push(&mut self, events: &[Event]) {
+        if let Ok(Parts { ple: Ok(p), .. }) = &mut self.parts {
+            p.push(events);
+        }
+    }
+
+    /// The section, once every event was pushed.
+    pub fn finish(self) -> Result<LhpReport, AnalysisError> {
+        let Parts { ple, waking } = self.parts?;
+        let ple = ple.map(PlePass::finish);
+        let waker_preempted = waking.map(|()| waker_preempted(self.trace, self.timeline));
+        Ok(LhpReport {
+            ple: Section(ple),
+            waker_preempted: Section(waker_preempted),
+        })
+    }
+}
+
+/// What of the section can run, or why none of it can.
+fn parts<'a>(ctx: &Context<'a>) -> Result<Parts<'a>, AnalysisError> {
     // Invalid --gang-of specs fail the whole section, naming the option.
     if !ctx.opts.gang_specs.is_empty() {
         groups::resolve_gangs(ctx)?;
@@ -90,14 +148,10 @@ pub fn analyze(ctx: &Context) -> Result<LhpReport, AnalysisError> {
             &["kvm:kvm_exit", "kvm:kvm_entry"],
         ))
     } else {
-        match sched {
-            Err(e) => Err(e),
-            Ok(()) => ple::ple(ctx),
-        }
+        sched.and_then(|()| PlePass::new(ctx))
     };
-    let waker_preempted = waking.map(|()| waker_preempted(ctx.trace, ctx.timeline));
-    Ok(LhpReport {
-        ple: Section(ple),
-        waker_preempted: Section(waker_preempted),
-    })
+    Ok(Parts { ple, waking })
 }
+
+#[cfg(test)]
+mod tests;

@@ -203,40 +203,9 @@ pub struct PleExit {
 /// Every PLE exit of the trace, classified, in time order (the rows behind
 /// [`PleReport`]'s counts).
 pub fn ple_exits(ctx: &Context) -> Result<Vec<PleExit>, AnalysisError> {
-    if ctx.trace.count("kvm:kvm_exit") == 0 {
-        return Err(AnalysisError::missing(
-            "lhp (pause-loop exits)",
-            &["kvm:kvm_exit", "kvm:kvm_entry"],
-        ));
-    }
-    groups::check_sched_events(ctx.trace, "lhp")?;
-    let mut exits = Vec::new();
-    ple_pass(ctx, Some(&mut exits))?;
-    Ok(exits)
-}
-
-pub(super) fn ple(ctx: &Context) -> Result<PleReport, AnalysisError> {
-    ple_pass(ctx, None)
-}
-
-/// One pass over the events: every kvm_exit counted by reason (with its
-/// handling time up to the thread's next kvm_entry), every PLE exit
-/// classified by its siblings' states and followed to the next switch on
-/// its CPU; `exits` gets one row per PLE exit when asked for.
-fn ple_pass(ctx: &Context, exits: Option<&mut Vec<PleExit>>) -> Result<PleReport, AnalysisError> {
-    let defs = groups::vm_gangs(ctx)?;
-    let mut pass = PlePass::new(ctx, &defs, exits);
-    for ev in &ctx.trace.events {
-        match ev.data {
-            EventData::KvmExit {
-                exit_reason, isa, ..
-            } => pass.exit(ev, isa, exit_reason),
-            EventData::KvmEntry { .. } => pass.entry(ev),
-            EventData::Switch { next_tid, .. } => pass.switch(ev, next_tid),
-            _ => {}
-        }
-    }
-    Ok(pass.report())
+    let mut pass = PlePass::with_exits(ctx)?;
+    pass.push(&ctx.trace.events);
+    Ok(pass.finish_with_exits().1)
 }
 
 /// A vCPU thread, looked up once: its VM (tgid), gang position, open exit.
@@ -256,11 +225,19 @@ type Pending = (Ts, Option<usize>, Option<usize>);
 /// count, ns).
 type ReasonRow = (Option<Tid>, KvmIsa, u32, u64, u64);
 
-/// The state of [`ple_pass`].
-struct PlePass<'a, 'x> {
+/// The pause-loop exits fed the events in slices: one pass in which every
+/// kvm_exit is counted by reason (with its handling time up to the
+/// thread's next kvm_entry) and every PLE exit is classified by its
+/// siblings' states and followed to the next switch on its CPU.
+///
+/// The timeline must be complete when the pass is made ([`PlePass::new`]
+/// reads its gangs and vCPUs, the pass its state intervals).
+/// [`PlePass::push`] takes the events in time order (any number of
+/// consecutive slices); nothing else reads `trace.events`.
+pub struct PlePass<'a> {
     trace: &'a Trace,
     tl: &'a crate::Timeline,
-    defs: &'a [groups::GangDef],
+    defs: Vec<groups::GangDef>,
     /// tid -> (gang, member).
     index: std::collections::HashMap<Tid, (usize, usize)>,
     /// vCPU thread -> its vCPU id.
@@ -276,14 +253,38 @@ struct PlePass<'a, 'x> {
     reason_idx: FxMap<(Option<Tid>, KvmIsa, u32), usize>,
     slots: Vec<Slot>,
     slot_of: FxMap<Tid, usize>,
-    exits: Option<&'x mut Vec<PleExit>>,
+    /// One row per PLE exit, when asked for ([`PlePass::with_exits`]).
+    exits: Option<Vec<PleExit>>,
 }
 
-impl<'a, 'x> PlePass<'a, 'x> {
-    fn new(
+impl<'a> PlePass<'a> {
+    /// Start the pass for [`PleReport`]; fails when `--gang-of` specs are
+    /// invalid. (The checks of the events the pass needs are the caller's,
+    /// as in `lhp::analyze`.)
+    pub fn new(ctx: &Context<'a>) -> Result<PlePass<'a>, AnalysisError> {
+        let defs = groups::vm_gangs(ctx)?;
+        Ok(PlePass::with_defs(ctx, defs, None))
+    }
+
+    /// Start the pass for [`ple_exits`] (the report and one row per PLE
+    /// exit): fails as `ple_exits` does, on missing events or invalid
+    /// `--gang-of` specs.
+    pub fn with_exits(ctx: &Context<'a>) -> Result<PlePass<'a>, AnalysisError> {
+        if ctx.trace.count("kvm:kvm_exit") == 0 {
+            return Err(AnalysisError::missing(
+                "lhp (pause-loop exits)",
+                &["kvm:kvm_exit", "kvm:kvm_entry"],
+            ));
+        }
+        groups::check_sched_events(ctx.trace, "lhp")?;
+        let defs = groups::vm_gangs(ctx)?;
+        Ok(PlePass::with_defs(ctx, defs, Some(Vec::new())))
+    }
+
+    fn with_defs(
         ctx: &Context<'a>,
-        defs: &'a [groups::GangDef],
-        exits: Option<&'x mut Vec<PleExit>>,
+        defs: Vec<groups::GangDef>,
+        exits: Option<Vec<PleExit>>,
     ) -> Self {
         let (trace, tl) = (ctx.trace, ctx.timeline);
         let cursors = defs
@@ -310,8 +311,8 @@ impl<'a, 'x> PlePass<'a, 'x> {
         PlePass {
             trace,
             tl,
+            index: groups::member_index(&defs),
             defs,
-            index: groups::member_index(defs),
             vcpus: tl.vcpus.clone(),
             cursors,
             per_vm,
@@ -324,6 +325,32 @@ impl<'a, 'x> PlePass<'a, 'x> {
             slot_of: FxMap::default(),
             exits,
         }
+    }
+
+    /// The next events, in time order after those pushed before.
+    pub fn push(&mut self, events: &[Event]) {
+        for ev in events {
+            match ev.data {
+                EventData::KvmExit {
+                    exit_reason, isa, ..
+                } => self.exit(ev, isa, exit_reason),
+                EventData::KvmEntry { .. } => self.entry(ev),
+                EventData::Switch { next_tid, .. } => self.switch(ev, next_tid),
+                _ => {}
+            }
+        }
+    }
+
+    /// The report, once every event was pushed.
+    pub fn finish(self) -> PleReport {
+        self.finish_with_exits().0
+    }
+
+    /// The report and the PLE exit rows (empty unless the pass was made
+    /// by [`PlePass::with_exits`]), once every event was pushed.
+    pub fn finish_with_exits(mut self) -> (PleReport, Vec<PleExit>) {
+        let exits = self.exits.take().unwrap_or_default();
+        (self.report(), exits)
     }
 
     /// The slot of vCPU thread `tid`, made on its first exit.
@@ -371,7 +398,7 @@ impl<'a, 'x> PlePass<'a, 'x> {
             None => PleClass::SiblingsIdle,
             Some((g, m)) => classify(&mut self.cursors[g], m, ev.ts),
         };
-        let (vcpus, defs) = (&self.vcpus, self.defs);
+        let (vcpus, defs) = (&self.vcpus, &self.defs);
         let v = self.per_vcpu.entry(ev.tid).or_insert_with(|| PleVcpu {
             tid: ev.tid,
             vcpu: vcpus.get(&ev.tid).copied().flatten(),
@@ -402,7 +429,7 @@ impl<'a, 'x> PlePass<'a, 'x> {
         if c >= self.pending.len() {
             self.pending.resize(c + 1, Vec::new());
         }
-        let row = self.exits.as_deref_mut().map(|x| {
+        let row = self.exits.as_mut().map(|x| {
             x.push(PleExit {
                 ts: ev.ts,
                 cpu: ev.cpu,
@@ -446,7 +473,7 @@ impl<'a, 'x> PlePass<'a, 'x> {
                 self.outcomes.to_other += 1;
                 YieldOutcome::ToOther
             };
-            if let (Some(x), Some(r)) = (self.exits.as_deref_mut(), row) {
+            if let (Some(x), Some(r)) = (self.exits.as_mut(), row) {
                 if let Some(e) = x.get_mut(r) {
                     e.outcome = outcome;
                 }

@@ -24,7 +24,9 @@
 //!
 //!
 //! Files: `report` (the section's types), `requests` (the event pass),
-//! `prepare` (the pass and the symbolization, before the timeline),
+//! `prepare` (the pass and the symbolization, before the timeline; the
+//! events pushed in slices through [`TlbPass`], so that a stream of the
+//! trace's events can feed it),
 //! `finish` (classes, target states on the timeline, notes), `hotspots`
 //! (top callsites and stacks), `senders` (top sending processes),
 //! `request_rows` (one row per request, for exports).
@@ -40,7 +42,8 @@ mod senders;
 
 pub(crate) use finish::finish;
 pub(crate) use prepare::prepare;
-pub use profile::{analyze_profile, ProfileReport, ProfileRow};
+pub use prepare::{Prepared, TlbPass};
+pub use profile::{analyze_profile, ProfilePass, ProfileReport, ProfileRow};
 pub use report::{
     flush_reason_name, pages_bucket, Callsite, ClassReport, FlushReason, IpiClass, Sender,
     SenderThread, StackRow, SymbolStats, TargetStates, TlbReport, NO_CALLBACK,

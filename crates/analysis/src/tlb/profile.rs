@@ -11,7 +11,7 @@
 use super::FLUSH_FUNCTIONS;
 use crate::Context;
 use schedscope_trace::symbols::{chain_locations, Location, Resolved, SymbolTable};
-use schedscope_trace::{Event, EventData, Sym, Tid};
+use schedscope_trace::{Event, EventData, Sym, Tid, Trace};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 
@@ -68,15 +68,15 @@ pub fn is_flush_function(sym: &str) -> bool {
 }
 
 /// The sample's frames (leaf first): call chain, else a kept `ip` field.
-fn sample_frames(ctx: &Context, e: &Event, pid: Option<Tid>) -> Vec<Location> {
-    if let Some(st) = ctx.trace.stack(e.stack) {
+fn sample_frames(trace: &Trace, e: &Event, pid: Option<Tid>) -> Vec<Location> {
+    if let Some(st) = trace.stack(e.stack) {
         let f = chain_locations(st, pid);
         if !f.is_empty() {
             return f;
         }
     }
     if let EventData::Other(Some(i)) = e.data {
-        if let Some(v) = ctx.trace.raw_args.value(i, "ip") {
+        if let Some(v) = trace.raw_args.value(i, "ip") {
             let v = v.trim_start_matches("0x");
             if let Ok(a) = u64::from_str_radix(v, 16) {
                 return vec![Location::in_process(pid, Sym::from_addr(a))];
@@ -86,27 +86,92 @@ fn sample_frames(ctx: &Context, e: &Event, pid: Option<Tid>) -> Vec<Location> {
     Vec::new()
 }
 
-/// Event ids of the profile's sample events.
-fn profile_ids(trace: &schedscope_trace::Trace) -> HashSet<u16> {
-    trace
-        .event_names
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| is_profile_event(n))
-        .map(|(i, _)| i as u16)
-        .collect()
+/// The profile fed the events in slices: [`ProfilePass::push`] takes the
+/// events in time order (any number of consecutive slices) and keeps a
+/// copy of each profile sample; [`ProfilePass::finish`] builds the
+/// profile. Only `push` reads events: the trace (names, stacks, tasks,
+/// raw arguments) may have none; the timeline is not read.
+pub struct ProfilePass<'a> {
+    trace: &'a Trace,
+    /// Per event name id: a profile sample event.
+    is_sample: Vec<bool>,
+    /// Some name is a profile sample event.
+    any: bool,
+    /// The samples pushed so far.
+    samples: Vec<Event>,
 }
 
-/// Every profile sample: its event and its frames (leaf first).
-fn samples<'t>(ctx: &Context<'t>, ids: &HashSet<u16>) -> Vec<(&'t Event, Vec<Location>)> {
-    let trace = ctx.trace;
-    let pid_of = |tid: Tid| trace.tasks.tgid(tid).filter(|p| p.0 > 0).or(Some(tid));
-    trace
-        .events
-        .iter()
-        .filter(|e| ids.contains(&e.name.0) && matches!(e.data, EventData::Other(_)))
-        .map(|e| (e, sample_frames(ctx, e, pid_of(e.tid))))
-        .collect()
+impl<'a> ProfilePass<'a> {
+    /// Start the pass (reads the trace's event names).
+    pub fn new(ctx: &Context<'a>) -> ProfilePass<'a> {
+        let trace = ctx.trace;
+        let is_sample: Vec<bool> = trace
+            .event_names
+            .iter()
+            .map(|n| is_profile_event(n))
+            .collect();
+        ProfilePass {
+            trace,
+            any: is_sample.contains(&true),
+            is_sample,
+            samples: Vec::new(),
+        }
+    }
+
+    /// The next events, in time order after those pushed before.
+    pub fn push(&mut self, events: &[Event]) {
+        if !self.any {
+            return;
+        }
+        let is_sample = &self.is_sample;
+        self.samples.extend(events.iter().filter(|e| {
+            is_sample.get(e.name.0 as usize) == Some(&true) && matches!(e.data, EventData::Other(_))
+        }));
+    }
+
+    /// Each sample's time and frames (leaf first), in trace order.
+    fn frames(&self) -> Vec<(u64, Vec<Location>)> {
+        let trace = self.trace;
+        let pid_of = |tid: Tid| trace.tasks.tgid(tid).filter(|p| p.0 > 0).or(Some(tid));
+        self.samples
+            .iter()
+            .map(|e| (e.ts.0, sample_frames(trace, e, pid_of(e.tid))))
+            .collect()
+    }
+
+    /// What [`leaf_samples`] returns, from the samples pushed.
+    pub fn leaf_samples(self) -> Vec<(u64, (String, String))> {
+        if !self.any {
+            return Vec::new();
+        }
+        let samples = self.frames();
+        let syms = SymbolTable::build(self.trace, samples.iter().flat_map(|s| s.1.iter().copied()));
+        samples
+            .iter()
+            .map(|(ts, f)| {
+                let key = f.first().map_or_else(no_ip_key, |&l| row_key(&syms.get(l)));
+                (*ts, key)
+            })
+            .collect()
+    }
+
+    /// What [`analyze_profile`] returns, from the samples pushed.
+    pub fn finish(self) -> Option<ProfileReport> {
+        if !self.any {
+            return None;
+        }
+        let trace = self.trace;
+        let mut names: Vec<&str> = trace
+            .event_names
+            .iter()
+            .zip(&self.is_sample)
+            .filter(|(_, &s)| s)
+            .map(|(n, _)| n.as_str())
+            .collect();
+        names.sort_unstable();
+        let samples: Vec<Vec<Location>> = self.frames().into_iter().map(|s| s.1).collect();
+        profile(trace, &names, &samples)
+    }
 }
 
 /// The row key `(symbol, module)` of a frame, as [`ProfileRow`] names it.
@@ -134,34 +199,21 @@ fn no_ip_key() -> (String, String) {
 /// [`ProfileReport::top`] row its leaf frame counts in, in trace order
 /// (for front ends that show where a symbol's samples fall).
 pub fn leaf_samples(ctx: &Context) -> Vec<(u64, (String, String))> {
-    let ids = profile_ids(ctx.trace);
-    if ids.is_empty() {
-        return Vec::new();
-    }
-    let samples = samples(ctx, &ids);
-    let syms = SymbolTable::build(ctx.trace, samples.iter().flat_map(|s| s.1.iter().copied()));
-    samples
-        .iter()
-        .map(|(e, f)| {
-            let key = f.first().map_or_else(no_ip_key, |&l| row_key(&syms.get(l)));
-            (e.ts.0, key)
-        })
-        .collect()
+    let mut pass = ProfilePass::new(ctx);
+    pass.push(&ctx.trace.events);
+    pass.leaf_samples()
 }
 
 /// Build the profile; `None` when the trace has no cpu-clock samples.
 pub fn analyze_profile(ctx: &Context) -> Option<ProfileReport> {
-    let trace = ctx.trace;
-    let ids = profile_ids(trace);
-    if ids.is_empty() {
-        return None;
-    }
-    let mut names: Vec<&str> = ids
-        .iter()
-        .map(|&i| trace.event_names[i as usize].as_str())
-        .collect();
-    names.sort_unstable();
-    let samples: Vec<Vec<Location>> = samples(ctx, &ids).into_iter().map(|s| s.1).collect();
+    let mut pass = ProfilePass::new(ctx);
+    pass.push(&ctx.trace.events);
+    pass.finish()
+}
+
+/// The profile of the samples' frames; `names`: the sample event names,
+/// sorted.
+fn profile(trace: &Trace, names: &[&str], samples: &[Vec<Location>]) -> Option<ProfileReport> {
     if samples.is_empty() {
         return None;
     }
@@ -174,7 +226,7 @@ pub fn analyze_profile(ctx: &Context) -> Option<ProfileReport> {
     };
     // (symbol, module) -> (self, total)
     let mut acc: HashMap<(String, String), (u64, u64)> = HashMap::new();
-    for f in &samples {
+    for f in samples {
         let resolved: Vec<_> = f.iter().map(|&l| syms.get(l)).collect();
         let Some(leaf) = resolved.first() else {
             rep.unsymbolized_samples += 1;

@@ -154,8 +154,9 @@ pub(super) fn bucket_pages(i: usize) -> i64 {
     }
 }
 
-/// The pass's state: the requests found so far and what is open.
-struct Pass<'t> {
+/// The pass's state: the requests found so far and what is open. Fed the
+/// events in time order, in slices of any size ([`Pass::push`]).
+pub(super) struct Pass<'t> {
     trace: &'t Trace,
     /// The trace records csd:csd_queue_cpu.
     has_csd: bool,
@@ -169,98 +170,111 @@ struct Pass<'t> {
     irq_names: HashMap<u16, String>,
     /// The index in `out.flushes` used last.
     last_reason: usize,
+    /// A csd_queue_cpu was seen: no csd group can be open before the
+    /// first one, so until then the other events need not be looked at
+    /// beyond their kind.
+    csd_seen: bool,
 }
 
-/// Run the pass. `has_csd`: the trace records csd:csd_queue_cpu, so that
-/// ipi_send_* events with a callback are the hardware side of csd requests.
-pub(super) fn scan(trace: &Trace, has_csd: bool) -> Scan {
-    let ncpu = (trace.nr_cpus as usize).max(1);
-    let mut p = Pass {
-        trace,
-        has_csd,
-        out: Scan::default(),
-        open: vec![None; ncpu],
-        pending: FxMap::default(),
-        running: vec![Vec::new(); ncpu],
-        irq_names: HashMap::new(),
-        last_reason: 0,
-    };
-    // No csd group can be open before the first csd_queue_cpu: until then
-    // the other events need not be looked at beyond their kind.
-    let mut csd_seen = false;
-    for e in &trace.events {
-        let c = e.cpu.0 as usize;
-        if !relevant(&e.data) {
-            // Any other event on the CPU closes its open csd group.
-            if csd_seen {
-                if let Some(o) = p.open.get_mut(c) {
-                    *o = None;
+impl<'t> Pass<'t> {
+    /// Start the pass. `has_csd`: the trace records csd:csd_queue_cpu, so
+    /// that ipi_send_* events with a callback are the hardware side of csd
+    /// requests. Reads only the trace's metadata (CPU count, cpumasks,
+    /// event names, tallies), never `trace.events`.
+    pub(super) fn new(trace: &'t Trace, has_csd: bool) -> Pass<'t> {
+        let ncpu = (trace.nr_cpus as usize).max(1);
+        Pass {
+            trace,
+            has_csd,
+            out: Scan::default(),
+            open: vec![None; ncpu],
+            pending: FxMap::default(),
+            running: vec![Vec::new(); ncpu],
+            irq_names: HashMap::new(),
+            last_reason: 0,
+            csd_seen: false,
+        }
+    }
+
+    /// The next events, in time order after those pushed before.
+    pub(super) fn push(&mut self, events: &[Event]) {
+        let trace = self.trace;
+        for e in events {
+            let c = e.cpu.0 as usize;
+            if !relevant(&e.data) {
+                // Any other event on the CPU closes its open csd group.
+                if self.csd_seen {
+                    if let Some(o) = self.open.get_mut(c) {
+                        *o = None;
+                    }
                 }
+                continue;
             }
-            continue;
-        }
-        if c >= p.open.len() {
-            p.open.resize(c + 1, None);
-            p.running.resize(c + 1, Vec::new());
-        }
-        match e.data {
-            EventData::CsdQueue {
-                cpu: target,
-                callsite,
-                func,
-                csd,
-            } => {
-                csd_seen = true;
-                p.csd_queue(e, target.0, callsite, func, csd);
+            if c >= self.open.len() {
+                self.open.resize(c + 1, None);
+                self.running.resize(c + 1, Vec::new());
             }
-            EventData::IpiSendCpu {
-                cpu: target,
-                callsite,
-                callback,
-            } => p.ipi(e, Targets::one(target.0), callsite, callback),
-            EventData::IpiSendCpumask {
-                mask,
-                callsite,
-                callback,
-            } => {
-                let targets: Targets = trace
-                    .cpumasks
-                    .get(mask.0 as usize)
-                    .map(|m| m.iter().collect())
-                    .unwrap_or_default();
-                p.ipi(e, targets, callsite, callback);
+            match e.data {
+                EventData::CsdQueue {
+                    cpu: target,
+                    callsite,
+                    func,
+                    csd,
+                } => {
+                    self.csd_seen = true;
+                    self.csd_queue(e, target.0, callsite, func, csd);
+                }
+                EventData::IpiSendCpu {
+                    cpu: target,
+                    callsite,
+                    callback,
+                } => self.ipi(e, Targets::one(target.0), callsite, callback),
+                EventData::IpiSendCpumask {
+                    mask,
+                    callsite,
+                    callback,
+                } => {
+                    let targets: Targets = trace
+                        .cpumasks
+                        .get(mask.0 as usize)
+                        .map(|m| m.iter().collect())
+                        .unwrap_or_default();
+                    self.ipi(e, targets, callsite, callback);
+                }
+                EventData::CsdFunctionEntry { csd, .. } => self.csd_entry(e, csd),
+                EventData::CsdFunctionExit { csd, .. } => self.csd_exit(e, csd),
+                EventData::TlbFlush { reason, pages } => {
+                    // (no csd group to close: the kernel traces a shootdown's
+                    // "remote IPI send" flush before queueing its csds and the
+                    // local flush after sending the IPIs; tallied loads do not
+                    // even keep these events)
+                    flush(&mut self.out, &mut self.last_reason, reason, pages, c, 1);
+                }
+                EventData::IrqVector { entry, .. } => self.irq_vector(e, entry),
+                _ => self.open[c] = None, // not reached: see `relevant`
             }
-            EventData::CsdFunctionEntry { csd, .. } => p.csd_entry(e, csd),
-            EventData::CsdFunctionExit { csd, .. } => p.csd_exit(e, csd),
-            EventData::TlbFlush { reason, pages } => {
-                // (no csd group to close: the kernel traces a shootdown's
-                // "remote IPI send" flush before queueing its csds and the
-                // local flush after sending the IPIs; tallied loads do not
-                // even keep these events)
-                flush(&mut p.out, &mut p.last_reason, reason, pages, c, 1);
-            }
-            EventData::IrqVector { entry, .. } => p.irq_vector(e, entry),
-            _ => p.open[c] = None, // not reached: see `relevant`
-        }
-    }
-    // Flushes a filtered load tallied instead of keeping.
-    for t in &trace.tallies {
-        if let EventData::TlbFlush { reason, pages } = t.data {
-            flush(
-                &mut p.out,
-                &mut p.last_reason,
-                reason,
-                pages,
-                t.cpu.0 as usize,
-                t.count,
-            );
         }
     }
-    p.out.undelivered += p.pending.len() as u64;
-    p.out
-}
 
-impl Pass<'_> {
+    /// Everything the pass found, once every event was pushed.
+    pub(super) fn finish(mut self) -> Scan {
+        // Flushes a filtered load tallied instead of keeping.
+        for t in &self.trace.tallies {
+            if let EventData::TlbFlush { reason, pages } = t.data {
+                flush(
+                    &mut self.out,
+                    &mut self.last_reason,
+                    reason,
+                    pages,
+                    t.cpu.0 as usize,
+                    t.count,
+                );
+            }
+        }
+        self.out.undelivered += self.pending.len() as u64;
+        self.out
+    }
+
     /// A csd queued for `target`: it joins the sending CPU's open group
     /// (same thread, callsite and function, ascending targets) or starts a
     /// request.

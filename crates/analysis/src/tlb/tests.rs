@@ -614,3 +614,133 @@ fn profile_top_callers_counts_self_and_total() {
 fn context_marker_constant_matches_perf() {
     assert_eq!(PERF_CONTEXT_MAX, u64::MAX - 4094);
 }
+
+/// Slice sizes the push consumers are fed with, in turn: one event at a
+/// time, odd sizes, all at once, and uneven slices with empty ones.
+const SLICINGS: &[&[usize]] = &[&[1], &[7], &[70_000], &[usize::MAX], &[0, 3, 1, 11, 2]];
+
+/// Feed `events` to `push` in consecutive slices of the sizes `sizes`
+/// (cycled).
+fn push_in(events: &[Event], sizes: &[usize], mut push: impl FnMut(&[Event])) {
+    let (mut i, mut k) = (0, 0);
+    while i < events.len() {
+        let j = i.saturating_add(sizes[k % sizes.len()]).min(events.len());
+        push(&events[i..j]);
+        (i, k) = (j, k + 1);
+    }
+}
+
+/// Take the events out of `trace`, as a stream's trace has none; its
+/// span and event count stay (in `dropped`, as a filtered load keeps them).
+fn take_events(trace: &mut Trace) -> Vec<Event> {
+    trace.dropped = Some(schedscope_trace::trace::Dropped {
+        total: trace.event_count(),
+        first: trace.start(),
+        last: trace.end(),
+    });
+    std::mem::take(&mut trace.events)
+}
+
+/// The section and the profile computed from the events pushed in slices
+/// of every [`SLICINGS`] size, to a trace without events, are those of
+/// the whole trace; returns the number of requests found.
+fn check_slices(name: &str, mut trace: Trace, tl: &Timeline) -> usize {
+    let opts = Options {
+        top: 10,
+        ..Options::default()
+    };
+    let ctx = Context {
+        trace: &trace,
+        timeline: tl,
+        opts: &opts,
+    };
+    let scan = prepare(&ctx).ok().map(|p| format!("{:?}", p.scan));
+    let whole = format!("{:?}", analyze(&ctx));
+    let requests = scan.as_ref().map_or(0, |_| requests(&ctx).unwrap().len());
+    let profile = analyze_profile(&ctx);
+    let leaves = profile::leaf_samples(&ctx);
+    let events = take_events(&mut trace);
+    let ctx = Context {
+        trace: &trace,
+        timeline: tl,
+        opts: &opts,
+    };
+    for sizes in SLICINGS {
+        match TlbPass::new(&ctx) {
+            Ok(mut pass) => {
+                push_in(&events, sizes, |s| pass.push(s));
+                let p = pass.finish();
+                assert_eq!(Some(format!("{:?}", p.scan)), scan, "{name} {sizes:?}");
+                let r = format!("{:?}", finish(&ctx, p));
+                assert_eq!(r, whole, "{name} {sizes:?}");
+            }
+            Err(e) => {
+                assert!(scan.is_none(), "{name}");
+                assert_eq!(format!("{:?}", Err::<TlbReport, _>(e)), whole, "{name}");
+            }
+        }
+        let mut pass = ProfilePass::new(&ctx);
+        push_in(&events, sizes, |s| pass.push(s));
+        assert_eq!(pass.finish(), profile, "{name} {sizes:?}");
+        let mut pass = ProfilePass::new(&ctx);
+        push_in(&events, sizes, |s| pass.push(s));
+        assert_eq!(pass.leaf_samples(), leaves, "{name} {sizes:?}");
+    }
+    requests
+}
+
+#[test]
+fn pushed_in_slices_is_one_push() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    for name in [
+        "tlb/tracefs-tlb.txt",
+        "ftrace/tracefs-ipi-tgid.txt",
+        "perf/callchain.data",
+        "perf/sched_small.data",
+        "sim/mixed-s1.data",
+    ] {
+        let trace =
+            schedscope_parser::load(&root.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let tl = Timeline::build(&trace);
+        let requests = check_slices(name, trace, &tl);
+        if name.starts_with("tlb/") || name.starts_with("perf/callchain") {
+            assert!(requests > 20, "{name}: {requests} requests");
+        }
+    }
+    let (trace, tl) = csd_scenario();
+    assert!(check_slices("csd scenario", trace, &tl) > 0);
+    // A csd group closed by another event of its CPU, and one left open
+    // across an event of another CPU: three requests, however the events
+    // are sliced (the pass remembers across slices that csd events came).
+    let (rt, other) = ("sched:sched_stat_runtime", EventData::Other(None));
+    let mut b = B::new();
+    b.ev(10, 0, 100, "csd:csd_queue_cpu", q(1, SCMC, FLUSH, 0xa));
+    b.ev(11, 0, 100, rt, other);
+    b.ev(12, 0, 100, "csd:csd_queue_cpu", q(2, SCMC, FLUSH, 0xb));
+    b.ev(13, 1, 200, rt, other);
+    b.ev(14, 0, 100, "csd:csd_queue_cpu", q(3, SCMC, FLUSH, 0xc));
+    b.ev(15, 2, 200, rt, other);
+    b.ev(16, 0, 100, rt, other);
+    b.ev(17, 0, 100, "csd:csd_queue_cpu", q(1, SCMC, FLUSH, 0xd));
+    b.ev(18, 1, 0, "csd:csd_function_entry", entry(FLUSH, 0xa));
+    b.ev(19, 1, 0, "csd:csd_function_exit", exit(FLUSH, 0xa));
+    let trace = b.done();
+    let tl = Timeline::build(&trace);
+    assert_eq!(check_slices("interrupted group", trace, &tl), 3);
+}
+
+#[test]
+fn profile_pushed_in_slices_is_one_push() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    let trace = schedscope_parser::load(&root.join("perf/callchain.data")).unwrap();
+    let opts = Options::default();
+    let tl = Timeline::default();
+    let ctx = Context {
+        trace: &trace,
+        timeline: &tl,
+        opts: &opts,
+    };
+    let p = analyze_profile(&ctx).expect("cpu-clock samples");
+    assert!(p.samples > 10 && p.top.len() > 1, "{p:?}");
+    // (the slices themselves: `pushed_in_slices_is_one_push`)
+}
