@@ -124,12 +124,11 @@ impl Sections {
     }
 
     /// Whether every selected section can be computed from streams of the
-    /// events ([`Report::streamed`]): latency (a push pass), gang (it reads
-    /// the timeline, which [`crate::TimelineStream`] builds) and idle (its
-    /// pass fed behind the build, [`crate::idle::IdleStream`]). Not yet lhp
-    /// and tlb.
+    /// events ([`Report::streamed`]): all of them (latency a push pass,
+    /// the timeline built by [`crate::TimelineStream`], gang from it, idle,
+    /// lhp and tlb push passes), so any selection but none.
     pub fn streamable(&self) -> bool {
-        !self.is_empty() && !self.lhp && !self.tlb
+        !self.is_empty()
     }
 
     /// Every section.

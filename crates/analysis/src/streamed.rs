@@ -6,11 +6,16 @@
 //!
 //! - Pass 1: the latency pass, the timeline's census, what idle needs
 //!   before its own pass ([`idle::IdlePrep`]).
-//! - Pass 2 (when a section reads the timeline): the timeline's build.
-//! - Pass 3 (idle): the idle pass over the timeline's replay cursor,
+//! - Pass 2 (when a section reads the timeline): the timeline's build, and
+//!   tlb's pass and the cpu-clock profile ([`tlb::TlbPass`],
+//!   [`tlb::ProfilePass`]: they need the whole trace's counts, known after
+//!   pass 1, and not the timeline).
+//! - Pass 3 (idle, lhp): the idle pass over the timeline's replay cursor,
 //!   which needs every repair the build placed before each event it reads
 //!   (a repair is placed when the build reaches the event that proves it,
-//!   any number of events later), hence a pass of its own.
+//!   any number of events later), and lhp's pause-loop-exit pass, which
+//!   reads the VMs' threads' states from the finished timeline
+//!   ([`idle::IdleStream`], [`lhp::LhpPass`]).
 //!
 //! The result is [`Report::compute`]'s, byte for byte (tested on every
 //! fixture and on simulated lossy recordings).
@@ -19,7 +24,7 @@ use crate::error::check_input;
 use crate::latency::LatencyPass;
 use crate::report::{Report, Sections, TraceSummary};
 use crate::section::Section;
-use crate::{gang, idle, Context, Options, Timeline, TimelineCensus, TimelineStream};
+use crate::{gang, idle, lhp, tlb, Context, Options, Timeline, TimelineCensus, TimelineStream};
 use schedscope_trace::{Event, Trace};
 
 /// What a pass feeds: the stream's start (the trace as known before its
@@ -33,7 +38,7 @@ pub trait Feed: Send {
 
 /// How many passes [`Report::streamed`] makes for `sections`.
 pub fn passes(sections: Sections) -> u32 {
-    if sections.idle {
+    if sections.idle || sections.lhp {
         3
     } else if sections.need_timeline() {
         2
@@ -80,24 +85,38 @@ impl Feed for First {
     }
 }
 
-/// Pass 2: the timeline's build.
-struct Second<'t>(TimelineStream<'t>);
+/// Pass 2: the timeline's build, tlb's pass and the profile.
+struct Second<'t> {
+    timeline: TimelineStream<'t>,
+    tlb: Option<tlb::TlbPass<'t>>,
+    profile: Option<tlb::ProfilePass<'t>>,
+}
 
 impl Feed for Second<'_> {
     fn events(&mut self, events: &[Event]) {
-        self.0.push(events);
+        self.timeline.push(events);
+        if let Some(p) = &mut self.tlb {
+            p.push(events);
+        }
+        if let Some(p) = &mut self.profile {
+            p.push(events);
+        }
     }
 }
 
-/// Pass 3: the idle pass.
+/// Pass 3: the idle and lhp passes.
 struct Third<'t> {
     idle: Option<idle::IdleStream<'t>>,
+    lhp: Option<lhp::LhpPass<'t>>,
 }
 
 impl Feed for Third<'_> {
     fn events(&mut self, events: &[Event]) {
         if let Some(s) = &mut self.idle {
             s.push(events);
+        }
+        if let Some(p) = &mut self.lhp {
+            p.push(events);
         }
     }
 }
@@ -127,16 +146,44 @@ impl Report {
         let Some(trace) = stream(1, n, &mut first)? else {
             return Ok(None);
         };
-        let timeline = match first.census.take() {
+        let no_timeline = Timeline::default();
+        let free = Context {
+            trace: &trace,
+            timeline: &no_timeline,
+            opts,
+        };
+        // tlb: its pass (on pass 2) when its input is there.
+        let tlb_check = sections
+            .tlb
+            .then(|| check_input(&trace, "tlb", true).and_then(|()| tlb::TlbPass::new(&free)));
+        let (mut tlb_pass, mut tlb_error) = (None, None);
+        match tlb_check {
+            Some(Ok(p)) => tlb_pass = Some(p),
+            Some(Err(e)) => tlb_error = Some(e),
+            None => {}
+        }
+        let (timeline, prepared, profile) = match first.census.take() {
             Some(census) => {
-                let mut second =
-                    Second(opts.timed("timeline census", || TimelineStream::new(&trace, census)));
+                let mut second = Second {
+                    timeline: opts.timed("timeline census", || TimelineStream::new(&trace, census)),
+                    tlb: tlb_pass.take(),
+                    profile: sections.tlb.then(|| tlb::ProfilePass::new(&free)),
+                };
                 if stream(2, n, &mut second)?.is_none() {
                     return Ok(None);
                 }
-                opts.timed("timeline finish", || second.0.finish())
+                let Second {
+                    timeline,
+                    tlb,
+                    profile,
+                } = second;
+                (
+                    opts.timed("timeline finish", || timeline.finish()),
+                    tlb.map(tlb::TlbPass::finish),
+                    profile.and_then(tlb::ProfilePass::finish),
+                )
             }
-            None => Timeline::default(),
+            None => (Timeline::default(), None, None),
         };
         let ctx = Context {
             trace: &trace,
@@ -144,13 +191,18 @@ impl Report {
             opts,
         };
         let idle_check = sections.idle.then(|| check_input(&trace, "idle", true));
+        let lhp_check = sections.lhp.then(|| check_input(&trace, "lhp", true));
         let mut third = Third {
             idle: match (&idle_check, first.idle.take()) {
                 (Some(Ok(())), Some(prep)) => Some(idle::IdleStream::new(&ctx, prep)),
                 _ => None,
             },
+            lhp: matches!(lhp_check, Some(Ok(()))).then(|| lhp::LhpPass::new(&ctx)),
         };
-        if n >= 3 && third.idle.is_some() && stream(3, n, &mut third)?.is_none() {
+        if n >= 3
+            && (third.idle.is_some() || third.lhp.is_some())
+            && stream(3, n, &mut third)?.is_none()
+        {
             return Ok(None);
         }
         let idle = idle_check.map(|c| {
@@ -158,6 +210,21 @@ impl Report {
                 let s = third.idle.take().expect("made when checked");
                 opts.timed("idle finish", || s.finish())
             }))
+        });
+        let lhp = lhp_check.map(|c| {
+            Section(c.and_then(|()| {
+                let p = third.lhp.take().expect("made when checked");
+                opts.timed("lhp finish", || p.finish())
+            }))
+        });
+        let tlb = sections.tlb.then(|| {
+            Section(match (tlb_error, prepared) {
+                (Some(e), _) => Err(e),
+                (None, Some(p)) => opts.timed("tlb finish", || tlb::finish(&ctx, p)),
+                (None, None) => {
+                    unreachable!("tlb's pass rides on pass 2, made for every section but latency")
+                }
+            })
         });
         let mut latency = sections.latency.then(|| {
             let pass = first
@@ -180,10 +247,10 @@ impl Report {
             trace: TraceSummary::of(&trace),
             latency,
             gang,
-            lhp: None,
+            lhp,
             idle,
-            tlb: None,
-            profile: None,
+            tlb,
+            profile,
         };
         report.note_recorded(&trace);
         drop(third);

@@ -1,7 +1,7 @@
-//! `schedscope report` computed from streams of the file's events (latency,
-//! gang and idle: up to three passes, the timeline built as the events
-//! stream past) gives the same output, byte for byte, as from the loaded
-//! events. The
+//! `schedscope report` computed from streams of the file's events (up to
+//! three passes: the timeline built as the events stream past, idle and
+//! lhp on it in a third) gives the same output, byte for byte, as from the
+//! loaded events, for every section. The
 //! load is the oracle: `SCHEDSCOPE_STREAM_FROM` moves the size from which
 //! `report` streams (0: always; a huge value: never).
 //!
@@ -47,13 +47,16 @@ fn same_both_ways(file: &Path, args: &[&str]) -> bool {
     err.contains("timing: stream pass 2")
 }
 
-const SECTIONS: [&[&str]; 6] = [
+const SECTIONS: [&[&str]; 9] = [
+    &["--all", "--format", "json"],
+    &["--all"],
     &["--gang", "--format", "json"],
-    &["--gang", "--latency", "--format", "json"],
     &["--gang", "--latency"],
     &["--gang-of", "comm=worker", "--format", "json"],
     &["--idle", "--format", "json"],
-    &["--idle", "--gang", "--latency"],
+    &["--lhp", "--format", "json"],
+    &["--tlb", "--format", "json"],
+    &["--lhp", "--gang-of", "comm=vcpu", "--tlb", "--latency"],
 ];
 
 #[test]
