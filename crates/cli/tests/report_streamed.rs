@@ -127,3 +127,29 @@ fn streamed_sections_equal_the_loaded_under_loss() {
     assert!(widened > 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn streamed_diff_equals_the_loaded() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    let run = |from: u64, format: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_schedscope"))
+            .arg("diff")
+            .arg(root.join("sim/bare-metal-s1.data"))
+            .arg(root.join("sim/mixed-s1.data"))
+            .args(["--format", format])
+            .env("SCHEDSCOPE_STREAM_FROM", from.to_string())
+            .env("SCHEDSCOPE_TIMING", "1")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        (String::from_utf8_lossy(&o.stdout).into_owned(), err)
+    };
+    for format in ["text", "json"] {
+        let (loaded, err) = run(u64::MAX, format);
+        assert!(!err.contains("stream pass"), "{err}");
+        let (streamed, err) = run(0, format);
+        assert!(err.contains("timing: stream pass 3"), "{err}");
+        assert_eq!(streamed, loaded, "{format}");
+    }
+}

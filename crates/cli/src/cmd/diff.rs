@@ -2,7 +2,7 @@
 //! or Parquet export roots) and print `Parameter | Base | New | % change`.
 
 use crate::args::{DiffArgs, DiffBy, DiffFormat};
-use crate::cmd::report::{load_options, load_with, Progress};
+use crate::cmd::report::{load_options, load_with, streamed, streams, Progress};
 use crate::ExitError;
 use schedscope_analysis::gang::GangSpec;
 use schedscope_analysis::keys::By;
@@ -91,8 +91,20 @@ fn runs(path: &Path, cfg: &Config, progress: &Progress) -> anyhow::Result<Vec<Ru
         return Ok(schedscope_export::read::summary_metrics(path)?);
     }
     let load = load_options(&cfg.sections);
-    let trace = load_with(path, progress, &load)?;
-    let report = Report::compute(&trace, cfg.sections, &cfg.opts);
+    // (big perf.data files stream, as `report`'s do: the events are not held)
+    let streamed = if streams(&cfg.sections, path) {
+        streamed(path, progress, &load, cfg.sections, &cfg.opts)?
+    } else {
+        None
+    };
+    let (trace, report) = match streamed {
+        Some((trace, report, _timeline)) => (trace, report),
+        None => {
+            let trace = load_with(path, progress, &load)?;
+            let report = Report::compute(&trace, cfg.sections, &cfg.opts);
+            (trace, report)
+        }
+    };
     for e in report.errors() {
         eprintln!("schedscope: {}: {e}", path.display());
     }

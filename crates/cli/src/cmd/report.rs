@@ -157,7 +157,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     // whole file).
     let load_opts = load_options(&cfg.sections);
     if streams(&cfg.sections, &args.file) {
-        if let Some((trace, report, timeline)) = streamed(&args.file, &progress, &load_opts, &cfg)?
+        if let Some((trace, report, timeline)) =
+            streamed(&args.file, &progress, &load_opts, cfg.sections, &cfg.opts)?
         {
             return emit(&args, &cfg, trace, report, timeline);
         }
@@ -187,7 +188,7 @@ const TWO_PASSES_FROM: u64 = schedscope_parser::STREAM_LOAD_FROM;
 /// file is big enough ([`TWO_PASSES_FROM`]) that holding its events costs
 /// more than decoding it once per pass (the timeline's build needs two,
 /// idle a third).
-fn streams(sections: &Sections, path: &Path) -> bool {
+pub(crate) fn streams(sections: &Sections, path: &Path) -> bool {
     if !sections.streamable() {
         return false;
     }
@@ -212,11 +213,12 @@ fn streams(sections: &Sections, path: &Path) -> bool {
 /// The file is streamed once per pass (`schedscope_analysis::streamed`:
 /// latency and the timeline's census; the timeline's build; idle). Output
 /// is byte-identical to a load's.
-fn streamed(
+pub(crate) fn streamed(
     path: &Path,
     progress: &Progress,
     opts: &schedscope_parser::LoadOptions,
-    cfg: &Config,
+    sections: Sections,
+    analysis: &Options,
 ) -> anyhow::Result<Option<(Trace, Report, schedscope_analysis::Timeline)>> {
     use schedscope_analysis::streamed::Feed;
     use schedscope_parser::{EventSink, StreamError};
@@ -236,7 +238,7 @@ fn streamed(
     let shown = path.display().to_string();
     let timing = std::env::var_os("SCHEDSCOPE_TIMING").is_some();
     let t0 = Instant::now();
-    let result = Report::streamed(cfg.sections, &cfg.opts, |k, n, feed| {
+    let result = Report::streamed(sections, analysis, |k, n, feed| {
         let label = if n == 1 {
             shown.clone()
         } else {
