@@ -127,6 +127,9 @@ impl Report {
     /// events into `feed` for pass `k` of `n` ([`passes`]) and returns the
     /// trace without its events, or `None` when the file cannot be
     /// streamed (then so is the result: the caller loads it instead).
+    /// When a later pass is refused or returns another trace than the
+    /// first (the file was replaced or rewritten between passes), the
+    /// result is the error `changed()` makes.
     /// Returns the trace (pass 1's), the report (what
     /// [`Report::compute`] gives of the loaded trace) and the timeline
     /// (`Timeline::default()` when no section reads it).
@@ -134,6 +137,7 @@ impl Report {
         sections: Sections,
         opts: &Options,
         mut stream: impl FnMut(u32, u32, &mut dyn Feed) -> Result<Option<Trace>, E>,
+        changed: impl Fn() -> E,
     ) -> Result<Option<(Trace, Report, Timeline)>, E> {
         debug_assert!(sections.streamable());
         let n = passes(sections);
@@ -169,8 +173,8 @@ impl Report {
                     tlb: tlb_pass.take(),
                     profile: sections.tlb.then(|| tlb::ProfilePass::new(&free)),
                 };
-                if stream(2, n, &mut second)?.is_none() {
-                    return Ok(None);
+                if !stream(2, n, &mut second)?.is_some_and(|t| same_file(&trace, &t)) {
+                    return Err(changed());
                 }
                 let Second {
                     timeline,
@@ -199,11 +203,14 @@ impl Report {
             },
             lhp: matches!(lhp_check, Some(Ok(()))).then(|| lhp::LhpPass::new(&ctx)),
         };
-        if n >= 3
-            && (third.idle.is_some() || third.lhp.is_some())
-            && stream(3, n, &mut third)?.is_none()
-        {
-            return Ok(None);
+        // (a section whose input is missing reads no events: no pass for it)
+        let live = third
+            .idle
+            .as_ref()
+            .is_some_and(idle::IdleStream::reads_events)
+            || third.lhp.as_ref().is_some_and(lhp::LhpPass::reads_events);
+        if n >= 3 && live && !stream(3, n, &mut third)?.is_some_and(|t| same_file(&trace, &t)) {
+            return Err(changed());
         }
         let idle = idle_check.map(|c| {
             Section(c.and_then(|()| {
@@ -256,4 +263,16 @@ impl Report {
         drop(third);
         Ok(Some((trace, report, timeline)))
     }
+}
+
+/// Whether two passes read the same file: the same counts, span, losses
+/// and tasks (a file replaced or rewritten between them would differ).
+fn same_file(a: &Trace, b: &Trace) -> bool {
+    a.event_count() == b.event_count()
+        && (a.start(), a.end()) == (b.start(), b.end())
+        && a.lost == b.lost
+        && a.loss_marks == b.loss_marks
+        && a.events_by_name == b.events_by_name
+        && a.nr_cpus == b.nr_cpus
+        && a.tasks.len() == b.tasks.len()
 }

@@ -563,6 +563,12 @@ impl<'t> IdleStream<'t> {
         IdleStream { run }
     }
 
+    /// Whether the pass reads the events (not when the section's input is
+    /// missing: [`IdleStream::finish`] then gives the error).
+    pub fn reads_events(&self) -> bool {
+        self.run.is_ok()
+    }
+
     /// The next events, in the trace's order.
     pub fn push(&mut self, events: &[schedscope_trace::Event]) {
         if let Ok((p, _)) = &mut self.run {

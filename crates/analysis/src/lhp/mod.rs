@@ -90,6 +90,13 @@ impl<'a> LhpPass<'a> {
         }
     }
 
+    /// Whether the pass reads the events (its pause-loop-exit part runs;
+    /// not when the trace has no kvm_exit, or the section's input is
+    /// missing).
+    pub fn reads_events(&self) -> bool {
+        matches!(&self.parts, Ok(Parts { ple: Ok(_), .. }))
+    }
+
     /// The next events, in time order after those pushed before.
     pub fn push(&mut self, events: &[Event]) {
         if let Ok(Parts { ple: Ok(p), .. }) = &mut self.parts {

@@ -179,15 +179,15 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
 /// Files from this size on are streamed (two or three times) for sections
 /// that read the timeline (see [`streams`]); `SCHEDSCOPE_STREAM_FROM`
 /// (bytes) overrides it.
-const TWO_PASSES_FROM: u64 = schedscope_parser::STREAM_LOAD_FROM;
+const STREAM_PASSES_FROM: u64 = schedscope_parser::STREAM_LOAD_FROM;
 
 /// Whether `report` computes `sections` of `path` from streams of its
-/// events instead of loading them ([`streamed`]): when every section can
-/// ([`Sections::streamable`]: latency, gang), and either none reads the
-/// timeline (latency alone: one pass, never slower than a load) or the
-/// file is big enough ([`TWO_PASSES_FROM`]) that holding its events costs
-/// more than decoding it once per pass (the timeline's build needs two,
-/// idle a third).
+/// events instead of loading them ([`streamed`]): when no section reads
+/// the timeline (latency alone: one pass, never slower than a load; at
+/// any size, whatever `SCHEDSCOPE_STREAM_FROM` says), or when the file is
+/// big enough ([`STREAM_PASSES_FROM`]) that holding its events costs more
+/// than decoding it once per pass (the timeline's build needs two, idle
+/// and lhp a third).
 pub(crate) fn streams(sections: &Sections, path: &Path) -> bool {
     if !sections.streamable() {
         return false;
@@ -195,10 +195,15 @@ pub(crate) fn streams(sections: &Sections, path: &Path) -> bool {
     if !sections.need_timeline() {
         return true;
     }
-    let from = std::env::var("SCHEDSCOPE_STREAM_FROM")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(TWO_PASSES_FROM);
+    let from = match std::env::var("SCHEDSCOPE_STREAM_FROM") {
+        Ok(v) => v.trim().parse::<u64>().unwrap_or_else(|_| {
+            eprintln!(
+                "schedscope: warning: ignoring SCHEDSCOPE_STREAM_FROM={v:?}: not a number of bytes (streaming from {STREAM_PASSES_FROM})"
+            );
+            STREAM_PASSES_FROM
+        }),
+        Err(_) => STREAM_PASSES_FROM,
+    };
     std::fs::metadata(path).is_ok_and(|m| m.len() >= from)
 }
 
@@ -211,8 +216,9 @@ pub(crate) fn streams(sections: &Sections, path: &Path) -> bool {
 /// which is then loaded whole.
 ///
 /// The file is streamed once per pass (`schedscope_analysis::streamed`:
-/// latency and the timeline's census; the timeline's build; idle). Output
-/// is byte-identical to a load's.
+/// latency, the timeline's census and idle's prep; the timeline's build,
+/// tlb's pass and the profile; idle and lhp). Output is byte-identical to
+/// a load's; a file replaced between passes is an error.
 pub(crate) fn streamed(
     path: &Path,
     progress: &Progress,
@@ -238,35 +244,40 @@ pub(crate) fn streamed(
     let shown = path.display().to_string();
     let timing = std::env::var_os("SCHEDSCOPE_TIMING").is_some();
     let t0 = Instant::now();
-    let result = Report::streamed(sections, analysis, |k, n, feed| {
-        let label = if n == 1 {
-            shown.clone()
-        } else {
-            format!("{shown}, pass {k} of {n}")
-        };
-        let t = Instant::now();
-        let decoded = AtomicU64::new(0);
-        let r = progress.while_running(
-            |elapsed| load_line(&label, decoded.load(Ordering::Relaxed), size, elapsed),
-            || schedscope_parser::stream_with(path, opts, &decoded, &mut Sink(feed)),
-        );
-        if timing {
-            eprintln!(
-                "timing: stream pass {k} {:.1} ms",
-                t.elapsed().as_secs_f64() * 1e3
+    let result = Report::streamed(
+        sections,
+        analysis,
+        |k, n, feed| {
+            let label = if n == 1 {
+                shown.clone()
+            } else {
+                format!("{shown}, pass {k} of {n}")
+            };
+            let t = Instant::now();
+            let decoded = AtomicU64::new(0);
+            let r = progress.while_running(
+                |elapsed| load_line(&label, decoded.load(Ordering::Relaxed), size, elapsed),
+                || schedscope_parser::stream_with(path, opts, &decoded, &mut Sink(feed)),
             );
-        }
-        match r {
-            Ok(t) => Ok(Some(t)),
-            // (refused again after pass 1 only if the file changed)
-            Err(StreamError::Unstreamable { .. }) if k == 1 => Ok(None),
-            Err(StreamError::Unstreamable { .. }) => Err(anyhow::anyhow!(
-                "{shown}: the file changed while it was being read"
-            )),
-            // (the message already names the file and the cause, as load's)
-            Err(StreamError::Parse(e)) => Err(anyhow::anyhow!("{e}")),
-        }
-    });
+            if timing {
+                eprintln!(
+                    "timing: stream pass {k} {:.1} ms",
+                    t.elapsed().as_secs_f64() * 1e3
+                );
+            }
+            match r {
+                Ok(t) => Ok(Some(t)),
+                Err(StreamError::Unstreamable { .. }) => Ok(None),
+                // (the message already names the file and the cause, as load's)
+                Err(StreamError::Parse(e)) => Err(anyhow::anyhow!("{e}")),
+            }
+        },
+        || {
+            anyhow::anyhow!(
+            "{shown}: the file changed while it was being read (it is read once per pass); run again"
+        )
+        },
+    );
     if timing {
         eprintln!(
             "timing: streamed report {:.1} ms",
