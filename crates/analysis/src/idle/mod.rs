@@ -535,7 +535,7 @@ impl IdlePrep {
 /// [`analyze`] gives, the events pushed as they stream past ([`push`],
 /// in the trace's order) instead of read from the trace's vector. Made
 /// once the timeline is built and an earlier pass filled an [`IdlePrep`];
-/// the pass runs [`inference`]'s look-ahead (200,000 events) behind the
+/// the pass runs its inference's look-ahead (200,000 events) behind the
 /// stream, over a window of the events.
 ///
 /// [`push`]: IdleStream::push
