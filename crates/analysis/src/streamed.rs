@@ -267,7 +267,7 @@ impl Report {
 
 /// Whether two passes read the same file: the same counts, span, losses
 /// and tasks (a file replaced or rewritten between them would differ).
-fn same_file(a: &Trace, b: &Trace) -> bool {
+pub fn same_file(a: &Trace, b: &Trace) -> bool {
     a.event_count() == b.event_count()
         && (a.start(), a.end()) == (b.start(), b.end())
         && a.lost == b.lost

@@ -188,3 +188,31 @@ fn streamed_equals_the_loaded_beyond_the_look_aheads() {
     assert!(same_both_ways(&p, &["--all", "--format", "json"]));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn streamed_info_equals_the_loaded() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    for name in [
+        "perf/stat_runtime.data",
+        "perf/sched_small.data",
+        "sim/mixed-s1.data",
+    ] {
+        let run = |from: u64| {
+            let o = Command::new(env!("CARGO_BIN_EXE_schedscope"))
+                .args(["info", "--format", "json"])
+                .arg(root.join(name))
+                .env("SCHEDSCOPE_STREAM_FROM", from.to_string())
+                .env("SCHEDSCOPE_TIMING", "1")
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let err = String::from_utf8_lossy(&o.stderr).into_owned();
+            (String::from_utf8_lossy(&o.stdout).into_owned(), err)
+        };
+        let (loaded, err) = run(u64::MAX);
+        assert!(!err.contains("stream pass"), "{err}");
+        let (streamed, err) = run(0);
+        assert!(err.contains("timing: stream pass 1"), "{err}");
+        assert_eq!(streamed, loaded, "{name}");
+    }
+}

@@ -43,23 +43,13 @@ impl LossEvidence {
     /// every sched_switch (for an analysis that wants more of the same
     /// pass).
     pub(crate) fn scan(trace: &Trace, mut each: impl FnMut(usize, u64, Tid)) -> LossEvidence {
-        let mut ev = LossEvidence::default();
-        let mut cur: Vec<Option<Tid>> = Vec::new();
+        let mut scan = LossScan::default();
         for e in &trace.events {
-            if let EventData::Switch {
-                prev_tid, next_tid, ..
-            } = e.data
-            {
-                let c = e.cpu.0 as usize;
-                if c >= cur.len() {
-                    cur.resize(c + 1, None);
-                }
-                ev.note(c, cur[c], prev_tid);
-                cur[c] = Some(next_tid);
-                each(c, e.ts.0, next_tid);
+            if let Some((c, next)) = scan.step(e) {
+                each(c, e.ts.0, next);
             }
         }
-        ev
+        scan.finish()
     }
 
     /// A sched_switch on CPU `c` switches out `prev` while the previous
@@ -85,6 +75,46 @@ impl LossEvidence {
     /// CPU `cpu`'s evidence (zero when it has none).
     pub fn cpu(&self, cpu: u32) -> CpuLoss {
         self.cpus.get(cpu as usize).copied().unwrap_or_default()
+    }
+}
+
+/// [`LossEvidence::of`] over events pushed in slices (a stream's).
+#[derive(Clone, Debug, Default)]
+pub struct LossScan {
+    ev: LossEvidence,
+    /// Per CPU, who its last recorded switch put on it.
+    cur: Vec<Option<Tid>>,
+}
+
+impl LossScan {
+    /// The next events, in time order.
+    pub fn push(&mut self, events: &[schedscope_trace::Event]) {
+        for e in events {
+            self.step(e);
+        }
+    }
+
+    /// One event: for a sched_switch, its CPU slot and next_pid.
+    #[inline]
+    fn step(&mut self, e: &schedscope_trace::Event) -> Option<(usize, Tid)> {
+        let EventData::Switch {
+            prev_tid, next_tid, ..
+        } = e.data
+        else {
+            return None;
+        };
+        let c = e.cpu.0 as usize;
+        if c >= self.cur.len() {
+            self.cur.resize(c + 1, None);
+        }
+        self.ev.note(c, self.cur[c], prev_tid);
+        self.cur[c] = Some(next_tid);
+        Some((c, next_tid))
+    }
+
+    /// The evidence.
+    pub fn finish(self) -> LossEvidence {
+        self.ev
     }
 }
 

@@ -72,7 +72,7 @@ mod tests;
 use builder::*;
 use census::*;
 pub(crate) use loss::{names_current, stat_runtime, stat_runtime_id, NAMES_CURRENT};
-pub use loss::{CpuLoss, LossEvidence};
+pub use loss::{CpuLoss, LossEvidence, LossScan};
 pub use store::Intervals;
 pub(crate) use store::TidIndex;
 use store::*;

@@ -5,10 +5,11 @@
 //! sched_switch events), the thread-state timeline is built to say how
 //! many switch-ins it repaired per CPU and what placed them.
 
-use super::report::{load, print_warnings, Progress};
+use super::report::{big, changed, load, print_warnings, stream_pass, Progress};
 use crate::args::{InfoArgs, OutputFormat};
-use schedscope_analysis::timeline::{Evidence, LossEvidence};
-use schedscope_analysis::Timeline;
+use schedscope_analysis::streamed::{same_file, Feed};
+use schedscope_analysis::timeline::{Evidence, LossEvidence, LossScan};
+use schedscope_analysis::{Timeline, TimelineCensus, TimelineStream};
 use schedscope_render::fmt;
 use schedscope_render::table::{Align, Table};
 use schedscope_trace::{CpuLoss, Tid, Trace, TraceFormat, TraceMeta, Warning};
@@ -75,12 +76,17 @@ struct CpuRepairs {
 /// timeline only when one does (the evidence is one pass over the
 /// switches, the timeline costs as much as the decode again).
 fn repairs_of(trace: &Trace) -> Vec<CpuRepairs> {
-    let loss = LossEvidence::of(trace);
+    repairs(&LossEvidence::of(trace), || Timeline::build(trace))
+}
+
+/// The repairs of every CPU that `loss` marks lossy, on the timeline
+/// `build` makes (called only when one is).
+fn repairs(loss: &LossEvidence, build: impl FnOnce() -> Timeline) -> Vec<CpuRepairs> {
     if !loss.cpus.iter().any(|c| c.unswitched_outs > 0) {
         return Vec::new();
     }
     let t0 = Instant::now();
-    let tl = Timeline::build(trace);
+    let tl = build();
     if std::env::var_os("SCHEDSCOPE_TIMING").is_some() {
         eprintln!(
             "timing: timeline {:.1} ms",
@@ -104,6 +110,112 @@ fn repairs_of(trace: &Trace) -> Vec<CpuRepairs> {
         .collect()
 }
 
+/// What `info` reads from a stream of the events (pass 1): the events per
+/// thread, the loss evidence, and the timeline's census in case a CPU
+/// shows loss (pass 2 then builds the timeline).
+struct Tally {
+    per_tid: HashMap<Tid, u64>,
+    events: u64,
+    /// The first and last events' times (the trace's span).
+    span: Option<(schedscope_trace::Ts, schedscope_trace::Ts)>,
+    loss: LossScan,
+    census: Option<TimelineCensus>,
+}
+
+impl Feed for Tally {
+    fn start(&mut self, meta: &Trace) {
+        self.census = Some(TimelineCensus::new(meta));
+    }
+
+    fn events(&mut self, events: &[schedscope_trace::Event]) {
+        for ev in events {
+            *self.per_tid.entry(ev.tid).or_insert(0) += 1;
+        }
+        self.events += events.len() as u64;
+        if let (Some(a), Some(b)) = (events.first(), events.last()) {
+            let first = self.span.map_or(a.ts, |s| s.0);
+            self.span = Some((first, b.ts));
+        }
+        self.loss.push(events);
+        if let Some(c) = &mut self.census {
+            for ev in events {
+                c.push(ev);
+            }
+        }
+    }
+}
+
+/// Pass 2: the timeline's build.
+struct Build<'t>(TimelineStream<'t>);
+
+impl Feed for Build<'_> {
+    fn events(&mut self, events: &[schedscope_trace::Event]) {
+        self.0.push(events);
+    }
+}
+
+/// The summary of a big perf.data file computed as it streams past (once,
+/// twice when a CPU shows loss), never holding its events; `None` when
+/// the file cannot be streamed (then it is loaded).
+fn streamed(path: &std::path::Path, progress: &Progress) -> anyhow::Result<Option<(Trace, Info)>> {
+    let opts = schedscope_parser::LoadOptions::default();
+    let mut tally = Tally {
+        per_tid: HashMap::new(),
+        events: 0,
+        span: None,
+        loss: LossScan::default(),
+        census: None,
+    };
+    let Some(mut trace) = stream_pass(path, progress, &opts, (1, 1), &mut tally)? else {
+        return Ok(None);
+    };
+    // (an unfiltered stream returns no span: the events give it, as the
+    // loaded trace's do)
+    if trace.dropped.is_none() {
+        if let Some((first, last)) = tally.span {
+            trace.dropped = Some(schedscope_trace::trace::Dropped {
+                total: tally.events,
+                first,
+                last,
+            });
+        }
+    }
+    let loss = tally.loss.finish();
+    let census = tally.census.take();
+    let mut failed = None;
+    let repairs = repairs(&loss, || {
+        let Some(census) = census else {
+            return Timeline::default();
+        };
+        let mut build = Build(TimelineStream::new(&trace, census));
+        match stream_pass(path, progress, &opts, (2, 2), &mut build) {
+            Ok(Some(mut t)) => {
+                // (its span, unfiltered, is the first pass's: the rest compared)
+                t.dropped = trace.dropped;
+                if same_file(&trace, &t) {
+                    build.0.finish()
+                } else {
+                    failed = Some(changed(&path.display().to_string()));
+                    Timeline::default()
+                }
+            }
+            Ok(None) => {
+                failed = Some(changed(&path.display().to_string()));
+                Timeline::default()
+            }
+            Err(e) => {
+                failed = Some(e);
+                Timeline::default()
+            }
+        }
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let info = Info::from_parts(&trace, tally.per_tid, tally.events, repairs);
+    Ok(Some((trace, info)))
+}
+
 /// Events emitted by the threads of one comm.
 #[derive(Debug, Serialize)]
 struct CommCount {
@@ -118,6 +230,17 @@ impl Info {
         for ev in &trace.events {
             *per_tid.entry(ev.tid).or_insert(0) += 1;
         }
+        Info::from_parts(trace, per_tid, trace.events.len() as u64, repairs_of(trace))
+    }
+
+    /// The summary of `trace` (its events not read: their count, the
+    /// count per thread and the repairs are given).
+    fn from_parts(
+        trace: &Trace,
+        per_tid: HashMap<Tid, u64>,
+        events: u64,
+        repairs_by_cpu: Vec<CpuRepairs>,
+    ) -> Info {
         let mut per_comm: HashMap<String, (u64, u64)> = HashMap::new();
         for (tid, n) in per_tid {
             let comm = if tid.is_idle() {
@@ -143,7 +266,6 @@ impl Info {
         top_comms.sort_by(|a, b| b.events.cmp(&a.events).then_with(|| a.comm.cmp(&b.comm)));
         top_comms.truncate(TOP_COMMS);
         let processes: HashSet<Tid> = trace.tasks.iter().filter_map(|t| t.tgid).collect();
-        let events = trace.events.len() as u64;
         Info {
             path: trace.path.clone(),
             format: trace.format,
@@ -160,7 +282,7 @@ impl Info {
                 trace.lost as f64 * 100.0 / (events + trace.lost) as f64
             },
             lost_by_cpu: trace.lost_by_cpu.clone(),
-            repairs_by_cpu: repairs_of(trace),
+            repairs_by_cpu,
             tasks: trace.tasks.len() as u64,
             processes: processes.len() as u64,
             cpu_unknown: trace.cpu_unknown,
@@ -302,9 +424,21 @@ impl Info {
 /// Run `schedscope info`.
 pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
     let progress = Progress::new();
-    let trace = load(&args.file, &progress)?;
+    // (big perf.data files stream past, as report's do)
+    let streamed = if big(&args.file) {
+        streamed(&args.file, &progress)?
+    } else {
+        None
+    };
+    let (trace, info) = match streamed {
+        Some(done) => done,
+        None => {
+            let trace = load(&args.file, &progress)?;
+            let info = Info::of(&trace);
+            (trace, info)
+        }
+    };
     progress.done();
-    let info = Info::of(&trace);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match args.format {

@@ -195,6 +195,12 @@ pub(crate) fn streams(sections: &Sections, path: &Path) -> bool {
     if !sections.need_timeline() {
         return true;
     }
+    big(path)
+}
+
+/// Whether `path` is big enough to stream in several passes rather than
+/// load ([`STREAM_PASSES_FROM`], or `SCHEDSCOPE_STREAM_FROM` bytes).
+pub(crate) fn big(path: &Path) -> bool {
     let from = match std::env::var("SCHEDSCOPE_STREAM_FROM") {
         Ok(v) => v.trim().parse::<u64>().unwrap_or_else(|_| {
             eprintln!(
@@ -226,6 +232,40 @@ pub(crate) fn streamed(
     sections: Sections,
     analysis: &Options,
 ) -> anyhow::Result<Option<(Trace, Report, schedscope_analysis::Timeline)>> {
+    let shown = path.display().to_string();
+    let t0 = Instant::now();
+    let result = Report::streamed(
+        sections,
+        analysis,
+        |k, n, feed| stream_pass(path, progress, opts, (k, n), feed),
+        || changed(&shown),
+    );
+    if std::env::var_os("SCHEDSCOPE_TIMING").is_some() {
+        eprintln!(
+            "timing: streamed report {:.1} ms",
+            t0.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    result
+}
+
+/// The error of a file that changed between the passes of a stream.
+pub(crate) fn changed(shown: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{shown}: the file changed while it was being read (it is read once per pass); run again"
+    )
+}
+
+/// Stream `path`'s events (those `opts` keeps) into `feed` for pass `k`
+/// of `n`, with a progress line: the trace without its events, or `None`
+/// when the file cannot be streamed (see `schedscope_parser::stream_with`).
+pub(crate) fn stream_pass(
+    path: &Path,
+    progress: &Progress,
+    opts: &schedscope_parser::LoadOptions,
+    (k, n): (u32, u32),
+    feed: &mut dyn schedscope_analysis::streamed::Feed,
+) -> anyhow::Result<Option<Trace>> {
     use schedscope_analysis::streamed::Feed;
     use schedscope_parser::{EventSink, StreamError};
     /// A pass's consumers as the stream's sink. (Run on a thread of their
@@ -242,49 +282,29 @@ pub(crate) fn streamed(
     }
     let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let shown = path.display().to_string();
-    let timing = std::env::var_os("SCHEDSCOPE_TIMING").is_some();
-    let t0 = Instant::now();
-    let result = Report::streamed(
-        sections,
-        analysis,
-        |k, n, feed| {
-            let label = if n == 1 {
-                shown.clone()
-            } else {
-                format!("{shown}, pass {k} of {n}")
-            };
-            let t = Instant::now();
-            let decoded = AtomicU64::new(0);
-            let r = progress.while_running(
-                |elapsed| load_line(&label, decoded.load(Ordering::Relaxed), size, elapsed),
-                || schedscope_parser::stream_with(path, opts, &decoded, &mut Sink(feed)),
-            );
-            if timing {
-                eprintln!(
-                    "timing: stream pass {k} {:.1} ms",
-                    t.elapsed().as_secs_f64() * 1e3
-                );
-            }
-            match r {
-                Ok(t) => Ok(Some(t)),
-                Err(StreamError::Unstreamable { .. }) => Ok(None),
-                // (the message already names the file and the cause, as load's)
-                Err(StreamError::Parse(e)) => Err(anyhow::anyhow!("{e}")),
-            }
-        },
-        || {
-            anyhow::anyhow!(
-            "{shown}: the file changed while it was being read (it is read once per pass); run again"
-        )
-        },
+    let label = if n == 1 {
+        shown
+    } else {
+        format!("{shown}, pass {k} of {n}")
+    };
+    let t = Instant::now();
+    let decoded = AtomicU64::new(0);
+    let r = progress.while_running(
+        |elapsed| load_line(&label, decoded.load(Ordering::Relaxed), size, elapsed),
+        || schedscope_parser::stream_with(path, opts, &decoded, &mut Sink(feed)),
     );
-    if timing {
+    if std::env::var_os("SCHEDSCOPE_TIMING").is_some() {
         eprintln!(
-            "timing: streamed report {:.1} ms",
-            t0.elapsed().as_secs_f64() * 1e3
+            "timing: stream pass {k} {:.1} ms",
+            t.elapsed().as_secs_f64() * 1e3
         );
     }
-    result
+    match r {
+        Ok(t) => Ok(Some(t)),
+        Err(StreamError::Unstreamable { .. }) => Ok(None),
+        // (the message already names the file and the cause, as load's)
+        Err(StreamError::Parse(e)) => Err(anyhow::anyhow!("{e}")),
+    }
 }
 
 /// Print `report` of `trace` as asked, and say how it went; `keep` (and
