@@ -40,6 +40,8 @@ pub mod report;
 pub mod section;
 pub mod stats;
 pub mod streamed;
+#[cfg(test)]
+mod test_stream;
 pub mod throttle;
 pub mod timeline;
 pub mod tlb;

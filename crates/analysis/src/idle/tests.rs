@@ -2,53 +2,28 @@
 //! one from the trace's vector ([`analyze`]).
 
 use super::*;
-use schedscope_trace::trace::Dropped;
-use schedscope_trace::Trace;
+use crate::test_stream::{push_in, take_events};
+use schedscope_trace::{Event, Trace};
 
-/// The trace of `path` without its events, as a stream returns it: its
-/// span and count kept in [`Trace::dropped`] (`trace`: the same, loaded).
-fn bare(path: &std::path::Path, trace: &Trace) -> Trace {
-    let mut t = schedscope_parser::load(path).unwrap();
-    if t.dropped.is_none() {
-        t.dropped = Some(Dropped {
-            total: trace.events.len() as u64,
-            first: trace.start(),
-            last: trace.end(),
-        });
-    }
-    t.events.clear();
-    assert_eq!((t.start(), t.end()), (trace.start(), trace.end()));
-    t
-}
-
-/// The section streamed: the events pushed in slices of the sizes `cuts`
-/// cycles through, to a pass over `bare` (the trace without events) and
-/// `tl` (built from the events).
+/// The section streamed: `events` pushed in slices of the sizes `cuts`
+/// cycles through, to a pass over `bare` (the trace without its events)
+/// and `tl` (built from them).
 fn streamed(
-    path: &std::path::Path,
-    trace: &Trace,
+    bare: &Trace,
+    events: &[Event],
     tl: &crate::Timeline,
     cuts: &[usize],
 ) -> Result<IdleReport, AnalysisError> {
-    let bare = bare(path, trace);
     let opts = crate::Options::default();
     let ctx = Context {
-        trace: &bare,
+        trace: bare,
         timeline: tl,
         opts: &opts,
     };
     let mut prep = IdlePrep::default();
-    prep.push(&trace.events);
+    prep.push(events);
     let mut s = IdleStream::new(&ctx, prep);
-    let mut rest = &trace.events[..];
-    for &n in cuts.iter().cycle() {
-        if rest.is_empty() {
-            break;
-        }
-        let (now, later) = rest.split_at(n.min(rest.len()));
-        s.push(now);
-        rest = later;
-    }
+    push_in(events, cuts, |e| s.push(e));
     s.finish()
 }
 
@@ -68,7 +43,7 @@ fn the_streamed_section_is_the_loaded_one() {
         "ftrace/tracefs-ipi-tgid.txt",
     ] {
         let path = root.join(name);
-        let trace = schedscope_parser::load(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut trace = schedscope_parser::load(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
         let tl = crate::Timeline::build(&trace);
         let opts = crate::Options::default();
         let ctx = Context {
@@ -79,8 +54,11 @@ fn the_streamed_section_is_the_loaded_one() {
         let want = format!("{:?}", analyze(&ctx));
         // (more events than the look-ahead: the pass waits for it)
         waited += (trace.events.len() > 2 * inference::LOOKAHEAD_EVENTS) as u32;
+        let (start, end) = (trace.start(), trace.end());
+        let events = take_events(&mut trace);
+        assert_eq!((trace.start(), trace.end()), (start, end));
         for cuts in [&[1usize][..], &[7, 3000, 1], &[usize::MAX]] {
-            let got = format!("{:?}", streamed(&path, &trace, &tl, cuts));
+            let got = format!("{:?}", streamed(&trace, &events, &tl, cuts));
             assert!(got == want, "{name} {cuts:?}:\n{got}\n!=\n{want}");
         }
     }

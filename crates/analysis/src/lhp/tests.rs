@@ -1,34 +1,8 @@
 //! The section fed the events in slices is the section of the whole trace.
 
 use super::*;
+use crate::test_stream::{push_in, take_events, SLICINGS};
 use crate::{Options, Timeline};
-use schedscope_trace::trace::Dropped;
-
-/// Slice sizes the push consumers are fed with, in turn: one event at a
-/// time, odd sizes, all at once, and uneven slices with empty ones.
-const SLICINGS: &[&[usize]] = &[&[1], &[7], &[70_000], &[usize::MAX], &[0, 3, 1, 11, 2]];
-
-/// Feed `events` to `push` in consecutive slices of the sizes `sizes`
-/// (cycled).
-fn push_in(events: &[Event], sizes: &[usize], mut push: impl FnMut(&[Event])) {
-    let (mut i, mut k) = (0, 0);
-    while i < events.len() {
-        let j = i.saturating_add(sizes[k % sizes.len()]).min(events.len());
-        push(&events[i..j]);
-        (i, k) = (j, k + 1);
-    }
-}
-
-/// Take the events out of `trace`, as a stream's trace has none; its
-/// span and event count stay (in `dropped`, as a filtered load keeps them).
-fn take_events(trace: &mut Trace) -> Vec<Event> {
-    trace.dropped = Some(Dropped {
-        total: trace.event_count(),
-        first: trace.start(),
-        last: trace.end(),
-    });
-    std::mem::take(&mut trace.events)
-}
 
 /// The section and the PLE exit rows from the events pushed in slices of
 /// every [`SLICINGS`] size, to a trace without events (the timeline built

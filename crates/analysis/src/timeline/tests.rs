@@ -374,15 +374,7 @@ fn streamed(trace: &Trace, cuts: &[usize]) -> Timeline {
         census.push(ev);
     }
     let mut stream = TimelineStream::new(trace, census);
-    let mut rest = &trace.events[..];
-    for &n in cuts.iter().cycle() {
-        if rest.is_empty() {
-            break;
-        }
-        let (now, later) = rest.split_at(n.min(rest.len()));
-        stream.push(now);
-        rest = later;
-    }
+    crate::test_stream::push_in(&trace.events, cuts, |s| stream.push(s));
     stream.finish()
 }
 

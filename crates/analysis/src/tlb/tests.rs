@@ -1,6 +1,7 @@
 //! Generated traces with hand-computed answers.
 
 use super::*;
+use crate::test_stream::{push_in, take_events, SLICINGS};
 use crate::{CpuRun, Options, Timeline};
 use schedscope_trace::symbols::PERF_CONTEXT_MAX;
 use schedscope_trace::{
@@ -613,32 +614,6 @@ fn profile_top_callers_counts_self_and_total() {
 #[test]
 fn context_marker_constant_matches_perf() {
     assert_eq!(PERF_CONTEXT_MAX, u64::MAX - 4094);
-}
-
-/// Slice sizes the push consumers are fed with, in turn: one event at a
-/// time, odd sizes, all at once, and uneven slices with empty ones.
-const SLICINGS: &[&[usize]] = &[&[1], &[7], &[70_000], &[usize::MAX], &[0, 3, 1, 11, 2]];
-
-/// Feed `events` to `push` in consecutive slices of the sizes `sizes`
-/// (cycled).
-fn push_in(events: &[Event], sizes: &[usize], mut push: impl FnMut(&[Event])) {
-    let (mut i, mut k) = (0, 0);
-    while i < events.len() {
-        let j = i.saturating_add(sizes[k % sizes.len()]).min(events.len());
-        push(&events[i..j]);
-        (i, k) = (j, k + 1);
-    }
-}
-
-/// Take the events out of `trace`, as a stream's trace has none; its
-/// span and event count stay (in `dropped`, as a filtered load keeps them).
-fn take_events(trace: &mut Trace) -> Vec<Event> {
-    trace.dropped = Some(schedscope_trace::trace::Dropped {
-        total: trace.event_count(),
-        first: trace.start(),
-        last: trace.end(),
-    });
-    std::mem::take(&mut trace.events)
 }
 
 /// The section and the profile computed from the events pushed in slices
