@@ -370,13 +370,7 @@ impl Report {
             };
             Section(p.and_then(|p| opts.timed("tlb finish", || tlb::finish(&ctx, p))))
         });
-        let mut latency = latency;
-        if let Some(Section(Ok(l))) = &mut latency {
-            if timeline.is_built() {
-                l.add_loss_bounds(trace, &timeline);
-            }
-        }
-        let mut report = Report {
+        let report = Report {
             trace: TraceSummary::of(trace),
             latency,
             gang,
@@ -384,15 +378,29 @@ impl Report {
             idle,
             tlb,
             profile,
-        };
-        report.note_recorded(trace);
+        }
+        .finished(trace, &timeline);
         (report, timeline, extra)
+    }
+
+    /// The last step of every way of computing a report (loaded,
+    /// [`Report::compute_beside_timeline`], or streamed,
+    /// [`Report::streamed`]): latency's loss bounds from the timeline when
+    /// one was built, and the missing-events notes.
+    pub(crate) fn finished(mut self, trace: &Trace, timeline: &Timeline) -> Report {
+        if let Some(Section(Ok(l))) = &mut self.latency {
+            if timeline.is_built() {
+                l.add_loss_bounds(trace, timeline);
+            }
+        }
+        self.note_recorded(trace);
+        self
     }
 
     /// Let the sections' missing-events errors say which of the events the
     /// recording enabled but has no samples of
     /// ([`AnalysisError::note_recorded`]).
-    pub(crate) fn note_recorded(&mut self, trace: &Trace) {
+    fn note_recorded(&mut self, trace: &Trace) {
         fn note<T>(s: &mut Option<Section<T>>, trace: &Trace) {
             if let Some(Section(Err(e))) = s {
                 e.note_recorded(trace);

@@ -233,24 +233,19 @@ impl Report {
                 }
             })
         });
-        let mut latency = sections.latency.then(|| {
+        let latency = sections.latency.then(|| {
             let pass = first
                 .latency
                 .take()
                 .unwrap_or_else(|| LatencyPass::new(trace.nr_cpus, trace.cpu_unknown));
             Section(check_input(&trace, "latency", false).and_then(|()| pass.finish(&trace)))
         });
-        if let Some(Section(Ok(l))) = &mut latency {
-            if timeline.is_built() {
-                l.add_loss_bounds(&trace, &timeline);
-            }
-        }
         let gang = opts.timed("gang", || {
             sections.gang.then(|| {
                 Section(check_input(&trace, "gang", true).and_then(|()| gang::analyze(&ctx)))
             })
         });
-        let mut report = Report {
+        let report = Report {
             trace: TraceSummary::of(&trace),
             latency,
             gang,
@@ -258,8 +253,8 @@ impl Report {
             idle,
             tlb,
             profile,
-        };
-        report.note_recorded(&trace);
+        }
+        .finished(&trace, &timeline);
         drop(third);
         Ok(Some((trace, report, timeline)))
     }

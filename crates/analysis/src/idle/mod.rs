@@ -550,11 +550,8 @@ impl<'t> IdleStream<'t> {
         let (trace, tl) = (ctx.trace, ctx.timeline);
         let run = check(trace).map(|()| {
             let cursor = tl.cursor_fed(trace, prep.lead, inference::LOOKAHEAD_EVENTS);
-            let nohz = if trace.name_id("csd:csd_queue_cpu").is_none() {
-                Default::default()
-            } else {
-                balance::nohz_of(trace, prep.csd)
-            };
+            // (empty without csd_queue_cpu events: nothing to resolve)
+            let nohz = balance::nohz_of(trace, prep.csd);
             (
                 pass::Pass::new(trace, tl, false, cursor, prep.kept, nohz),
                 tl,

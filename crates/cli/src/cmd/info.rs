@@ -76,24 +76,31 @@ struct CpuRepairs {
 /// timeline only when one does (the evidence is one pass over the
 /// switches, the timeline costs as much as the decode again).
 fn repairs_of(trace: &Trace) -> Vec<CpuRepairs> {
-    repairs(&LossEvidence::of(trace), || Timeline::build(trace))
+    let built = repairs(&LossEvidence::of(trace), || {
+        Ok::<_, std::convert::Infallible>(Timeline::build(trace))
+    });
+    built.unwrap_or_else(|never| match never {})
 }
 
 /// The repairs of every CPU that `loss` marks lossy, on the timeline
-/// `build` makes (called only when one is).
-fn repairs(loss: &LossEvidence, build: impl FnOnce() -> Timeline) -> Vec<CpuRepairs> {
+/// `build` makes (called only when one is; its error is the result's).
+fn repairs<E>(
+    loss: &LossEvidence,
+    build: impl FnOnce() -> Result<Timeline, E>,
+) -> Result<Vec<CpuRepairs>, E> {
     if !loss.cpus.iter().any(|c| c.unswitched_outs > 0) {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let t0 = Instant::now();
-    let tl = build();
+    let tl = build()?;
     if std::env::var_os("SCHEDSCOPE_TIMING").is_some() {
         eprintln!(
             "timing: timeline {:.1} ms",
             t0.elapsed().as_secs_f64() * 1e3
         );
     }
-    loss.cpus
+    Ok(loss
+        .cpus
         .iter()
         .enumerate()
         .filter(|(_, l)| l.unswitched_outs > 0)
@@ -107,7 +114,7 @@ fn repairs(loss: &LossEvidence, build: impl FnOnce() -> Timeline) -> Vec<CpuRepa
                 evidence,
             }
         })
-        .collect()
+        .collect())
 }
 
 /// What `info` reads from a stream of the events (pass 1): the events per
@@ -182,36 +189,21 @@ fn streamed(path: &std::path::Path, progress: &Progress) -> anyhow::Result<Optio
     }
     let loss = tally.loss.finish();
     let census = tally.census.take();
-    let mut failed = None;
     let repairs = repairs(&loss, || {
         let Some(census) = census else {
-            return Timeline::default();
+            return Ok(Timeline::default());
         };
         let mut build = Build(TimelineStream::new(&trace, census));
-        match stream_pass(path, progress, &opts, (2, 2), &mut build) {
-            Ok(Some(mut t)) => {
-                // (its span, unfiltered, is the first pass's: the rest compared)
-                t.dropped = trace.dropped;
-                if same_file(&trace, &t) {
-                    build.0.finish()
-                } else {
-                    failed = Some(changed(&path.display().to_string()));
-                    Timeline::default()
-                }
-            }
-            Ok(None) => {
-                failed = Some(changed(&path.display().to_string()));
-                Timeline::default()
-            }
-            Err(e) => {
-                failed = Some(e);
-                Timeline::default()
-            }
+        let t = stream_pass(path, progress, &opts, (2, 2), &mut build)?;
+        // (its span, unfiltered, is the first pass's: the rest compared)
+        match t.map(|t| Trace {
+            dropped: trace.dropped,
+            ..t
+        }) {
+            Some(t) if same_file(&trace, &t) => Ok(build.0.finish()),
+            _ => Err(changed(&path.display().to_string())),
         }
-    });
-    if let Some(e) = failed {
-        return Err(e);
-    }
+    })?;
     let info = Info::from_parts(&trace, tally.per_tid, tally.events, repairs);
     Ok(Some((trace, info)))
 }
