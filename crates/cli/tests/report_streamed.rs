@@ -14,22 +14,50 @@
 
 use schedscope_sim::loss::{drop_idle_exits, drop_spans, with_stat_runtime};
 use schedscope_sim::{simulate, simulate_bandwidth, BandwidthSpec, Config};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// `report ARGS FILE` with the stream threshold `from`: (exit code,
-/// stdout, stderr).
-fn report(from: u64, args: &[&str], file: &Path) -> (Option<i32>, Vec<u8>, String) {
+/// `schedscope ARGS` with the stream threshold `from` and the timing
+/// lines on: (exit code, stdout, stderr).
+fn schedscope(from: u64, args: &[&OsStr]) -> (Option<i32>, Vec<u8>, String) {
     let o = Command::new(env!("CARGO_BIN_EXE_schedscope"))
-        .arg("report")
         .args(args)
-        .arg(file)
         .env("SCHEDSCOPE_STREAM_FROM", from.to_string())
         .env("SCHEDSCOPE_TIMING", "1")
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     (o.status.code(), o.stdout, err)
+}
+
+/// `report ARGS FILE` with the stream threshold `from`: (exit code,
+/// stdout, stderr).
+fn report(from: u64, args: &[&str], file: &Path) -> (Option<i32>, Vec<u8>, String) {
+    let mut all = vec![OsStr::new("report")];
+    all.extend(args.iter().map(OsStr::new));
+    all.push(file.as_os_str());
+    schedscope(from, &all)
+}
+
+/// `schedscope ARGS`, which must succeed, loaded and streamed: the
+/// outputs (stdout; stderr without the timing lines) are equal, and
+/// the streamed run made pass `pass`.
+fn same_loaded_and_streamed(args: &[&OsStr], pass: u32) {
+    let (code, loaded, err) = schedscope(u64::MAX, args);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("stream pass"), "{err}");
+    let (code, streamed, err2) = schedscope(0, args);
+    assert_eq!(code, Some(0), "{err2}");
+    assert!(
+        err2.contains(&format!("timing: stream pass {pass}")),
+        "{err2}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&streamed),
+        String::from_utf8_lossy(&loaded),
+        "{args:?}"
+    );
 }
 
 /// stderr without the timing lines (`SCHEDSCOPE_TIMING`, which tells the
@@ -141,26 +169,19 @@ fn streamed_sections_equal_the_loaded_under_loss() {
 #[test]
 fn streamed_diff_equals_the_loaded() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
-    let run = |from: u64, format: &str| {
-        let o = Command::new(env!("CARGO_BIN_EXE_schedscope"))
-            .arg("diff")
-            .arg(root.join("sim/bare-metal-s1.data"))
-            .arg(root.join("sim/mixed-s1.data"))
-            .args(["--format", format])
-            .env("SCHEDSCOPE_STREAM_FROM", from.to_string())
-            .env("SCHEDSCOPE_TIMING", "1")
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let err = String::from_utf8_lossy(&o.stderr).into_owned();
-        (String::from_utf8_lossy(&o.stdout).into_owned(), err)
-    };
+    let (a, b) = (
+        root.join("sim/bare-metal-s1.data"),
+        root.join("sim/mixed-s1.data"),
+    );
     for format in ["text", "json"] {
-        let (loaded, err) = run(u64::MAX, format);
-        assert!(!err.contains("stream pass"), "{err}");
-        let (streamed, err) = run(0, format);
-        assert!(err.contains("timing: stream pass 3"), "{err}");
-        assert_eq!(streamed, loaded, "{format}");
+        let args = [
+            "diff".as_ref(),
+            a.as_os_str(),
+            b.as_os_str(),
+            "--format".as_ref(),
+            format.as_ref(),
+        ];
+        same_loaded_and_streamed(&args, 3);
     }
 }
 
@@ -197,22 +218,13 @@ fn streamed_info_equals_the_loaded() {
         "perf/sched_small.data",
         "sim/mixed-s1.data",
     ] {
-        let run = |from: u64| {
-            let o = Command::new(env!("CARGO_BIN_EXE_schedscope"))
-                .args(["info", "--format", "json"])
-                .arg(root.join(name))
-                .env("SCHEDSCOPE_STREAM_FROM", from.to_string())
-                .env("SCHEDSCOPE_TIMING", "1")
-                .output()
-                .unwrap();
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-            let err = String::from_utf8_lossy(&o.stderr).into_owned();
-            (String::from_utf8_lossy(&o.stdout).into_owned(), err)
-        };
-        let (loaded, err) = run(u64::MAX);
-        assert!(!err.contains("stream pass"), "{err}");
-        let (streamed, err) = run(0);
-        assert!(err.contains("timing: stream pass 1"), "{err}");
-        assert_eq!(streamed, loaded, "{name}");
+        let path = root.join(name);
+        let args = [
+            "info".as_ref(),
+            "--format".as_ref(),
+            "json".as_ref(),
+            path.as_os_str(),
+        ];
+        same_loaded_and_streamed(&args, 1);
     }
 }
