@@ -137,7 +137,7 @@ fn timeline_output_floor(b: divan::Bencher) {
     let tl = Timeline::build(trace);
     let sizes: Vec<usize> = tl.threads.iter().map(|t| t.intervals.len()).collect();
     let runs: Vec<usize> = tl.cpus.iter().map(Vec::len).collect();
-    let iv = tl.threads.iter().find_map(|t| t.intervals.first().copied());
+    let iv = tl.threads.iter().find_map(|t| t.intervals.first());
     let run = tl.cpus.iter().find_map(|c| c.first().copied());
     let (Some(iv), Some(run)) = (iv, run) else {
         return;

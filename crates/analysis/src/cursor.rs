@@ -629,7 +629,7 @@ impl LeadIn {
                 continue;
             };
             let k = t.intervals.partition_point(|iv| iv.ts < ts);
-            let Some(iv) = k.checked_sub(1).map(|k| &t.intervals[k]) else {
+            let Some(iv) = k.checked_sub(1).and_then(|k| t.intervals.get(k)) else {
                 continue;
             };
             if iv.state == ThreadState::Runnable && iv.end == Some(ts) {

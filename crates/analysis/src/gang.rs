@@ -166,11 +166,11 @@ impl LossBounds {
             let Some(t) = timeline.thread(m) else {
                 continue;
             };
-            for w in t.intervals.windows(2) {
-                let woken = matches!(w[0].state, ThreadState::Runnable | ThreadState::Running);
-                if w[1].state == ThreadState::Running && !woken {
-                    if let Some(from) = all.first_in(w[0].ts.0, w[1].ts.0) {
-                        u += w[1].ts.0.saturating_sub(from);
+            for (a, b) in t.intervals.pairs() {
+                let woken = matches!(a.state, ThreadState::Runnable | ThreadState::Running);
+                if b.state == ThreadState::Running && !woken {
+                    if let Some(from) = all.first_in(a.ts.0, b.ts.0) {
+                        u += b.ts.0.saturating_sub(from);
                     }
                 }
             }

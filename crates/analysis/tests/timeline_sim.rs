@@ -65,13 +65,8 @@ fn check_scenario(scenario: &str) {
 
     // Thread intervals are contiguous; CPU runs tile each CPU's time.
     for t in &tl.threads {
-        for w in t.intervals.windows(2) {
-            assert_eq!(
-                w[0].end,
-                Some(w[1].ts),
-                "{scenario}: tid {} has a gap",
-                t.tid
-            );
+        for (a, b) in t.intervals.pairs() {
+            assert_eq!(a.end, Some(b.ts), "{scenario}: tid {} has a gap", t.tid);
         }
     }
     for (cpu, runs) in tl.cpus.iter().enumerate() {

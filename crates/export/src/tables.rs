@@ -768,18 +768,18 @@ fn state_after(tl: &Timeline, tid: Tid, ts: Ts, cursors: &mut FxMap<Tid, usize>)
     let Some(t) = tl.thread(tid) else {
         return ThreadState::Unknown;
     };
-    let ivs = &t.intervals[..];
+    let ivs = &t.intervals;
     let c = cursors.entry(tid).or_insert(0);
     let mut i = *c;
     if i > 0 && ivs.get(i - 1).is_some_and(|iv| iv.ts > ts) {
         i = ivs.partition_point(|iv| iv.ts <= ts);
     } else {
-        while i < ivs.len() && ivs[i].ts <= ts {
+        while ivs.get(i).is_some_and(|iv| iv.ts <= ts) {
             i += 1;
         }
     }
     *c = i;
-    match i.checked_sub(1).map(|i| &ivs[i]) {
+    match i.checked_sub(1).and_then(|i| ivs.get(i)) {
         Some(iv) if iv.end.is_none_or(|e| ts < e) => iv.state,
         _ => ThreadState::Unknown,
     }

@@ -125,7 +125,7 @@ fn timeline_repairs(input: &Path) -> (BTreeSet<Repair>, BTreeSet<Repair>) {
     let mut starts = BTreeSet::new();
     for r in &tl.inferred {
         let th = tl.thread(r.tid).expect("a repaired task has a timeline");
-        let running = |iv: &&schedscope_analysis::StateInterval| {
+        let running = |iv: &schedscope_analysis::StateInterval| {
             iv.state == schedscope_analysis::ThreadState::Running && iv.cpu == Some(r.cpu)
         };
         if th.intervals.iter().filter(running).any(|iv| iv.ts == r.ts) {

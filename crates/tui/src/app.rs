@@ -642,8 +642,11 @@ impl App {
             let Some(info) = d.tasks.get(&tid) else {
                 continue;
             };
-            let ivs = &d.timeline.threads[info.thread].intervals[..];
-            let running = |i: usize| ivs[i].state == schedscope_analysis::ThreadState::Running;
+            let ivs = &d.timeline.threads[info.thread].intervals;
+            let running = |i: usize| {
+                ivs.get(i)
+                    .is_some_and(|iv| iv.state == schedscope_analysis::ThreadState::Running)
+            };
             let found = if forward {
                 let i0 = ivs.partition_point(|iv| {
                     if inclusive {
@@ -657,14 +660,14 @@ impl App {
                 let i0 = ivs.partition_point(|iv| iv.ts.0 < cur);
                 (0..i0).rev().find(|&i| running(i))
             };
-            if let Some(i) = found {
-                let t = ivs[i].ts.0;
+            if let Some(iv) = found.and_then(|i| ivs.get(i)) {
+                let t = iv.ts.0;
                 let better = match best {
                     None => true,
                     Some((bt, _, _)) => (forward && t < bt) || (!forward && t > bt),
                 };
                 if better {
-                    best = Some((t, tid, ivs[i].cpu.map(|c| c.0)));
+                    best = Some((t, tid, iv.cpu.map(|c| c.0)));
                 }
             }
             let _ = end;

@@ -198,8 +198,7 @@ fn longest_waker_wait(d: &Sources, waker: Tid, wakee: Tid) -> Result<Jump, Strin
     };
     let mut best: Option<(u64, u64, u64, Option<u32>)> = None;
     for th in tl.threads.iter().filter(|t| t.tid.0 == wakee) {
-        for w in th.intervals.windows(2) {
-            let (sleep, wake) = (&w[0], &w[1]);
+        for (sleep, wake) in th.intervals.pairs() {
             let is_wake = wake.state == ThreadState::Runnable
                 && !wake.preempted
                 && matches!(sleep.state, ThreadState::Sleeping | ThreadState::Blocked)

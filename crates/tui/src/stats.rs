@@ -53,7 +53,7 @@ impl RegionStats {
             ..RegionStats::default()
         };
         for th in &data.timeline.threads {
-            let ivs = &th.intervals[..];
+            let ivs = &th.intervals;
             let i0 = ivs.partition_point(|iv| iv.end_or(end).0 <= a);
             let mut ts = TaskStats {
                 tid: th.tid.0,
@@ -61,7 +61,7 @@ impl RegionStats {
                 wait_ns: 0,
                 preemptions: 0,
             };
-            for iv in &ivs[i0..] {
+            for iv in ivs.range(i0..ivs.len()) {
                 if iv.ts.0 >= b {
                     break;
                 }

@@ -49,7 +49,7 @@ pub(super) fn max_delay(
         }
     }
     for th in &tl.threads {
-        let ivs = &th.intervals[..];
+        let ivs = &th.intervals;
         let mut wait_from: Option<u64> = None;
         for (k, iv) in ivs.iter().enumerate() {
             let waiting = iv.state == ThreadState::Runnable && !iv.preempted;
@@ -70,7 +70,7 @@ pub(super) fn max_delay(
                         // it lies where events may be missing, in an
                         // uncertain window overlapping the sleep; the wait
                         // began no earlier than the first such instant.
-                        if let Some(prev) = k.checked_sub(1).map(|p| &ivs[p]) {
+                        if let Some(prev) = k.checked_sub(1).and_then(|p| ivs.get(p)) {
                             if prev.state != ThreadState::Runnable {
                                 if let Some(from) = all.first_in(prev.ts.0, until) {
                                     hi = hi.max(until.saturating_sub(from));

@@ -2,7 +2,7 @@
 //! directed yield that followed it, and every exit reason per VM.
 
 use crate::groups;
-use crate::timeline::{StateInterval, ThreadState};
+use crate::timeline::{Intervals, ThreadState};
 use crate::{AnalysisError, Context};
 use schedscope_trace::hash::FxMap;
 use schedscope_trace::{Event, EventData, KvmIsa, Tid, Trace, Ts};
@@ -143,16 +143,23 @@ pub struct PleReport {
 
 /// A monotonic state cursor over one thread's intervals.
 struct Cursor<'a> {
-    ivs: &'a [StateInterval],
+    ivs: Option<&'a Intervals>,
     i: usize,
 }
 
 impl Cursor<'_> {
     fn state_at(&mut self, ts: Ts) -> ThreadState {
-        while self.i < self.ivs.len() && self.ivs[self.i].end.is_some_and(|e| e <= ts) {
+        let Some(ivs) = self.ivs else {
+            return ThreadState::Unknown;
+        };
+        while self.i < ivs.len()
+            && ivs
+                .get(self.i)
+                .is_some_and(|iv| iv.end.is_some_and(|e| e <= ts))
+        {
             self.i += 1;
         }
-        match self.ivs.get(self.i) {
+        match ivs.get(self.i) {
             Some(iv) if iv.ts <= ts => iv.state,
             _ => ThreadState::Unknown,
         }
@@ -293,7 +300,7 @@ impl<'a> PlePass<'a> {
                 d.members
                     .iter()
                     .map(|t| Cursor {
-                        ivs: tl.thread(*t).map(|x| &x.intervals[..]).unwrap_or(&[]),
+                        ivs: tl.thread(*t).map(|x| &x.intervals),
                         i: 0,
                     })
                     .collect()

@@ -122,7 +122,7 @@ impl Builder {
         if last.ts == next.ts {
             // A zero-length interval: drop it, and reopen the one before
             // when it is the same state (e.g. woken and run at one instant).
-            if let Some(prev) = self.last_interval(i) {
+            if let Some(prev) = self.last_interval(i, last.ts) {
                 if prev.end == Some(next.ts)
                     && prev.state == next.state
                     && prev.cpu == next.cpu
@@ -139,17 +139,19 @@ impl Builder {
         self.push_interval(i, last);
     }
 
-    /// The last interval written for thread `i`.
+    /// The last interval written for thread `i` (it ended at `end`, where
+    /// the open one starts).
     #[inline(always)]
-    pub(super) fn last_interval(&self, i: usize) -> Option<StateInterval> {
+    pub(super) fn last_interval(&self, i: usize, end: Ts) -> Option<StateInterval> {
         let h = &self.hot[i];
         if h.spilled {
             return self.spill.get(&i).and_then(|v| v.last().copied());
         }
-        // SAFETY: the first `len` slots of the thread's region are written.
+        // SAFETY: the first `len` slots of the region are written.
         (h.len > 0).then(|| unsafe {
-            words_as_slots_ref::<StateInterval>(&self.store)[h.base + h.len as usize - 1]
+            words_as_slots_ref::<Packed>(&self.store)[h.base + h.len as usize - 1]
                 .assume_init()
+                .unpack(Some(end))
         })
     }
 
@@ -168,10 +170,11 @@ impl Builder {
     #[inline(always)]
     pub(super) fn push_interval(&mut self, i: usize, iv: StateInterval) {
         let h = &mut self.hot[i];
-        if !h.spilled && h.len < h.cap {
+        let packed = Packed::pack(&iv);
+        if let Some(p) = packed.filter(|_| !h.spilled && h.len < h.cap) {
             let slots = words_as_slots(&mut self.store);
             let at = h.base + h.len as usize;
-            slots[at] = MaybeUninit::new(iv);
+            slots[at] = MaybeUninit::new(p);
             h.len += 1;
             // The thread's next interval goes to the next slot, many events
             // from now: ask for its cache lines now, so that the write then
@@ -185,9 +188,10 @@ impl Builder {
         }
     }
 
-    /// [`Builder::push_interval`] when the region is full: move the
-    /// thread's intervals out of the store (out of line: never taken when
-    /// the census bounds hold).
+    /// [`Builder::push_interval`] when the region is full or `iv` does not
+    /// pack: move the thread's intervals out of the store (out of line:
+    /// never taken when the census bounds hold and CPU numbers are below
+    /// 2^24).
     #[cold]
     #[inline(never)]
     pub(super) fn spill_push(&mut self, i: usize, iv: StateInterval) {
@@ -196,10 +200,16 @@ impl Builder {
         if !h.spilled {
             h.spilled = true;
             // SAFETY: the first `len` slots of the region are written.
-            let moved = words_as_slots_ref::<StateInterval>(&self.store)
-                [h.base..h.base + h.len as usize]
+            let slots: &[Packed] = unsafe {
+                &*(&words_as_slots_ref::<Packed>(&self.store)[h.base..h.base + h.len as usize]
+                    as *const [MaybeUninit<Packed>] as *const [Packed])
+            };
+            // Each ended where the next starts, the last where `iv` does.
+            let ends = slots.iter().skip(1).map(|n| n.ts()).chain([iv.ts]);
+            let moved = slots
                 .iter()
-                .map(|s| unsafe { s.assume_init() })
+                .zip(ends)
+                .map(|(p, end)| p.unpack(Some(end)))
                 .collect();
             self.spill.insert(i, moved);
         }
@@ -528,11 +538,15 @@ impl Builder {
     /// [`Builder::start`]; names come from `trace`'s tasks first), with how
     /// many pushes outgrew the census's bounds.
     pub(super) fn finish(mut self, trace: &Trace, comms: &[StrId]) -> (Timeline, u64) {
-        for i in 0..self.hot.len() {
-            if let Some(open) = self.hot[i].open {
+        // The last interval of each thread: its open one (when the pass
+        // closes no interval after the last push, its end is open's).
+        let last_end: Vec<Option<Ts>> = (0..self.hot.len())
+            .map(|i| {
+                let open = self.hot[i].open?;
                 self.push_interval(i, open);
-            }
-        }
+                open.end
+            })
+            .collect();
         let Builder {
             mut tl,
             hot,
@@ -547,11 +561,12 @@ impl Builder {
         for (i, (t, h)) in tl.threads.iter_mut().zip(&hot).enumerate() {
             t.intervals = match spill.remove(&i) {
                 Some(v) => Intervals::from(v),
-                None => Intervals {
-                    store: Arc::clone(&store),
-                    start: h.base,
-                    end: h.base + h.len as usize,
-                },
+                None => Intervals::packed(
+                    Arc::clone(&store),
+                    h.base,
+                    h.base + h.len as usize,
+                    last_end[i],
+                ),
             };
             let task = trace.tasks.by_tid(t.tid);
             t.tgid = task.and_then(|k| k.tgid);

@@ -73,9 +73,9 @@ use builder::*;
 use census::*;
 pub(crate) use loss::{names_current, stat_runtime, stat_runtime_id, NAMES_CURRENT};
 pub use loss::{CpuLoss, LossEvidence, LossScan};
-pub use store::Intervals;
 pub(crate) use store::TidIndex;
 use store::*;
+pub use store::{Intervals, IntervalsIter};
 use stream::Seen;
 pub use stream::{MarkSpan, TimelineCensus, TimelineStream};
 
@@ -365,7 +365,7 @@ impl Timeline {
             return ThreadState::Unknown;
         };
         let i = t.intervals.partition_point(|iv| iv.ts <= ts);
-        match i.checked_sub(1).map(|i| &t.intervals[i]) {
+        match i.checked_sub(1).and_then(|i| t.intervals.get(i)) {
             Some(iv) if iv.end.is_none_or(|e| ts < e) => iv.state,
             _ => ThreadState::Unknown,
         }

@@ -2,21 +2,120 @@
 //! each thread a region of it) and how it finds a thread by tid.
 
 use super::*;
-/// Size of a [`StateInterval`] in 8-byte words.
-pub(super) const INTERVAL_WORDS: usize = std::mem::size_of::<StateInterval>() / 8;
+/// Size of a [`Packed`] interval in 8-byte words.
+pub(super) const INTERVAL_WORDS: usize = std::mem::size_of::<Packed>() / 8;
 
-/// A thread's intervals: a slice (it derefs to `[StateInterval]`) of the
-/// store that [`Timeline::build`] fills for all threads at once.
+/// One stored interval, 16 bytes instead of [`StateInterval`]'s 48: its
+/// end is the next interval's start (a thread's intervals are contiguous)
+/// and the CPU, state and flags share a word. A CPU number of 2^24 or more
+/// does not fit: such a thread's intervals are kept unpacked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub(super) struct Packed {
+    ts: u64,
+    waker: i32,
+    /// CPU (low 24 bits), state (3 bits), then the flags below.
+    meta: u32,
+}
+
+const CPU_MASK: u32 = (1 << 24) - 1;
+const STATE_SHIFT: u32 = 24;
+const PREEMPTED: u32 = 1 << 27;
+const HAS_CPU: u32 = 1 << 28;
+const HAS_WAKER: u32 = 1 << 29;
+
+impl Packed {
+    /// `iv` packed, its end dropped; `None` when its CPU does not fit.
+    #[inline(always)]
+    pub(super) fn pack(iv: &StateInterval) -> Option<Packed> {
+        let state = match iv.state {
+            ThreadState::Unknown => 0,
+            ThreadState::Running => 1,
+            ThreadState::Runnable => 2,
+            ThreadState::Sleeping => 3,
+            ThreadState::Blocked => 4,
+            ThreadState::Other => 5,
+            ThreadState::Dead => 6,
+        };
+        let mut meta = state << STATE_SHIFT;
+        if let Some(c) = iv.cpu {
+            if c.0 > CPU_MASK {
+                return None;
+            }
+            meta |= c.0 | HAS_CPU;
+        }
+        if iv.preempted {
+            meta |= PREEMPTED;
+        }
+        let waker = match iv.waker {
+            Some(w) => {
+                meta |= HAS_WAKER;
+                w.0
+            }
+            None => 0,
+        };
+        Some(Packed {
+            ts: iv.ts.0,
+            waker,
+            meta,
+        })
+    }
+
+    /// The interval, ending at `end`.
+    #[inline(always)]
+    pub(super) fn unpack(self, end: Option<Ts>) -> StateInterval {
+        let m = self.meta;
+        StateInterval {
+            ts: Ts(self.ts),
+            end,
+            state: match (m >> STATE_SHIFT) & 7 {
+                0 => ThreadState::Unknown,
+                1 => ThreadState::Running,
+                2 => ThreadState::Runnable,
+                3 => ThreadState::Sleeping,
+                4 => ThreadState::Blocked,
+                5 => ThreadState::Other,
+                _ => ThreadState::Dead,
+            },
+            cpu: (m & HAS_CPU != 0).then_some(Cpu(m & CPU_MASK)),
+            preempted: m & PREEMPTED != 0,
+            waker: (m & HAS_WAKER != 0).then_some(Tid(self.waker)),
+        }
+    }
+
+    /// Start.
+    #[inline(always)]
+    pub(super) fn ts(self) -> Ts {
+        Ts(self.ts)
+    }
+}
+
+/// A thread's intervals, sorted, each starting where the previous one
+/// ended: a region of the store that [`Timeline::build`] fills for all
+/// threads at once, read by value ([`Intervals::get`], [`Intervals::iter`]).
 ///
 /// The build writes every thread's intervals into one allocation, each
 /// thread in a region sized by the census, instead of one vector per
 /// thread: a few huge pages to fault in instead of thousands of small
-/// pages (see [`schedscope_trace::mem`]). Cloning shares the store.
-#[derive(Clone, Default)]
-pub struct Intervals {
-    pub(super) store: Arc<Store>,
-    pub(super) start: usize,
-    pub(super) end: usize,
+/// pages (see [`schedscope_trace::mem`]). Each is stored in 16 bytes
+/// (no end, which the next interval's start gives). Cloning
+/// shares the store.
+#[derive(Clone)]
+pub struct Intervals(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    /// Slots `start..end` of the store; the last interval ends at
+    /// `last_end`.
+    Packed {
+        store: Arc<Store>,
+        start: usize,
+        end: usize,
+        last_end: Option<Ts>,
+    },
+    /// Intervals that do not pack (a CPU number of 2^24 or more, or ends
+    /// that are not the next starts), as they are.
+    Plain(Arc<[StateInterval]>),
 }
 
 /// Interval slots, in words (memory reused from the decoder, see
@@ -25,37 +124,233 @@ pub struct Intervals {
 #[derive(Default)]
 pub(super) struct Store(pub(super) Vec<Word>);
 
-impl std::ops::Deref for Intervals {
-    type Target = [StateInterval];
-    fn deref(&self) -> &[StateInterval] {
-        let slots = &words_as_slots_ref::<StateInterval>(&self.store.0)[self.start..self.end];
-        // SAFETY: an Intervals is only made over initialised slots (by
-        // `From<Vec<_>>`, or by the builder over the slots it wrote), the
-        // store is never written once shared, and MaybeUninit<T> has T's
-        // layout.
-        unsafe { &*(slots as *const [MaybeUninit<StateInterval>] as *const [StateInterval]) }
+impl Default for Intervals {
+    fn default() -> Intervals {
+        Intervals(Repr::Plain(Arc::new([])))
     }
 }
 
-impl From<Vec<StateInterval>> for Intervals {
-    fn from(v: Vec<StateInterval>) -> Intervals {
-        let end = v.len();
-        let mut words = vec![MaybeUninit::uninit(); end * INTERVAL_WORDS];
-        for (slot, iv) in words_as_slots(&mut words).iter_mut().zip(v) {
-            slot.write(iv);
+/// A borrowed [`Intervals`], to read by index.
+#[derive(Clone, Copy)]
+enum View<'a> {
+    Packed(&'a [Packed], Option<Ts>),
+    Plain(&'a [StateInterval]),
+}
+
+impl View<'_> {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        match self {
+            View::Packed(s, _) => s.len(),
+            View::Plain(s) => s.len(),
         }
-        Intervals {
-            store: Arc::new(Store(words)),
-            start: 0,
+    }
+
+    /// Interval `i` (`i < len`).
+    #[inline(always)]
+    fn at(&self, i: usize) -> StateInterval {
+        match *self {
+            View::Packed(s, last_end) => {
+                s[i].unpack(s.get(i + 1).map_or(last_end, |n| Some(n.ts())))
+            }
+            View::Plain(s) => s[i],
+        }
+    }
+}
+
+impl Intervals {
+    /// Intervals already packed into slots `start..end` of `store` (the
+    /// builder's), the last ending at `last_end`.
+    pub(super) fn packed(
+        store: Arc<Store>,
+        start: usize,
+        end: usize,
+        last_end: Option<Ts>,
+    ) -> Intervals {
+        Intervals(Repr::Packed {
+            store,
+            start,
             end,
+            last_end,
+        })
+    }
+
+    #[inline(always)]
+    fn view(&self) -> View<'_> {
+        match &self.0 {
+            Repr::Packed {
+                store,
+                start,
+                end,
+                last_end,
+            } => {
+                let slots = &words_as_slots_ref::<Packed>(&store.0)[*start..*end];
+                // SAFETY: a Packed repr is only made over initialised slots
+                // (by `From<Vec<_>>`, or by the builder over the slots it
+                // wrote), the store is never written once shared, and
+                // MaybeUninit<T> has T's layout.
+                let slots = unsafe { &*(slots as *const [MaybeUninit<Packed>] as *const [Packed]) };
+                View::Packed(slots, *last_end)
+            }
+            Repr::Plain(v) => View::Plain(v),
         }
+    }
+
+    /// How many intervals.
+    #[inline]
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Repr::Packed { start, end, .. } => end - start,
+            Repr::Plain(v) => v.len(),
+        }
+    }
+
+    /// No intervals.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Interval `i`, if there is one.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<StateInterval> {
+        let v = self.view();
+        (i < v.len()).then(|| v.at(i))
+    }
+
+    /// The first interval.
+    pub fn first(&self) -> Option<StateInterval> {
+        self.get(0)
+    }
+
+    /// The last interval.
+    pub fn last(&self) -> Option<StateInterval> {
+        self.len().checked_sub(1).and_then(|i| self.get(i))
+    }
+
+    /// The intervals in time order, by value.
+    pub fn iter(&self) -> IntervalsIter<'_> {
+        let view = self.view();
+        IntervalsIter {
+            back: view.len(),
+            view,
+            front: 0,
+        }
+    }
+
+    /// Intervals `r.start..r.end` (as `slice[r].iter()`; panics when
+    /// the range is out of bounds, as slicing would).
+    pub fn range(&self, r: std::ops::Range<usize>) -> IntervalsIter<'_> {
+        let view = self.view();
+        assert!(
+            r.start <= r.end && r.end <= view.len(),
+            "interval range {r:?} out of 0..{}",
+            view.len()
+        );
+        IntervalsIter {
+            view,
+            front: r.start,
+            back: r.end,
+        }
+    }
+
+    /// Each interval with the next one (as `slice::windows(2)` would).
+    pub fn pairs(&self) -> impl Iterator<Item = (StateInterval, StateInterval)> + '_ {
+        let mut it = self.iter();
+        let mut prev = it.next();
+        it.map(move |next| {
+            let p = prev.replace(next).expect("set before each step");
+            (p, next)
+        })
+    }
+
+    /// The index of the first interval for which `pred` is false, all
+    /// before it true (as `slice::partition_point`).
+    pub fn partition_point(&self, mut pred: impl FnMut(&StateInterval) -> bool) -> usize {
+        let v = self.view();
+        let (mut lo, mut hi) = (0, v.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pred(&v.at(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// The intervals, copied out.
+    pub fn to_vec(&self) -> Vec<StateInterval> {
+        self.iter().collect()
+    }
+}
+
+/// [`Intervals::iter`].
+#[derive(Clone)]
+pub struct IntervalsIter<'a> {
+    view: View<'a>,
+    front: usize,
+    back: usize,
+}
+
+impl Iterator for IntervalsIter<'_> {
+    type Item = StateInterval;
+    #[inline]
+    fn next(&mut self) -> Option<StateInterval> {
+        (self.front < self.back).then(|| {
+            self.front += 1;
+            self.view.at(self.front - 1)
+        })
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.back - self.front;
+        (n, Some(n))
+    }
+}
+
+impl DoubleEndedIterator for IntervalsIter<'_> {
+    fn next_back(&mut self) -> Option<StateInterval> {
+        (self.front < self.back).then(|| {
+            self.back -= 1;
+            self.view.at(self.back)
+        })
+    }
+}
+
+impl ExactSizeIterator for IntervalsIter<'_> {}
+
+impl From<Vec<StateInterval>> for Intervals {
+    /// Packed when the intervals are contiguous and every CPU fits, as
+    /// they are otherwise.
+    fn from(v: Vec<StateInterval>) -> Intervals {
+        let contiguous = v.windows(2).all(|w| w[0].end == Some(w[1].ts));
+        let packed: Option<Vec<Packed>> = if contiguous {
+            v.iter().map(Packed::pack).collect()
+        } else {
+            None
+        };
+        let Some(packed) = packed else {
+            return Intervals(Repr::Plain(v.into()));
+        };
+        let end = packed.len();
+        let mut words = vec![MaybeUninit::uninit(); end * INTERVAL_WORDS];
+        for (slot, p) in words_as_slots(&mut words).iter_mut().zip(packed) {
+            slot.write(p);
+        }
+        Intervals::packed(
+            Arc::new(Store(words)),
+            0,
+            end,
+            v.last().and_then(|iv| iv.end),
+        )
     }
 }
 
 impl<'a> IntoIterator for &'a Intervals {
-    type Item = &'a StateInterval;
-    type IntoIter = std::slice::Iter<'a, StateInterval>;
-    fn into_iter(self) -> Self::IntoIter {
+    type Item = StateInterval;
+    type IntoIter = IntervalsIter<'a>;
+    fn into_iter(self) -> IntervalsIter<'a> {
         self.iter()
     }
 }
@@ -68,13 +363,13 @@ impl std::fmt::Debug for Intervals {
 
 impl PartialEq for Intervals {
     fn eq(&self, other: &Intervals) -> bool {
-        self[..] == other[..]
+        self.len() == other.len() && self.iter().eq(other.iter())
     }
 }
 
 impl Serialize for Intervals {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self[..].serialize(s)
+        s.collect_seq(self.iter())
     }
 }
 
@@ -133,6 +428,145 @@ impl TidIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn iv(ts: u64, end: Option<u64>, state: ThreadState) -> StateInterval {
+        StateInterval {
+            ts: Ts(ts),
+            end: end.map(Ts),
+            state,
+            cpu: None,
+            preempted: false,
+            waker: None,
+        }
+    }
+
+    const STATES: [ThreadState; 7] = [
+        ThreadState::Unknown,
+        ThreadState::Running,
+        ThreadState::Runnable,
+        ThreadState::Sleeping,
+        ThreadState::Blocked,
+        ThreadState::Other,
+        ThreadState::Dead,
+    ];
+
+    #[test]
+    fn packed_interval_is_two_words_and_round_trips() {
+        assert_eq!(std::mem::size_of::<Packed>(), 16);
+        assert_eq!(INTERVAL_WORDS, 2);
+        let cpus = [None, Some(Cpu(0)), Some(Cpu(7)), Some(Cpu(CPU_MASK))];
+        let wakers = [
+            None,
+            Some(Tid(0)),
+            Some(Tid(-1)),
+            Some(Tid(i32::MAX)),
+            Some(Tid(4242)),
+        ];
+        for state in STATES {
+            for cpu in cpus {
+                for waker in wakers {
+                    for preempted in [false, true] {
+                        for end in [None, Some(Ts(u64::MAX))] {
+                            let want = StateInterval {
+                                ts: Ts(u64::MAX - 1),
+                                end,
+                                state,
+                                cpu,
+                                preempted,
+                                waker,
+                            };
+                            let p = Packed::pack(&want).expect("fits");
+                            assert_eq!(p.unpack(end), want);
+                        }
+                    }
+                }
+            }
+        }
+        let big = StateInterval {
+            cpu: Some(Cpu(CPU_MASK + 1)),
+            ..iv(1, None, ThreadState::Running)
+        };
+        assert_eq!(Packed::pack(&big), None);
+    }
+
+    /// Every reader of [`Intervals`] against the same reads of the vector
+    /// it was made from, packed or not.
+    #[test]
+    fn intervals_read_as_the_vector_they_hold() {
+        let contiguous = vec![
+            StateInterval {
+                cpu: Some(Cpu(3)),
+                waker: Some(Tid(9)),
+                ..iv(10, Some(20), ThreadState::Runnable)
+            },
+            StateInterval {
+                cpu: Some(Cpu(3)),
+                ..iv(20, Some(35), ThreadState::Running)
+            },
+            iv(35, Some(50), ThreadState::Sleeping),
+            StateInterval {
+                preempted: true,
+                ..iv(50, None, ThreadState::Runnable)
+            },
+        ];
+        let mut closed = contiguous.clone();
+        closed[3].end = Some(Ts(70));
+        let mut gap = contiguous.clone();
+        gap[1].end = Some(Ts(30));
+        let mut big_cpu = contiguous.clone();
+        big_cpu[1].cpu = Some(Cpu(1 << 30));
+        for (v, packs) in [
+            (contiguous, true),
+            (closed, true),
+            (gap, false),
+            (big_cpu, false),
+            (Vec::new(), true),
+        ] {
+            let ivs = Intervals::from(v.clone());
+            assert_eq!(matches!(ivs.0, Repr::Packed { .. }), packs, "{v:?}");
+            assert_eq!(ivs.len(), v.len());
+            assert_eq!(ivs.is_empty(), v.is_empty());
+            assert_eq!(ivs.to_vec(), v);
+            assert_eq!(
+                ivs.iter().rev().collect::<Vec<_>>(),
+                v.iter().rev().copied().collect::<Vec<_>>()
+            );
+            assert_eq!(ivs.first(), v.first().copied());
+            assert_eq!(ivs.last(), v.last().copied());
+            for i in 0..=v.len() + 1 {
+                assert_eq!(ivs.get(i), v.get(i).copied());
+            }
+            let pairs: Vec<_> = v.windows(2).map(|w| (w[0], w[1])).collect();
+            assert_eq!(ivs.pairs().collect::<Vec<_>>(), pairs);
+            for a in 0..=v.len() {
+                for b in a..=v.len() {
+                    assert_eq!(ivs.range(a..b).collect::<Vec<_>>(), v[a..b]);
+                    assert_eq!(ivs.range(a..b).len(), b - a);
+                }
+            }
+            for t in 0..80 {
+                assert_eq!(
+                    ivs.partition_point(|x| x.ts.0 <= t),
+                    v.partition_point(|x| x.ts.0 <= t)
+                );
+                assert_eq!(
+                    ivs.partition_point(|x| x.end_or(Ts(60)).0 <= t),
+                    v.partition_point(|x| x.end_or(Ts(60)).0 <= t)
+                );
+            }
+            assert_eq!(ivs, Intervals::from(v.clone()));
+            assert_eq!(
+                serde_json::to_string(&ivs).unwrap(),
+                serde_json::to_string(&v).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "out of 0..1")]
+    fn intervals_range_out_of_bounds_panics_as_slicing() {
+        let _ = Intervals::from(vec![iv(1, None, ThreadState::Running)]).range(0..2);
+    }
 
     #[test]
     fn tid_index_takes_any_tid() {

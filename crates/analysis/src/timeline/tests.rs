@@ -16,9 +16,9 @@ fn spans(tl: &Timeline, tid: i32) -> Vec<(u64, Option<u64>, ThreadState, Option<
 
 fn assert_contiguous(tl: &Timeline) {
     for t in &tl.threads {
-        for w in t.intervals.windows(2) {
-            assert_eq!(w[0].end, Some(w[1].ts), "tid {} not contiguous", t.tid);
-            assert!(w[0].ts < w[1].ts, "tid {} has an empty interval", t.tid);
+        for (a, b) in t.intervals.pairs() {
+            assert_eq!(a.end, Some(b.ts), "tid {} not contiguous", t.tid);
+            assert!(a.ts < b.ts, "tid {} has an empty interval", t.tid);
         }
         if let Some(last) = t.intervals.last() {
             assert_eq!(last.end, None);
@@ -48,7 +48,7 @@ fn wakeup_run_sleep_cycle() {
             (450, None, Blocked, None),
         ]
     );
-    let woken = &tl.thread(Tid(5)).unwrap().intervals[2];
+    let woken = &tl.thread(Tid(5)).unwrap().intervals.to_vec()[2];
     assert_eq!(woken.waker, Some(Tid(7)));
     assert!(!woken.preempted);
     assert_eq!(tl.anomalies, 0);
@@ -67,12 +67,12 @@ fn wakeup_without_waking_uses_wakeup_and_its_waker() {
         .wake(30, 1, 9, WakeKind::Wakeup, 5, 1)
         .switch(40, 1, 9, "R+", 5)
         .build();
-    let ivs = &tl.thread(Tid(5)).unwrap().intervals;
+    let ivs = tl.thread(Tid(5)).unwrap().intervals.to_vec();
     assert_eq!(ivs[2].state, Runnable);
     assert_eq!(ivs[2].waker, Some(Tid(9)));
     assert_eq!(ivs[2].cpu, Some(Cpu(1)));
     // 9 was preempted: Runnable, preempted, on cpu 1, no waker.
-    let nine = &tl.thread(Tid(9)).unwrap().intervals;
+    let nine = tl.thread(Tid(9)).unwrap().intervals.to_vec();
     assert_eq!(nine.len(), 1, "{nine:?}"); // no earlier switch on cpu 1: Unknown before
     assert_eq!(nine[0].state, Runnable);
     assert!(nine[0].preempted);
@@ -184,7 +184,7 @@ fn migration_splits_runnable_interval() {
             (30, None, Running, Some(1)),
         ]
     );
-    assert!(tl.thread(Tid(5)).unwrap().intervals[2].preempted);
+    assert!(tl.thread(Tid(5)).unwrap().intervals.to_vec()[2].preempted);
     assert_eq!(spans(&tl, 6), vec![(20, None, Running, Some(0))]);
     assert_contiguous(&tl);
 }
@@ -298,8 +298,8 @@ fn census_bounds_hold_on_random_contradictory_traces() {
         let tl = t.build(); // asserts the bounds
         assert!(tl.inferred_switch_ins > 0 && tl.anomalies > tl.inferred_switch_ins);
         for th in &tl.threads {
-            for w in th.intervals.windows(2) {
-                assert_eq!(w[0].end, Some(w[1].ts), "round {round} tid {}", th.tid);
+            for (a, b) in th.intervals.pairs() {
+                assert_eq!(a.end, Some(b.ts), "round {round} tid {}", th.tid);
             }
         }
     }

@@ -428,26 +428,26 @@ fn task_state(d: &Data, tid: Tid, a: u64, b: u64) -> (ThreadState, bool) {
                 .cpu
                 .is_some_and(|c| tl.repair_at(c, schedscope_trace::Tid(tid), iv.ts).is_some())
     };
-    let ivs = &tl.threads[info.thread].intervals[..];
+    let ivs = &tl.threads[info.thread].intervals;
     let i0 = ivs.partition_point(|iv| iv.end_or(end).0 <= a);
     let i1 = ivs.partition_point(|iv| iv.ts.0 < b).max(i0);
     if i1 - i0 > 32 {
         let mid = a + (b - a) / 2;
         let i = ivs.partition_point(|iv| iv.end_or(end).0 <= mid);
-        return ivs
-            .get(i)
-            .map_or((ThreadState::Unknown, false), |iv| (iv.state, repaired(iv)));
+        return ivs.get(i).map_or((ThreadState::Unknown, false), |iv| {
+            (iv.state, repaired(&iv))
+        });
     }
     let mut best = (0u64, ThreadState::Unknown);
     let (mut running, mut rep) = (0u64, 0u64);
-    for iv in &ivs[i0..i1] {
+    for iv in ivs.range(i0..i1) {
         let ov = iv.end_or(end).0.min(b).saturating_sub(iv.ts.0.max(a));
         if ov > best.0 {
             best = (ov, iv.state);
         }
         if iv.state == ThreadState::Running {
             running += ov;
-            if repaired(iv) {
+            if repaired(&iv) {
                 rep += ov;
             }
         }
@@ -630,7 +630,7 @@ pub fn detail(app: &App) -> Option<String> {
         LaneRow::Task(t) => {
             let info = d.tasks.get(t)?;
             let end = d.timeline.end;
-            let ivs = &d.timeline.threads[info.thread].intervals[..];
+            let ivs = &d.timeline.threads[info.thread].intervals;
             let i = ivs.partition_point(|iv| iv.end_or(end).0 <= v.cursor);
             let iv = ivs.get(i)?;
             let thr = if app.overlays.contains(&Overlay::Throttled) {

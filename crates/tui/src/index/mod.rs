@@ -705,7 +705,7 @@ impl Lanes {
         let mut preemptions: Vec<Vec<(u64, u64)>> = vec![Vec::new(); ncpu];
         let mut all_waiting: Vec<(u64, u64)> = Vec::new();
         for th in &tl.threads {
-            let ivs = &th.intervals[..];
+            let ivs = &th.intervals;
             for (i, iv) in ivs.iter().enumerate() {
                 if iv.state != ThreadState::Runnable {
                     continue;

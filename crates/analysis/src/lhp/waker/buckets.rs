@@ -125,8 +125,7 @@ fn find_wakes(
     let mut m = at;
     let mut tot = WakeeTotals::default();
     let me = t.tid.0;
-    for w in ivs.windows(2) {
-        let (sleep, wake) = (&w[0], &w[1]);
+    for (sleep, wake) in ivs.pairs() {
         // None and idle (tid 0) alike are no waker.
         let waker = wake.waker.map_or(0, |x| x.0);
         let is_wake = (wake.state == ThreadState::Runnable)

@@ -179,7 +179,7 @@ fn answer_wakers(
         .fold(
             || (Vec::new(), Vec::new(), vec![0u64; n]),
             |(mut rows, mut steps, mut wakee_ns), a| {
-                let m = runnable_steps(&tl.threads[a].intervals, end, &mut steps);
+                let m = runnable_steps(tl.threads[a].intervals.iter(), end, &mut steps);
                 let mine = &parts[part_off[a] as usize..part_off[a + 1] as usize];
                 for &(ci, s, e) in mine {
                     let c = &chunks[ci as usize];
@@ -450,8 +450,7 @@ mod tests {
         let (mut pairs, mut procs) = (Sums::new(), Sums::new());
         let (mut wakeups, mut long_waits) = (0, 0);
         for t in &tl.threads {
-            for w in t.intervals.windows(2) {
-                let (s, r) = (&w[0], &w[1]);
+            for (s, r) in t.intervals.pairs() {
                 if !matches!(s.state, ThreadState::Sleeping | ThreadState::Blocked)
                     || r.state != ThreadState::Runnable
                     || r.preempted

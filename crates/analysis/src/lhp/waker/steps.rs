@@ -78,7 +78,11 @@ pub(super) fn runnable_before(steps: &[Step], p: usize, t: u64) -> u64 {
 /// A thread's Runnable-time steps (see [`Step`]) from its intervals, into
 /// `buf` (reused across threads, grown as needed): returns how many.
 /// Branch-free per interval: states alternate unpredictably.
-pub(super) fn runnable_steps(ivs: &[StateInterval], end: Ts, buf: &mut Vec<Step>) -> usize {
+pub(super) fn runnable_steps(
+    ivs: impl ExactSizeIterator<Item = StateInterval>,
+    end: Ts,
+    buf: &mut Vec<Step>,
+) -> usize {
     if buf.len() < ivs.len() {
         buf.resize(ivs.len(), Step::default());
     }
@@ -129,14 +133,14 @@ mod tests {
 
     #[test]
     fn runnable_steps_clip_partial_intervals() {
-        let ivs = vec![
+        let ivs = [
             iv(10, Some(20), ThreadState::Running),
             iv(20, Some(50), ThreadState::Runnable),
             iv(50, Some(60), ThreadState::Running),
             iv(60, None, ThreadState::Runnable),
         ];
         let mut steps = Vec::new();
-        let m = runnable_steps(&ivs, Ts(100), &mut steps);
+        let m = runnable_steps(ivs.iter().copied(), Ts(100), &mut steps);
         steps.truncate(m);
         // Only the Runnable intervals are steps in a contiguous timeline.
         assert_eq!(steps.len(), 2);
@@ -178,7 +182,7 @@ mod tests {
             }
             let end = Ts(ts + rng.below(20));
             let mut steps = Vec::new();
-            let m = runnable_steps(&ivs, end, &mut steps);
+            let m = runnable_steps(ivs.iter().copied(), end, &mut steps);
             steps.truncate(m);
             let last = end.0 + 40;
             for t in 0..=last {
