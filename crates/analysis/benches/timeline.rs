@@ -136,9 +136,9 @@ fn timeline_output_floor(b: divan::Bencher) {
     let trace = input();
     let tl = Timeline::build(trace);
     let sizes: Vec<usize> = tl.threads.iter().map(|t| t.intervals.len()).collect();
-    let runs: Vec<usize> = tl.cpus.iter().map(Vec::len).collect();
+    let runs: Vec<usize> = tl.cpus.iter().map(|r| r.len()).collect();
     let iv = tl.threads.iter().find_map(|t| t.intervals.first());
-    let run = tl.cpus.iter().find_map(|c| c.first().copied());
+    let run = tl.cpus.iter().find_map(|c| c.first());
     let (Some(iv), Some(run)) = (iv, run) else {
         return;
     };

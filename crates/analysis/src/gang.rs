@@ -138,14 +138,13 @@ impl LossBounds {
     ) -> u64 {
         let mut u = 0;
         for (c, w) in windows.iter().enumerate() {
-            let runs = timeline.cpus.get(c).map(Vec::as_slice).unwrap_or(&[]);
+            let runs = timeline.runs(c);
             for &(a, b) in w {
                 // (a loss record's span may hold any member's wakeup)
                 let member = marked || {
                     // Runs overlapping or touching [a, b].
                     let k = runs.partition_point(|r| r.end.is_some_and(|e| e.0 < a));
-                    runs[k..]
-                        .iter()
+                    runs.range(k..runs.len())
                         .take_while(|r| r.ts.0 <= b)
                         .any(|r| members.contains(&r.tid))
                 };

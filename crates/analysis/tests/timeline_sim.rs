@@ -70,10 +70,10 @@ fn check_scenario(scenario: &str) {
         }
     }
     for (cpu, runs) in tl.cpus.iter().enumerate() {
-        for w in runs.windows(2) {
+        for (a, b) in runs.pairs() {
             assert_eq!(
-                w[0].end,
-                Some(w[1].ts),
+                a.end,
+                Some(b.ts),
                 "{scenario}: cpu {cpu} runs overlap or gap"
             );
         }
@@ -88,7 +88,9 @@ fn check_scenario(scenario: &str) {
             let cpu = iv.cpu.expect("running intervals carry their CPU").0 as usize;
             let runs = &tl.cpus[cpu];
             let i = runs.partition_point(|r| r.ts <= iv.ts);
-            let run = &runs[i.checked_sub(1).expect("a CpuRun starts at or before")];
+            let run = runs
+                .get(i.checked_sub(1).expect("a CpuRun starts at or before"))
+                .expect("in range");
             assert_eq!(run.tid, t.tid, "{scenario}: cpu {cpu} at {:?}", iv.ts);
             assert!(iv.end_or(tl.end) <= run.end_or_end(tl.end));
         }

@@ -205,6 +205,7 @@ fn many_cpus_group_in_eights_and_expand_on_enter() {
                 end: Some(Ts(1000)),
                 tid: Tid(0),
             }]
+            .into()
         })
         .collect();
     let mut app = App::with_data("many", Data::new(tl, empty_report()), false);

@@ -561,7 +561,8 @@ fn legend_names_the_tasks_in_the_lanes() {
             end: Some(schedscope_trace::Ts(1000)),
             tid: schedscope_trace::Tid(200),
         },
-    ];
+    ]
+    .into();
     let mut app = App::with_data("t", schedscope_tui::Data::new(tl, empty_report()), true);
     let s = screen(&mut app, W, 12);
     assert_eq!(s[9].trim_end(), "tasks   A0=alpha[100] A1=beta[200]");

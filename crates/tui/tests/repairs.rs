@@ -53,8 +53,8 @@ fn app_of(bytes: &[u8], no_color: bool) -> App {
 fn run_end(tl: &Timeline, cpu: usize, tid: i32, ts: u64) -> u64 {
     let runs = &tl.cpus[cpu];
     let i = runs.partition_point(|r| r.ts.0 < ts);
-    let r = runs[i..]
-        .iter()
+    let r = runs
+        .range(i..runs.len())
         .take_while(|r| r.ts.0 == ts)
         .find(|r| r.tid.0 == tid)
         .expect("a repair starts a run");

@@ -98,7 +98,7 @@ fn windows(trace: &Trace, tl: &Timeline, n: usize, lo: u64, hi: u64) -> Vec<Wind
 /// The timeline's idle time of CPU `c` inside `w`, and the part of `w`
 /// before the CPU's first run (where idle's own lead-in decides).
 fn idle_inside(tl: &Timeline, c: usize, w: &Windows, hi: u64) -> (u64, u64) {
-    let runs = tl.cpus.get(c).map(Vec::as_slice).unwrap_or(&[]);
+    let runs = tl.runs(c);
     let first = runs.first().map_or(hi, |r| r.ts.0);
     let mut idle = 0;
     let mut before = 0;
@@ -107,7 +107,7 @@ fn idle_inside(tl: &Timeline, c: usize, w: &Windows, hi: u64) -> (u64, u64) {
             before += b.min(first) - a;
         }
         let k = runs.partition_point(|r| r.end.is_some_and(|e| e.0 <= a));
-        for r in &runs[k..] {
+        for r in runs.range(k..runs.len()) {
             if r.ts.0 >= b {
                 break;
             }

@@ -219,16 +219,14 @@ impl Builder {
     /// Append a run to CPU slot `c`.
     #[inline]
     pub(super) fn push_run(&mut self, c: usize, run: CpuRun) {
-        let runs = &mut self.tl.cpus[c];
-        self.regrown += (runs.len() == runs.capacity()) as u64;
-        runs.push(run);
+        self.regrown += u64::from(self.tl.cpus[c].push(run));
     }
 
     pub(super) fn cpu_slot(&mut self, cpu: Cpu) -> usize {
         let c = cpu.0 as usize;
         if c >= self.cpus.len() {
             self.cpus.resize(c + 1, CpuTracker::default());
-            self.tl.cpus.resize(c + 1, Vec::new());
+            self.tl.cpus.resize(c + 1, Runs::default());
         }
         c
     }
@@ -237,12 +235,8 @@ impl Builder {
         let c = self.cpu_slot(cpu);
         self.infer_switch_in_from_idle(ts, c, cpu, prev);
         let last = self.cpus[c];
-        // Per-CPU run intervals.
-        if let Some(run) = self.tl.cpus[c].last_mut() {
-            if run.end.is_none() {
-                run.end = Some(ts);
-            }
-        }
+        // Per-CPU runs: the last one ends where the next (pushed below)
+        // starts.
         if let Some(cur) = last.current.filter(|&cur| cur != prev) {
             // The CPU said `cur` ran, yet `prev` is switched out: the switch
             // that took `cur` off was lost. Its state since is unknown; do
@@ -466,7 +460,7 @@ impl Builder {
         let cpus = census
             .cpu_bound
             .iter()
-            .map(|&n| schedscope_trace::mem::vec_with_huge_pages(n))
+            .map(|&n| Runs::with_capacity(n))
             .collect::<Vec<_>>();
         let comms = census.threads.iter().map(|s| s.comm).collect();
         let mut b = Builder {

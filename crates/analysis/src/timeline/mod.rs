@@ -62,6 +62,7 @@ mod census;
 mod loss;
 mod refill;
 mod repair;
+mod runs;
 mod store;
 mod stream;
 #[cfg(test)]
@@ -73,6 +74,7 @@ use builder::*;
 use census::*;
 pub(crate) use loss::{names_current, stat_runtime, stat_runtime_id, NAMES_CURRENT};
 pub use loss::{CpuLoss, LossEvidence, LossScan};
+pub use runs::{Runs, RunsIter};
 pub(crate) use store::TidIndex;
 use store::*;
 pub use store::{Intervals, IntervalsIter};
@@ -154,7 +156,7 @@ pub struct Timeline {
     /// One entry per thread seen (tid 0, the idle task, excluded), by tid.
     pub threads: Vec<ThreadTimeline>,
     /// Per CPU (index = CPU number): run intervals in time order.
-    pub cpus: Vec<Vec<CpuRun>>,
+    pub cpus: Vec<Runs>,
     /// First event time.
     pub start: Ts,
     /// Last event time.
@@ -345,6 +347,11 @@ impl Timeline {
                 .or_insert(0) += 1;
         }
         by
+    }
+
+    /// CPU `c`'s runs (none for a CPU the timeline has no runs of).
+    pub fn runs(&self, c: usize) -> &Runs {
+        self.cpus.get(c).unwrap_or(&runs::NONE)
     }
 
     /// One more than the highest CPU any event of the trace names, every

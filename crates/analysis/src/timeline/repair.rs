@@ -219,12 +219,11 @@ impl Builder {
             // Its switch-in is an estimate, not a recorded refill.
             self.ran(i, None);
         }
-        if let Some(run) = self.tl.cpus[c].last_mut() {
+        if let Some(run) = self.tl.cpus[c].last() {
             if run.tid.is_idle() && run.end.is_none() {
                 if run.ts == t_in {
-                    run.tid = prev;
+                    self.tl.cpus[c].set_last_tid(prev);
                 } else {
-                    run.end = Some(t_in);
                     self.push_run(
                         c,
                         CpuRun {

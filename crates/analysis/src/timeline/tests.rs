@@ -107,7 +107,7 @@ fn first_switch_out_backfills_from_cpu_previous_switch_only() {
             .collect::<Vec<_>>(),
         vec![(10, 3), (50, 0)]
     );
-    assert_eq!(tl.cpus[0][0].end, Some(Ts(50)));
+    assert_eq!(tl.cpus[0].first().unwrap().end, Some(Ts(50)));
     assert_eq!(tl.cpus[1].len(), 1);
     assert!(tl.thread(Tid(0)).is_none(), "idle is not a thread");
 }

@@ -64,8 +64,8 @@ pub fn tiny_timeline() -> Timeline {
         },
     ];
     tl.cpus = vec![
-        vec![run(0, 500, 100), run(500, 1000, 0)],
-        vec![run(0, 250, 0), run(250, 1000, 200)],
+        [run(0, 500, 100), run(500, 1000, 0)].into_iter().collect(),
+        [run(0, 250, 0), run(250, 1000, 200)].into_iter().collect(),
     ];
     tl
 }

@@ -1,0 +1,353 @@
+//! Where the timeline keeps each CPU's runs: starts and tids in two
+//! arrays, 12 bytes a run instead of [`CpuRun`]'s 32 (a run ends where the
+//! next one starts).
+
+use super::*;
+
+/// One CPU's runs, in time order, each ending where the next starts (the
+/// last one kept with its end, open when the trace ends with it): read by
+/// value ([`Runs::get`], [`Runs::iter`], [`Runs::partition_point`]).
+///
+/// The build appends runs and may give the last one another tid. Runs
+/// that are not contiguous (only ever made by hand, `Runs::from`) are kept
+/// whole.
+#[derive(Clone, Default)]
+pub struct Runs(Repr);
+
+/// No runs ([`Timeline::runs`] of a CPU without any).
+pub(super) static NONE: Runs = Runs(Repr::Packed {
+    ts: Vec::new(),
+    tid: Vec::new(),
+    last_end: None,
+});
+
+#[derive(Clone)]
+enum Repr {
+    /// Starts and tids; the last run ends at `last_end`.
+    Packed {
+        ts: Vec<Ts>,
+        tid: Vec<Tid>,
+        last_end: Option<Ts>,
+    },
+    /// Runs with gaps between them, as they are.
+    Plain(Vec<CpuRun>),
+}
+
+impl Default for Repr {
+    fn default() -> Repr {
+        Repr::Packed {
+            ts: Vec::new(),
+            tid: Vec::new(),
+            last_end: None,
+        }
+    }
+}
+
+impl Runs {
+    /// Room for `n` runs, in huge pages where the kernel gives them
+    /// ([`schedscope_trace::mem::vec_with_huge_pages`]).
+    pub(super) fn with_capacity(n: usize) -> Runs {
+        Runs(Repr::Packed {
+            ts: schedscope_trace::mem::vec_with_huge_pages(n),
+            tid: schedscope_trace::mem::vec_with_huge_pages(n),
+            last_end: None,
+        })
+    }
+
+    /// Append `run`, which starts where the last one now ends (its end is
+    /// `run.ts`). Returns whether the storage had to grow.
+    pub(super) fn push(&mut self, run: CpuRun) -> bool {
+        match &mut self.0 {
+            Repr::Packed { ts, tid, last_end } => {
+                let grew = ts.len() == ts.capacity();
+                ts.push(run.ts);
+                tid.push(run.tid);
+                *last_end = run.end;
+                grew
+            }
+            Repr::Plain(v) => {
+                if let Some(last) = v.last_mut() {
+                    last.end = Some(run.ts);
+                }
+                let grew = v.len() == v.capacity();
+                v.push(run);
+                grew
+            }
+        }
+    }
+
+    /// The last run is `tid`'s.
+    pub(super) fn set_last_tid(&mut self, who: Tid) {
+        match &mut self.0 {
+            Repr::Packed { tid, .. } => {
+                if let Some(t) = tid.last_mut() {
+                    *t = who;
+                }
+            }
+            Repr::Plain(v) => {
+                if let Some(r) = v.last_mut() {
+                    r.tid = who;
+                }
+            }
+        }
+    }
+
+    /// How many runs.
+    #[inline]
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Repr::Packed { ts, .. } => ts.len(),
+            Repr::Plain(v) => v.len(),
+        }
+    }
+
+    /// No runs.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Run `i`, if there is one.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<CpuRun> {
+        match &self.0 {
+            Repr::Packed { ts, tid, last_end } => Some(CpuRun {
+                ts: *ts.get(i)?,
+                end: ts.get(i + 1).copied().or(*last_end),
+                tid: tid[i],
+            }),
+            Repr::Plain(v) => v.get(i).copied(),
+        }
+    }
+
+    /// The first run.
+    pub fn first(&self) -> Option<CpuRun> {
+        self.get(0)
+    }
+
+    /// The last run.
+    pub fn last(&self) -> Option<CpuRun> {
+        self.len().checked_sub(1).and_then(|i| self.get(i))
+    }
+
+    /// The runs in time order, by value.
+    pub fn iter(&self) -> RunsIter<'_> {
+        self.range(0..self.len())
+    }
+
+    /// Runs `r.start..r.end` (as `slice[r].iter()`; panics when the range
+    /// is out of bounds, as slicing would).
+    pub fn range(&self, r: std::ops::Range<usize>) -> RunsIter<'_> {
+        assert!(
+            r.start <= r.end && r.end <= self.len(),
+            "run range {r:?} out of 0..{}",
+            self.len()
+        );
+        RunsIter {
+            runs: self,
+            front: r.start,
+            back: r.end,
+        }
+    }
+
+    /// Each run with the next one (as `slice::windows(2)` would).
+    pub fn pairs(&self) -> impl Iterator<Item = (CpuRun, CpuRun)> + '_ {
+        self.iter().zip(self.range(self.len().min(1)..self.len()))
+    }
+
+    /// The index of the first run for which `pred` is false, all before
+    /// it true (as `slice::partition_point`).
+    pub fn partition_point(&self, mut pred: impl FnMut(&CpuRun) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.get(mid) {
+                Some(r) if pred(&r) => lo = mid + 1,
+                _ => hi = mid,
+            }
+        }
+        lo
+    }
+
+    /// The runs, copied out.
+    pub fn to_vec(&self) -> Vec<CpuRun> {
+        self.iter().collect()
+    }
+}
+
+/// [`Runs::iter`].
+#[derive(Clone)]
+pub struct RunsIter<'a> {
+    runs: &'a Runs,
+    front: usize,
+    back: usize,
+}
+
+impl Iterator for RunsIter<'_> {
+    type Item = CpuRun;
+    #[inline]
+    fn next(&mut self) -> Option<CpuRun> {
+        if self.front >= self.back {
+            return None;
+        }
+        self.front += 1;
+        self.runs.get(self.front - 1)
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.back - self.front;
+        (n, Some(n))
+    }
+}
+
+impl DoubleEndedIterator for RunsIter<'_> {
+    fn next_back(&mut self) -> Option<CpuRun> {
+        if self.front >= self.back {
+            return None;
+        }
+        self.back -= 1;
+        self.runs.get(self.back)
+    }
+}
+
+impl ExactSizeIterator for RunsIter<'_> {}
+
+impl<'a> IntoIterator for &'a Runs {
+    type Item = CpuRun;
+    type IntoIter = RunsIter<'a>;
+    fn into_iter(self) -> RunsIter<'a> {
+        self.iter()
+    }
+}
+
+impl From<Vec<CpuRun>> for Runs {
+    /// Packed when each run ends where the next starts, as they are
+    /// otherwise.
+    fn from(v: Vec<CpuRun>) -> Runs {
+        if !v.windows(2).all(|w| w[0].end == Some(w[1].ts)) {
+            return Runs(Repr::Plain(v));
+        }
+        Runs(Repr::Packed {
+            ts: v.iter().map(|r| r.ts).collect(),
+            tid: v.iter().map(|r| r.tid).collect(),
+            last_end: v.last().and_then(|r| r.end),
+        })
+    }
+}
+
+impl FromIterator<CpuRun> for Runs {
+    fn from_iter<I: IntoIterator<Item = CpuRun>>(it: I) -> Runs {
+        Runs::from(it.into_iter().collect::<Vec<_>>())
+    }
+}
+
+impl std::fmt::Debug for Runs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl PartialEq for Runs {
+    fn eq(&self, other: &Runs) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Serialize for Runs {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(ts: u64, end: Option<u64>, tid: i32) -> CpuRun {
+        CpuRun {
+            ts: Ts(ts),
+            end: end.map(Ts),
+            tid: Tid(tid),
+        }
+    }
+
+    /// Every reader of [`Runs`] against the same reads of the vector it
+    /// was made from, packed or not; and the build's appends.
+    #[test]
+    fn runs_read_as_the_vector_they_hold() {
+        let contiguous = vec![
+            run(10, Some(20), 0),
+            run(20, Some(35), 7),
+            run(35, Some(50), -1),
+            run(50, None, 0),
+        ];
+        let mut closed = contiguous.clone();
+        closed[3].end = Some(Ts(70));
+        let mut gap = contiguous.clone();
+        gap[1].end = Some(Ts(30));
+        for (v, packs) in [
+            (contiguous.clone(), true),
+            (closed, true),
+            (gap, false),
+            (Vec::new(), true),
+        ] {
+            let runs = Runs::from(v.clone());
+            assert_eq!(matches!(runs.0, Repr::Packed { .. }), packs, "{v:?}");
+            assert_eq!(runs.len(), v.len());
+            assert_eq!(runs.is_empty(), v.is_empty());
+            assert_eq!(runs.to_vec(), v);
+            assert_eq!(
+                runs.iter().rev().collect::<Vec<_>>(),
+                v.iter().rev().copied().collect::<Vec<_>>()
+            );
+            assert_eq!(runs.first(), v.first().copied());
+            assert_eq!(runs.last(), v.last().copied());
+            for i in 0..=v.len() + 1 {
+                assert_eq!(runs.get(i), v.get(i).copied());
+            }
+            let pairs: Vec<_> = v.windows(2).map(|w| (w[0], w[1])).collect();
+            assert_eq!(runs.pairs().collect::<Vec<_>>(), pairs);
+            for a in 0..=v.len() {
+                for b in a..=v.len() {
+                    assert_eq!(runs.range(a..b).collect::<Vec<_>>(), v[a..b]);
+                }
+            }
+            for t in 0..80 {
+                assert_eq!(
+                    runs.partition_point(|r| r.ts.0 <= t),
+                    v.partition_point(|r| r.ts.0 <= t)
+                );
+                assert_eq!(
+                    runs.partition_point(|r| r.end.is_some_and(|e| e.0 <= t)),
+                    v.partition_point(|r| r.end.is_some_and(|e| e.0 <= t))
+                );
+            }
+            assert_eq!(
+                serde_json::to_string(&runs).unwrap(),
+                serde_json::to_string(&v).unwrap()
+            );
+        }
+        // The build's way: push open runs, each closing the one before.
+        let mut built = Runs::with_capacity(contiguous.len());
+        for r in &contiguous {
+            assert!(!built.push(CpuRun { end: None, ..*r }), "room for all");
+        }
+        built.set_last_tid(Tid(9));
+        let mut want = contiguous.clone();
+        want[3].tid = Tid(9);
+        assert_eq!(built.to_vec(), want);
+        assert!(built.push(run(90, None, 1)), "full: grows");
+        let mut plain = Runs::from(vec![run(1, Some(2), 1), run(5, None, 2)]);
+        plain.push(run(8, None, 3));
+        plain.set_last_tid(Tid(4));
+        assert_eq!(
+            plain.to_vec(),
+            [run(1, Some(2), 1), run(5, Some(8), 2), run(8, None, 4)]
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "out of 0..1")]
+    fn runs_range_out_of_bounds_panics_as_slicing() {
+        let _ = Runs::from(vec![run(1, None, 0)]).range(0..2);
+    }
+}
