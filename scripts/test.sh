@@ -33,6 +33,6 @@ echo "test.sh: docs (links, crate graph, export schema)" >&2
 bash scripts/check-doc-links.sh
 bash scripts/crate-graph.sh --check
 cargo build --workspace --all-targets
-SCHEDSCOPE=target/debug/schedscope bash scripts/export-schema.sh --check
-SCHEDSCOPE=target/debug/schedscope bash scripts/check-doc-keys.sh
+SCHEDSCOPE="$target/debug/schedscope" bash scripts/export-schema.sh --check
+SCHEDSCOPE="$target/debug/schedscope" bash scripts/check-doc-keys.sh
 cargo test --workspace --no-fail-fast -- --test-threads=1
