@@ -18,7 +18,13 @@
 //!
 //! - `schedscope record` with its default events (`sched_stat_runtime` and
 //!   `power:cpu_idle` among them where the kernel has them): each CPU's
-//!   `idle_ns` lies in `[inner - (2% + 20 ms), outer + (2% + 20 ms)]`.
+//!   `idle_ns` lies in `[inner - (2% + 20 ms), outer + (2% + 20 ms)]`,
+//!   widened on each side by the time the report itself calls unknown on
+//!   that CPU (`repairs[].uncertain_ns`: stretches after switch-outs that
+//!   no recorded switch explains, where who ran is unknown; this VM drops
+//!   a few such switches on either CPU, more right after a heavy load),
+//!   and lies within its own `[idle_ns_min, idle_ns_max]`, which meets the
+//!   same window.
 //! - `perf record -a -e sched:sched_switch,sched:sched_wakeup,sched:sched_waking`
 //!   (no evidence beyond the switches and wakeups): each CPU's
 //!   `[idle_ns_min, idle_ns_max]`, widened by 20 ms, meets `[inner, outer]`.
@@ -239,7 +245,8 @@ fn show(name: &str, run: &Run, report: &Value) -> BTreeMap<u32, (u64, u64, u64)>
 }
 
 /// (a): with the default events, each CPU's idle lies between the inner
-/// and the outer window's, within 2% + 20 ms.
+/// and the outer window's, within 2% + 20 ms and the CPU's unknown time;
+/// its bounds hold it and meet the window.
 #[test]
 fn default_recording_idle_lies_between_proc_stat_windows() {
     if let Some(why) = cannot_run() {
@@ -263,16 +270,33 @@ fn default_recording_idle_lies_between_proc_stat_windows() {
         run.inner.keys().collect::<Vec<_>>(),
         "the report's CPUs are /proc/stat's"
     );
+    // Per CPU, the time the report says it cannot place.
+    let unknown: BTreeMap<u32, u64> = report["idle"]["repairs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| (u(r, "cpu") as u32, u(r, "uncertain_ns")))
+        .collect();
     let mut bad = Vec::new();
-    for (cpu, &(idle, _, _)) in &cpus {
+    for (cpu, &(idle, min, max)) in &cpus {
+        assert!(
+            min <= idle && idle <= max,
+            "cpu {cpu}: {min} <= {idle} <= {max}"
+        );
         let (inner, outer) = (run.inner[cpu].0, run.outer[cpu].0);
-        let lo = inner.saturating_sub(inner / 50 + TICKS_NS);
-        let hi = outer + outer / 50 + TICKS_NS;
+        let u = unknown.get(cpu).copied().unwrap_or(0);
+        let lo = inner.saturating_sub(inner / 50 + TICKS_NS + u);
+        let hi = outer + outer / 50 + TICKS_NS + u;
         println!(
-            "  cpu {cpu}: {:.1} ms in [{:.1}, {:.1}] ms?",
+            "  cpu {cpu}: {:.1} ms in [{:.1}, {:.1}] ms ({:.1} ms unknown)? bounds [{:.1}, {:.1}] ms meet [{:.1}, {:.1}] ms?",
             ms(idle),
             ms(lo),
-            ms(hi)
+            ms(hi),
+            ms(u),
+            ms(min),
+            ms(max),
+            ms(inner),
+            ms(outer)
         );
         if !(lo..=hi).contains(&idle) {
             bad.push(format!(
@@ -280,6 +304,16 @@ fn default_recording_idle_lies_between_proc_stat_windows() {
                 ms(idle),
                 ms(lo),
                 ms(hi)
+            ));
+        }
+        let (lo_w, hi_w) = (min.saturating_sub(TICKS_NS), max + TICKS_NS);
+        if lo_w > outer || hi_w < inner {
+            bad.push(format!(
+                "cpu {cpu}: bounds [{:.1}, {:.1}] ms (widened by 20 ms) miss [{:.1}, {:.1}] ms",
+                ms(lo_w),
+                ms(hi_w),
+                ms(inner),
+                ms(outer)
             ));
         }
     }
