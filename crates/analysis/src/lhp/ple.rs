@@ -152,10 +152,9 @@ impl Cursor<'_> {
         let Some(ivs) = self.ivs else {
             return ThreadState::Unknown;
         };
-        while self.i < ivs.len()
-            && ivs
-                .get(self.i)
-                .is_some_and(|iv| iv.end.is_some_and(|e| e <= ts))
+        while ivs
+            .get(self.i)
+            .is_some_and(|iv| iv.end.is_some_and(|e| e <= ts))
         {
             self.i += 1;
         }

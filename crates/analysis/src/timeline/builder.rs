@@ -148,11 +148,8 @@ impl Builder {
             return self.spill.get(&i).and_then(|v| v.last().copied());
         }
         // SAFETY: the first `len` slots of the region are written.
-        (h.len > 0).then(|| unsafe {
-            words_as_slots_ref::<Packed>(&self.store)[h.base + h.len as usize - 1]
-                .assume_init()
-                .unpack(Some(end))
-        })
+        let slots = unsafe { written(&self.store, h.base..h.base + h.len as usize) };
+        slots.last().map(|p| p.unpack(Some(end)))
     }
 
     /// Drop the last interval written for thread `i`.
@@ -200,10 +197,7 @@ impl Builder {
         if !h.spilled {
             h.spilled = true;
             // SAFETY: the first `len` slots of the region are written.
-            let slots: &[Packed] = unsafe {
-                &*(&words_as_slots_ref::<Packed>(&self.store)[h.base..h.base + h.len as usize]
-                    as *const [MaybeUninit<Packed>] as *const [Packed])
-            };
+            let slots = unsafe { written(&self.store, h.base..h.base + h.len as usize) };
             // Each ended where the next starts, the last where `iv` does.
             let ends = slots.iter().skip(1).map(|n| n.ts()).chain([iv.ts]);
             let moved = slots

@@ -157,16 +157,8 @@ impl Runs {
 
     /// The index of the first run for which `pred` is false, all before
     /// it true (as `slice::partition_point`).
-    pub fn partition_point(&self, mut pred: impl FnMut(&CpuRun) -> bool) -> usize {
-        let (mut lo, mut hi) = (0, self.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match self.get(mid) {
-                Some(r) if pred(&r) => lo = mid + 1,
-                _ => hi = mid,
-            }
-        }
-        lo
+    pub fn partition_point(&self, pred: impl FnMut(&CpuRun) -> bool) -> usize {
+        super::store::partition_index(self.len(), |i| self.get(i).expect("i < len"), pred)
     }
 
     /// The runs, copied out.

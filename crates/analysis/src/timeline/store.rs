@@ -118,6 +118,19 @@ enum Repr {
     Plain(Arc<[StateInterval]>),
 }
 
+/// Slots `r` of `words` (an interval store), as the intervals written
+/// there.
+///
+/// # Safety
+/// Every slot in `r` is initialised, and none is written while the result
+/// lives.
+#[inline(always)]
+pub(super) unsafe fn written(words: &[Word], r: std::ops::Range<usize>) -> &[Packed] {
+    let slots = &words_as_slots_ref::<Packed>(words)[r];
+    // SAFETY: the caller's promise; MaybeUninit<T> has T's layout.
+    unsafe { &*(slots as *const [MaybeUninit<Packed>] as *const [Packed]) }
+}
+
 /// Interval slots, in words (memory reused from the decoder, see
 /// [`schedscope_trace::mem::Spare`]); only the ranges that an
 /// [`Intervals`] names are initialised.
@@ -184,13 +197,10 @@ impl Intervals {
                 end,
                 last_end,
             } => {
-                let slots = &words_as_slots_ref::<Packed>(&store.0)[*start..*end];
                 // SAFETY: a Packed repr is only made over initialised slots
                 // (by `From<Vec<_>>`, or by the builder over the slots it
-                // wrote), the store is never written once shared, and
-                // MaybeUninit<T> has T's layout.
-                let slots = unsafe { &*(slots as *const [MaybeUninit<Packed>] as *const [Packed]) };
-                View::Packed(slots, *last_end)
+                // wrote), and the store is never written once shared.
+                View::Packed(unsafe { written(&store.0, *start..*end) }, *last_end)
             }
             Repr::Plain(v) => View::Plain(v),
         }
@@ -266,24 +276,35 @@ impl Intervals {
 
     /// The index of the first interval for which `pred` is false, all
     /// before it true (as `slice::partition_point`).
-    pub fn partition_point(&self, mut pred: impl FnMut(&StateInterval) -> bool) -> usize {
+    pub fn partition_point(&self, pred: impl FnMut(&StateInterval) -> bool) -> usize {
         let v = self.view();
-        let (mut lo, mut hi) = (0, v.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if pred(&v.at(mid)) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        partition_index(v.len(), |i| v.at(i), pred)
     }
 
     /// The intervals, copied out.
     pub fn to_vec(&self) -> Vec<StateInterval> {
         self.iter().collect()
     }
+}
+
+/// The first index in `0..len` whose element (`at(i)`) fails `pred`, all
+/// before it passing: `slice::partition_point` over elements read by
+/// value ([`Intervals`], [`Runs`]).
+pub(super) fn partition_index<T>(
+    len: usize,
+    at: impl Fn(usize) -> T,
+    mut pred: impl FnMut(&T) -> bool,
+) -> usize {
+    let (mut lo, mut hi) = (0, len);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(&at(mid)) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// [`Intervals::iter`].
@@ -427,18 +448,8 @@ impl TidIndex {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_trace::iv;
     use super::*;
-
-    fn iv(ts: u64, end: Option<u64>, state: ThreadState) -> StateInterval {
-        StateInterval {
-            ts: Ts(ts),
-            end: end.map(Ts),
-            state,
-            cpu: None,
-            preempted: false,
-            waker: None,
-        }
-    }
 
     const STATES: [ThreadState; 7] = [
         ThreadState::Unknown,

@@ -1,9 +1,22 @@
 //! Hand-built traces for unit tests (shared with the latency tests).
 
-use super::Timeline;
+use super::{StateInterval, ThreadState, Timeline};
 use schedscope_trace::{
     Cpu, Event, EventData, PrevState, StackId, StrId, Tid, Trace, TraceFormat, Ts, WakeKind,
 };
+
+/// An interval from `ts` to `end` in `state`, with no CPU, waker or
+/// preemption.
+pub(crate) fn iv(ts: u64, end: Option<u64>, state: ThreadState) -> StateInterval {
+    StateInterval {
+        ts: Ts(ts),
+        end: end.map(Ts),
+        state,
+        cpu: None,
+        preempted: false,
+        waker: None,
+    }
+}
 
 /// A hand-built trace: events appended in time order.
 pub(crate) struct T(pub(crate) Trace);

@@ -325,16 +325,7 @@ mod tests {
     use crate::timeline::{StateInterval, ThreadState, ThreadTimeline};
     use schedscope_trace::Ts;
 
-    pub(super) fn iv(ts: u64, end: Option<u64>, state: ThreadState) -> StateInterval {
-        StateInterval {
-            ts: Ts(ts),
-            end: end.map(Ts),
-            state,
-            cpu: None,
-            preempted: false,
-            waker: None,
-        }
-    }
+    pub(super) use crate::timeline::test_trace::iv;
 
     /// A small deterministic generator (xorshift), so tests need no crate.
     /// A small deterministic generator (xorshift), so tests need no crate.
