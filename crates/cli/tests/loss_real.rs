@@ -244,6 +244,28 @@ fn show(name: &str, run: &Run, report: &Value) -> BTreeMap<u32, (u64, u64, u64)>
     out
 }
 
+/// CPU `cpu`'s idle bounds `[lo, hi]` widened by 20 ms (one each side
+/// of a tick), and why they miss `[inner, outer]` if they do.
+fn widened_bounds(
+    cpu: u32,
+    lo: u64,
+    hi: u64,
+    inner: u64,
+    outer: u64,
+) -> (u64, u64, Option<String>) {
+    let (lo_w, hi_w) = (lo.saturating_sub(TICKS_NS), hi + TICKS_NS);
+    let miss = (lo_w > outer || hi_w < inner).then(|| {
+        format!(
+            "cpu {cpu}: bounds [{:.1}, {:.1}] ms (widened by 20 ms) miss [{:.1}, {:.1}] ms",
+            ms(lo_w),
+            ms(hi_w),
+            ms(inner),
+            ms(outer)
+        )
+    });
+    (lo_w, hi_w, miss)
+}
+
 /// (a): with the default events, each CPU's idle lies between the inner
 /// and the outer window's, within 2% + 20 ms and the CPU's unknown time;
 /// its bounds hold it and meet the window.
@@ -306,16 +328,7 @@ fn default_recording_idle_lies_between_proc_stat_windows() {
                 ms(hi)
             ));
         }
-        let (lo_w, hi_w) = (min.saturating_sub(TICKS_NS), max + TICKS_NS);
-        if lo_w > outer || hi_w < inner {
-            bad.push(format!(
-                "cpu {cpu}: bounds [{:.1}, {:.1}] ms (widened by 20 ms) miss [{:.1}, {:.1}] ms",
-                ms(lo_w),
-                ms(hi_w),
-                ms(inner),
-                ms(outer)
-            ));
-        }
+        bad.extend(widened_bounds(*cpu, min, max, inner, outer).2);
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
     run.remove();
@@ -348,7 +361,7 @@ fn switches_only_recording_idle_bounds_meet_proc_stat_windows() {
             "cpu {cpu}: {lo} <= {idle} <= {hi}"
         );
         let (inner, outer) = (run.inner[cpu].0, run.outer[cpu].0);
-        let (lo_w, hi_w) = (lo.saturating_sub(TICKS_NS), hi + TICKS_NS);
+        let (lo_w, hi_w, miss) = widened_bounds(*cpu, lo, hi, inner, outer);
         println!(
             "  cpu {cpu}: [{:.1}, {:.1}] ms meets [{:.1}, {:.1}] ms?",
             ms(lo_w),
@@ -356,15 +369,7 @@ fn switches_only_recording_idle_bounds_meet_proc_stat_windows() {
             ms(inner),
             ms(outer)
         );
-        if lo_w > outer || hi_w < inner {
-            bad.push(format!(
-                "cpu {cpu}: bounds [{:.1}, {:.1}] ms (widened by 20 ms) miss [{:.1}, {:.1}] ms",
-                ms(lo_w),
-                ms(hi_w),
-                ms(inner),
-                ms(outer)
-            ));
-        }
+        bad.extend(miss);
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
     run.remove();
