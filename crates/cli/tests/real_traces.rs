@@ -106,27 +106,6 @@ const ROWS: &[Row] = &[
     },
 ];
 
-/// The shared `real-traces/` directory: `$SCHEDSCOPE_REAL_TRACES`, else the
-/// first `shared/real-traces` beside the repository or one of its parents
-/// (CI puts `shared/` beside the clone; worktrees sit one level deeper).
-fn corpus_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("SCHEDSCOPE_REAL_TRACES") {
-        return PathBuf::from(d);
-    }
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let repo = repo.canonicalize().unwrap_or(repo);
-    for dir in repo.ancestors().skip(1) {
-        let d = dir.join("shared/real-traces");
-        if d.is_dir() {
-            return d;
-        }
-    }
-    panic!(
-        "no shared/real-traces directory beside {} or its parents (set SCHEDSCOPE_REAL_TRACES): the real-trace corpus cannot be checked",
-        repo.display()
-    );
-}
-
 fn schedscope(args: &[&str], path: &Path) -> (i32, String, String) {
     let o = Command::new(env!("CARGO_BIN_EXE_schedscope"))
         .args(args)
@@ -726,7 +705,7 @@ fn check_perf_data(path: &Path, file: &str, unfinished: bool) {
 
 #[test]
 fn every_real_trace_against_its_oracle() {
-    let dir = corpus_dir();
+    let dir = schedscope_testkit::real_traces_dir();
     let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| e.ok())

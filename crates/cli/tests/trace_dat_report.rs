@@ -15,18 +15,7 @@ use std::process::Command;
 const BIN: &str = env!("CARGO_BIN_EXE_schedscope");
 
 fn lisa() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    for dir in root.ancestors() {
-        let p = dir.join("shared/real-traces/lisa_sched_load.trace.dat");
-        if p.is_file() {
-            return p;
-        }
-    }
-    panic!(
-        "lisa_sched_load.trace.dat is missing: this test reads it from shared/real-traces/ \
-         beside the repository; not found above {}",
-        root.display()
-    );
+    schedscope_testkit::real_trace("lisa_sched_load.trace.dat")
 }
 
 fn report_json(file: &Path) -> Value {

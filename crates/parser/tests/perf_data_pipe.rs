@@ -11,30 +11,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// `../shared/real-traces/NAME` from the repository (or
-/// `$SCHEDSCOPE_REAL_TRACES/NAME`): the first ancestor of this crate with
-/// a `shared/real-traces` folder.
+/// `NAME` in the shared real-trace corpus (`$SCHEDSCOPE_REAL_TRACES`, or
+/// `shared/real-traces` beside the repository:
+/// [`schedscope_testkit::real_traces_dir`]).
 fn real_trace(name: &str) -> PathBuf {
-    if let Some(d) = std::env::var_os("SCHEDSCOPE_REAL_TRACES") {
-        let p = Path::new(&d).join(name);
-        assert!(
-            p.exists(),
-            "real trace {name} is missing from SCHEDSCOPE_REAL_TRACES={}",
-            p.display()
-        );
-        return p;
-    }
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for dir in here.ancestors() {
-        let p = dir.join("shared/real-traces").join(name);
-        if p.exists() {
-            return p;
-        }
-    }
-    panic!(
-        "real trace {name} not found in shared/real-traces beside any ancestor of {} (set SCHEDSCOPE_REAL_TRACES to its folder)",
-        here.display()
-    );
+    schedscope_testkit::real_trace(name)
 }
 
 fn perf_usable() -> bool {

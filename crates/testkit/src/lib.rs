@@ -187,6 +187,42 @@ pub fn record_system_wide<S: AsRef<std::ffi::OsStr>>(
     })
 }
 
+/// The shared real-trace corpus (`real-traces/`, kept outside the
+/// repository): `$SCHEDSCOPE_REAL_TRACES`, else the first
+/// `shared/real-traces` folder beside the repository or one of its parents
+/// (CI puts `shared/` beside the clone; worktrees sit deeper). Panics,
+/// saying how to point at it, when there is none: the tests that read it
+/// must not pass without it.
+pub fn real_traces_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("SCHEDSCOPE_REAL_TRACES") {
+        return PathBuf::from(d);
+    }
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let repo = repo.canonicalize().unwrap_or(repo);
+    for dir in repo.ancestors() {
+        let d = dir.join("shared/real-traces");
+        if d.is_dir() {
+            return d;
+        }
+    }
+    panic!(
+        "no shared/real-traces directory beside {} or its parents (set SCHEDSCOPE_REAL_TRACES to it): the real-trace corpus cannot be checked",
+        repo.display()
+    );
+}
+
+/// `NAME` in [`real_traces_dir`]; panics, naming it, when it is missing.
+pub fn real_trace(name: &str) -> PathBuf {
+    let dir = real_traces_dir();
+    let p = dir.join(name);
+    assert!(
+        p.is_file(),
+        "real trace {name} is missing from {} (see that folder's README)",
+        dir.display()
+    );
+    p
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

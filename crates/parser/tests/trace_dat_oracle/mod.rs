@@ -9,8 +9,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// `shared/real-traces/NAME`, looked for beside the repository (CI) and in
-/// its ancestors (worktrees); panics saying what is missing.
 /// Load a trace keeping untyped events' fields (the oracle compares them).
 pub fn load(path: &Path) -> Trace {
     let opts = schedscope_parser::LoadOptions {
@@ -20,19 +18,10 @@ pub fn load(path: &Path) -> Trace {
     schedscope_parser::load_with(path, &opts).unwrap()
 }
 
+/// `NAME` in the shared real-trace corpus
+/// ([`schedscope_testkit::real_traces_dir`]); panics saying what is missing.
 pub fn real_trace(name: &str) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    for dir in root.ancestors() {
-        let p = dir.join("shared/real-traces").join(name);
-        if p.is_file() {
-            return p;
-        }
-    }
-    panic!(
-        "{name} is missing: this test reads it from shared/real-traces/ beside the repository \
-         (see that folder's README); it was not found above {}",
-        root.display()
-    );
+    schedscope_testkit::real_trace(name)
 }
 
 /// Panics, saying how to install it, when trace-cmd cannot be run.
