@@ -185,14 +185,18 @@ fn whole_words<T>() -> bool {
 }
 
 /// How many slots of `T` fit in `words` words (`T`: alignment at most 8,
-/// size a multiple of 8).
+/// not zero-sized).
 fn slots_in<T>(words: usize) -> usize {
-    assert!(whole_words::<T>(), "slots must be whole words");
-    words * 8 / std::mem::size_of::<T>()
+    let size = std::mem::size_of::<T>();
+    assert!(
+        std::mem::align_of::<T>() <= 8 && size > 0,
+        "slots need at most word alignment and a size"
+    );
+    words * 8 / size
 }
 
-/// `words` seen as slots of `T` (alignment at most 8, size a multiple of
-/// 8): as many whole slots as fit.
+/// `words` seen as slots of `T` (alignment at most 8, not zero-sized): as
+/// many whole slots as fit.
 pub fn words_as_slots<T>(words: &mut [Word]) -> &mut [MaybeUninit<T>] {
     let n = slots_in::<T>(words.len());
     // SAFETY: the words are aligned to 8 >= align_of::<T>() and span

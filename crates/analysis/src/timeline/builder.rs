@@ -56,6 +56,9 @@ pub(super) struct Builder {
     /// The interval store: every thread's region, as the census sized it
     /// (in words; see [`Store`]).
     pub(super) store: Vec<Word>,
+    /// What the stored starts are offsets from (the trace's start; see
+    /// [`Packed`]).
+    pub(super) base: u64,
     /// Intervals of threads whose region was full (never, when the census
     /// bounds hold), by thread index.
     pub(super) spill: schedscope_trace::hash::FxMap<usize, Vec<StateInterval>>,
@@ -149,7 +152,7 @@ impl Builder {
         }
         // SAFETY: the first `len` slots of the region are written.
         let slots = unsafe { written(&self.store, h.base..h.base + h.len as usize) };
-        slots.last().map(|p| p.unpack(Some(end)))
+        slots.last().map(|p| p.unpack(Some(end), self.base))
     }
 
     /// Drop the last interval written for thread `i`.
@@ -167,7 +170,7 @@ impl Builder {
     #[inline(always)]
     pub(super) fn push_interval(&mut self, i: usize, iv: StateInterval) {
         let h = &mut self.hot[i];
-        let packed = Packed::pack(&iv);
+        let packed = Packed::pack(&iv, self.base);
         if let Some(p) = packed.filter(|_| !h.spilled && h.len < h.cap) {
             let slots = words_as_slots(&mut self.store);
             let at = h.base + h.len as usize;
@@ -187,8 +190,9 @@ impl Builder {
 
     /// [`Builder::push_interval`] when the region is full or `iv` does not
     /// pack: move the thread's intervals out of the store (out of line:
-    /// never taken when the census bounds hold and CPU numbers are below
-    /// 2^24).
+    /// never taken when the census bounds hold and the intervals fit
+    /// [`Packed`]: CPU numbers below 2^14, starts within 4.9 hours of the
+    /// trace's).
     #[cold]
     #[inline(never)]
     pub(super) fn spill_push(&mut self, i: usize, iv: StateInterval) {
@@ -199,11 +203,12 @@ impl Builder {
             // SAFETY: the first `len` slots of the region are written.
             let slots = unsafe { written(&self.store, h.base..h.base + h.len as usize) };
             // Each ended where the next starts, the last where `iv` does.
-            let ends = slots.iter().skip(1).map(|n| n.ts()).chain([iv.ts]);
+            let base = self.base;
+            let ends = slots.iter().skip(1).map(|n| n.ts(base)).chain([iv.ts]);
             let moved = slots
                 .iter()
                 .zip(ends)
-                .map(|(p, end)| p.unpack(Some(end)))
+                .map(|(p, end)| p.unpack(Some(end), base))
                 .collect();
             self.spill.insert(i, moved);
         }
@@ -445,7 +450,7 @@ impl Builder {
             total += s.bound as usize;
         }
         // (memory the decoder is done with, when there is enough)
-        let words = total * INTERVAL_WORDS;
+        let words = interval_words(total);
         let mut store = trace
             .spare
             .take(words)
@@ -460,6 +465,7 @@ impl Builder {
         let mut b = Builder {
             hot,
             store,
+            base: trace.start().0,
             spill: Default::default(),
             cpus: vec![CpuTracker::default(); cpus.len()],
             tl: Timeline {
@@ -539,13 +545,14 @@ impl Builder {
             mut tl,
             hot,
             store,
+            base,
             mut spill,
             regrown,
             seen,
             ..
         } = self;
         (tl.vcpus, tl.mark_spans) = seen.finish();
-        let store = Arc::new(Store(store));
+        let store = Arc::new(Store { words: store, base });
         for (i, (t, h)) in tl.threads.iter_mut().zip(&hot).enumerate() {
             t.intervals = match spill.remove(&i) {
                 Some(v) => Intervals::from(v),

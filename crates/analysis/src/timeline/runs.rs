@@ -1,6 +1,7 @@
-//! Where the timeline keeps each CPU's runs: starts and tids in two
-//! arrays, 12 bytes a run instead of [`CpuRun`]'s 32 (a run ends where the
-//! next one starts).
+//! Where the timeline keeps each CPU's runs: the low 32 bits of the starts
+//! and the tids in two arrays, 8 bytes a run instead of [`CpuRun`]'s 32 (a
+//! run ends where the next one starts; the starts' high bits change about
+//! every 4.3 s and are kept once per change).
 
 use super::*;
 
@@ -15,30 +16,71 @@ use super::*;
 pub struct Runs(Repr);
 
 /// No runs ([`Timeline::runs`] of a CPU without any).
-pub(super) static NONE: Runs = Runs(Repr::Packed {
-    ts: Vec::new(),
-    tid: Vec::new(),
-    last_end: None,
-});
+pub(super) static NONE: Runs = Runs(Repr::Packed(Packed::EMPTY));
 
 #[derive(Clone)]
 enum Repr {
-    /// Starts and tids; the last run ends at `last_end`.
-    Packed {
-        ts: Vec<Ts>,
-        tid: Vec<Tid>,
-        last_end: Option<Ts>,
-    },
-    /// Runs with gaps between them, as they are.
+    Packed(Packed),
+    /// Runs with gaps between them (or more than 2^32 of them), as they
+    /// are.
     Plain(Vec<CpuRun>),
 }
 
 impl Default for Repr {
     fn default() -> Repr {
-        Repr::Packed {
-            ts: Vec::new(),
-            tid: Vec::new(),
-            last_end: None,
+        Repr::Packed(Packed::EMPTY)
+    }
+}
+
+/// Contiguous runs: the starts' low 32 bits and the tids; `hi` holds
+/// (first run, high 32 bits) for each run whose start's high bits differ
+/// from the run before's (the first run's included); the last run ends
+/// at `last_end`.
+#[derive(Clone)]
+struct Packed {
+    lo: Vec<u32>,
+    tid: Vec<Tid>,
+    hi: Vec<(u32, u32)>,
+    last_end: Option<Ts>,
+}
+
+impl Packed {
+    const EMPTY: Packed = Packed {
+        lo: Vec::new(),
+        tid: Vec::new(),
+        hi: Vec::new(),
+        last_end: None,
+    };
+
+    /// The change of high bits that holds run `i` (searched).
+    #[inline(always)]
+    fn step(&self, i: usize) -> usize {
+        self.hi
+            .partition_point(|&(at, _)| at as usize <= i)
+            .saturating_sub(1)
+    }
+
+    /// The change that holds run `i`, `from` (one at or before it) on.
+    #[inline(always)]
+    fn step_from(&self, from: usize, i: usize) -> usize {
+        let mut k = from;
+        while self.hi.get(k + 1).is_some_and(|&(at, _)| at as usize <= i) {
+            k += 1;
+        }
+        k
+    }
+
+    /// Run `i` (`i < len`), whose change is `step`.
+    #[inline(always)]
+    fn run(&self, i: usize, step: usize) -> CpuRun {
+        let at = |k: usize, j: usize| Ts((u64::from(self.hi[k].1) << 32) | u64::from(self.lo[j]));
+        CpuRun {
+            ts: at(step, i),
+            end: match i + 1 < self.lo.len() {
+                true => Some(at(self.step_from(step, i + 1), i + 1)),
+                false => self.last_end,
+            },
+            tid: self.tid[i],
         }
     }
 }
@@ -47,20 +89,34 @@ impl Runs {
     /// Room for `n` runs, in huge pages where the kernel gives them
     /// ([`schedscope_trace::mem::vec_with_huge_pages`]).
     pub(super) fn with_capacity(n: usize) -> Runs {
-        Runs(Repr::Packed {
-            ts: schedscope_trace::mem::vec_with_huge_pages(n),
+        Runs(Repr::Packed(Packed {
+            lo: schedscope_trace::mem::vec_with_huge_pages(n),
             tid: schedscope_trace::mem::vec_with_huge_pages(n),
-            last_end: None,
-        })
+            ..Packed::EMPTY
+        }))
     }
 
     /// Append `run`, which starts where the last one now ends (its end is
     /// `run.ts`). Returns whether the storage had to grow.
     pub(super) fn push(&mut self, run: CpuRun) -> bool {
+        if matches!(&self.0, Repr::Packed(p) if u32::try_from(p.lo.len()).is_err()) {
+            // (2^32 runs on one CPU: kept whole from here on)
+            self.0 = Repr::Plain(self.to_vec());
+        }
         match &mut self.0 {
-            Repr::Packed { ts, tid, last_end } => {
-                let grew = ts.len() == ts.capacity();
-                ts.push(run.ts);
+            Repr::Packed(Packed {
+                lo,
+                tid,
+                hi,
+                last_end,
+            }) => {
+                let at = lo.len() as u32;
+                let high = (run.ts.0 >> 32) as u32;
+                if hi.last().is_none_or(|&(_, h)| h != high) {
+                    hi.push((at, high));
+                }
+                let grew = lo.len() == lo.capacity();
+                lo.push(run.ts.0 as u32);
                 tid.push(run.tid);
                 *last_end = run.end;
                 grew
@@ -79,8 +135,8 @@ impl Runs {
     /// The last run is `tid`'s.
     pub(super) fn set_last_tid(&mut self, who: Tid) {
         match &mut self.0 {
-            Repr::Packed { tid, .. } => {
-                if let Some(t) = tid.last_mut() {
+            Repr::Packed(p) => {
+                if let Some(t) = p.tid.last_mut() {
                     *t = who;
                 }
             }
@@ -96,7 +152,7 @@ impl Runs {
     #[inline]
     pub fn len(&self) -> usize {
         match &self.0 {
-            Repr::Packed { ts, .. } => ts.len(),
+            Repr::Packed(p) => p.lo.len(),
             Repr::Plain(v) => v.len(),
         }
     }
@@ -111,11 +167,7 @@ impl Runs {
     #[inline]
     pub fn get(&self, i: usize) -> Option<CpuRun> {
         match &self.0 {
-            Repr::Packed { ts, tid, last_end } => Some(CpuRun {
-                ts: *ts.get(i)?,
-                end: ts.get(i + 1).copied().or(*last_end),
-                tid: tid[i],
-            }),
+            Repr::Packed(p) => (i < p.lo.len()).then(|| p.run(i, p.step(i))),
             Repr::Plain(v) => v.get(i).copied(),
         }
     }
@@ -143,10 +195,15 @@ impl Runs {
             "run range {r:?} out of 0..{}",
             self.len()
         );
+        let step = match &self.0 {
+            Repr::Packed(p) => p.step(r.start),
+            Repr::Plain(_) => 0,
+        };
         RunsIter {
             runs: self,
             front: r.start,
             back: r.end,
+            step,
         }
     }
 
@@ -173,6 +230,9 @@ pub struct RunsIter<'a> {
     runs: &'a Runs,
     front: usize,
     back: usize,
+    /// Packed: the change of high bits that holds run `front` (found once,
+    /// then moved forward: no search per run).
+    step: usize,
 }
 
 impl Iterator for RunsIter<'_> {
@@ -182,8 +242,15 @@ impl Iterator for RunsIter<'_> {
         if self.front >= self.back {
             return None;
         }
+        let i = self.front;
         self.front += 1;
-        self.runs.get(self.front - 1)
+        match &self.runs.0 {
+            Repr::Packed(p) => {
+                self.step = p.step_from(self.step, i);
+                Some(p.run(i, self.step))
+            }
+            Repr::Plain(v) => v.get(i).copied(),
+        }
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
         let n = self.back - self.front;
@@ -215,14 +282,17 @@ impl From<Vec<CpuRun>> for Runs {
     /// Packed when each run ends where the next starts, as they are
     /// otherwise.
     fn from(v: Vec<CpuRun>) -> Runs {
-        if !v.windows(2).all(|w| w[0].end == Some(w[1].ts)) {
+        if !v.windows(2).all(|w| w[0].end == Some(w[1].ts)) || u32::try_from(v.len()).is_err() {
             return Runs(Repr::Plain(v));
         }
-        Runs(Repr::Packed {
-            ts: v.iter().map(|r| r.ts).collect(),
-            tid: v.iter().map(|r| r.tid).collect(),
-            last_end: v.last().and_then(|r| r.end),
-        })
+        let mut runs = Runs::default();
+        for r in &v {
+            runs.push(CpuRun { end: None, ..*r });
+        }
+        if let Repr::Packed(p) = &mut runs.0 {
+            p.last_end = v.last().and_then(|r| r.end);
+        }
+        runs
     }
 }
 
@@ -276,14 +346,32 @@ mod tests {
         closed[3].end = Some(Ts(70));
         let mut gap = contiguous.clone();
         gap[1].end = Some(Ts(30));
+        // starts whose high 32 bits change, some twice in a row
+        let g = 1u64 << 32;
+        let far_starts = [
+            10,
+            g + 5,
+            g + 9,
+            3 * g + 1,
+            3 * g + 2,
+            7 * g,
+            2 * g,
+            2 * g + 3,
+        ];
+        let far: Vec<CpuRun> = far_starts
+            .iter()
+            .enumerate()
+            .map(|(i, &ts)| run(ts, far_starts.get(i + 1).copied(), i as i32))
+            .collect();
         for (v, packs) in [
+            (far.clone(), true),
             (contiguous.clone(), true),
             (closed, true),
             (gap, false),
             (Vec::new(), true),
         ] {
             let runs = Runs::from(v.clone());
-            assert_eq!(matches!(runs.0, Repr::Packed { .. }), packs, "{v:?}");
+            assert_eq!(matches!(runs.0, Repr::Packed(_)), packs, "{v:?}");
             assert_eq!(runs.len(), v.len());
             assert_eq!(runs.is_empty(), v.is_empty());
             assert_eq!(runs.to_vec(), v);
@@ -303,7 +391,8 @@ mod tests {
                     assert_eq!(runs.range(a..b).collect::<Vec<_>>(), v[a..b]);
                 }
             }
-            for t in 0..80 {
+            let probes = (0..80).chain(far_starts.iter().flat_map(|&t| [t - 1, t, t + 1]));
+            for t in probes {
                 assert_eq!(
                     runs.partition_point(|r| r.ts.0 <= t),
                     v.partition_point(|r| r.ts.0 <= t)

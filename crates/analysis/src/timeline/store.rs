@@ -2,32 +2,47 @@
 //! each thread a region of it) and how it finds a thread by tid.
 
 use super::*;
-/// Size of a [`Packed`] interval in 8-byte words.
-pub(super) const INTERVAL_WORDS: usize = std::mem::size_of::<Packed>() / 8;
+/// Words (8 bytes) that hold `n` [`Packed`] intervals.
+pub(super) fn interval_words(n: usize) -> usize {
+    (n * std::mem::size_of::<Packed>()).div_ceil(8)
+}
 
-/// One stored interval, 16 bytes instead of [`StateInterval`]'s 48: its
-/// end is the next interval's start (a thread's intervals are contiguous)
-/// and the CPU, state and flags share a word. A CPU number of 2^24 or more
-/// does not fit: such a thread's intervals are kept unpacked.
+/// One stored interval, 12 bytes instead of [`StateInterval`]'s 48: its
+/// end is the next interval's start (a thread's intervals are contiguous),
+/// its start is kept as an offset from the store's base (the trace's
+/// start) in 44 bits, and the offset's high bits, the CPU, the state and
+/// the flags share a word. What does not fit (a start before the base or
+/// 2^44 ns, about 4.9 hours, after it; a CPU number of 2^14 or more)
+/// keeps that thread's intervals unpacked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C)]
 pub(super) struct Packed {
-    ts: u64,
+    /// The low 32 bits of the start's offset from the base.
+    lo: u32,
     waker: i32,
-    /// CPU (low 24 bits), state (3 bits), then the flags below.
+    /// CPU (low 14 bits), the offset's high 12 bits, state (3 bits),
+    /// then the flags below.
     meta: u32,
 }
 
-const CPU_MASK: u32 = (1 << 24) - 1;
-const STATE_SHIFT: u32 = 24;
-const PREEMPTED: u32 = 1 << 27;
-const HAS_CPU: u32 = 1 << 28;
-const HAS_WAKER: u32 = 1 << 29;
+const CPU_BITS: u32 = 14;
+const CPU_MASK: u32 = (1 << CPU_BITS) - 1;
+const HI_SHIFT: u32 = CPU_BITS;
+const HI_BITS: u32 = 12;
+const HI_MASK: u32 = (1 << HI_BITS) - 1;
+/// Offsets from the base below this pack (2^44 ns).
+const OFFSET_LIMIT: u64 = 1 << (32 + HI_BITS);
+const STATE_SHIFT: u32 = HI_SHIFT + HI_BITS;
+const PREEMPTED: u32 = 1 << 29;
+const HAS_CPU: u32 = 1 << 30;
+const HAS_WAKER: u32 = 1 << 31;
 
 impl Packed {
-    /// `iv` packed, its end dropped; `None` when its CPU does not fit.
+    /// `iv` packed against `base`, its end dropped; `None` when its start
+    /// or its CPU does not fit.
     #[inline(always)]
-    pub(super) fn pack(iv: &StateInterval) -> Option<Packed> {
+    pub(super) fn pack(iv: &StateInterval, base: u64) -> Option<Packed> {
+        let offset = iv.ts.0.checked_sub(base).filter(|&o| o < OFFSET_LIMIT)?;
         let state = match iv.state {
             ThreadState::Unknown => 0,
             ThreadState::Running => 1,
@@ -37,7 +52,7 @@ impl Packed {
             ThreadState::Other => 5,
             ThreadState::Dead => 6,
         };
-        let mut meta = state << STATE_SHIFT;
+        let mut meta = (state << STATE_SHIFT) | (((offset >> 32) as u32) << HI_SHIFT);
         if let Some(c) = iv.cpu {
             if c.0 > CPU_MASK {
                 return None;
@@ -55,18 +70,18 @@ impl Packed {
             None => 0,
         };
         Some(Packed {
-            ts: iv.ts.0,
+            lo: offset as u32,
             waker,
             meta,
         })
     }
 
-    /// The interval, ending at `end`.
+    /// The interval (packed against `base`), ending at `end`.
     #[inline(always)]
-    pub(super) fn unpack(self, end: Option<Ts>) -> StateInterval {
+    pub(super) fn unpack(self, end: Option<Ts>, base: u64) -> StateInterval {
         let m = self.meta;
         StateInterval {
-            ts: Ts(self.ts),
+            ts: self.ts(base),
             end,
             state: match (m >> STATE_SHIFT) & 7 {
                 0 => ThreadState::Unknown,
@@ -83,10 +98,11 @@ impl Packed {
         }
     }
 
-    /// Start.
+    /// Start (packed against `base`).
     #[inline(always)]
-    pub(super) fn ts(self) -> Ts {
-        Ts(self.ts)
+    pub(super) fn ts(self, base: u64) -> Ts {
+        let hi = u64::from((self.meta >> HI_SHIFT) & HI_MASK);
+        Ts(base + ((hi << 32) | u64::from(self.lo)))
     }
 }
 
@@ -97,8 +113,9 @@ impl Packed {
 /// The build writes every thread's intervals into one allocation, each
 /// thread in a region sized by the census, instead of one vector per
 /// thread: a few huge pages to fault in instead of thousands of small
-/// pages (see [`schedscope_trace::mem`]). Each is stored in 16 bytes
-/// (no end, which the next interval's start gives). Cloning
+/// pages (see [`schedscope_trace::mem`]). Each is stored in 12 bytes
+/// (no end, which the next interval's start gives; the start as a 44-bit
+/// offset from the trace's start). Cloning
 /// shares the store.
 #[derive(Clone)]
 pub struct Intervals(Repr);
@@ -113,8 +130,9 @@ enum Repr {
         end: usize,
         last_end: Option<Ts>,
     },
-    /// Intervals that do not pack (a CPU number of 2^24 or more, or ends
-    /// that are not the next starts), as they are.
+    /// Intervals that do not pack (a start or a CPU number out of
+    /// [`Packed`]'s range, or ends that are not the next starts), as they
+    /// are.
     Plain(Arc<[StateInterval]>),
 }
 
@@ -133,9 +151,13 @@ pub(super) unsafe fn written(words: &[Word], r: std::ops::Range<usize>) -> &[Pac
 
 /// Interval slots, in words (memory reused from the decoder, see
 /// [`schedscope_trace::mem::Spare`]); only the ranges that an
-/// [`Intervals`] names are initialised.
+/// [`Intervals`] names are initialised. Each slot's start is an offset
+/// from `base`.
 #[derive(Default)]
-pub(super) struct Store(pub(super) Vec<Word>);
+pub(super) struct Store {
+    pub(super) words: Vec<Word>,
+    pub(super) base: u64,
+}
 
 impl Default for Intervals {
     fn default() -> Intervals {
@@ -146,7 +168,8 @@ impl Default for Intervals {
 /// A borrowed [`Intervals`], to read by index.
 #[derive(Clone, Copy)]
 enum View<'a> {
-    Packed(&'a [Packed], Option<Ts>),
+    /// The slots, the last one's end, the store's base.
+    Packed(&'a [Packed], Option<Ts>, u64),
     Plain(&'a [StateInterval]),
 }
 
@@ -154,7 +177,7 @@ impl View<'_> {
     #[inline(always)]
     fn len(&self) -> usize {
         match self {
-            View::Packed(s, _) => s.len(),
+            View::Packed(s, _, _) => s.len(),
             View::Plain(s) => s.len(),
         }
     }
@@ -163,8 +186,8 @@ impl View<'_> {
     #[inline(always)]
     fn at(&self, i: usize) -> StateInterval {
         match *self {
-            View::Packed(s, last_end) => {
-                s[i].unpack(s.get(i + 1).map_or(last_end, |n| Some(n.ts())))
+            View::Packed(s, last_end, base) => {
+                s[i].unpack(s.get(i + 1).map_or(last_end, |n| Some(n.ts(base))), base)
             }
             View::Plain(s) => s[i],
         }
@@ -200,7 +223,11 @@ impl Intervals {
                 // SAFETY: a Packed repr is only made over initialised slots
                 // (by `From<Vec<_>>`, or by the builder over the slots it
                 // wrote), and the store is never written once shared.
-                View::Packed(unsafe { written(&store.0, *start..*end) }, *last_end)
+                View::Packed(
+                    unsafe { written(&store.words, *start..*end) },
+                    *last_end,
+                    store.base,
+                )
             }
             Repr::Plain(v) => View::Plain(v),
         }
@@ -346,8 +373,10 @@ impl From<Vec<StateInterval>> for Intervals {
     /// they are otherwise.
     fn from(v: Vec<StateInterval>) -> Intervals {
         let contiguous = v.windows(2).all(|w| w[0].end == Some(w[1].ts));
+        // (sorted: the first starts first)
+        let base = v.first().map_or(0, |iv| iv.ts.0);
         let packed: Option<Vec<Packed>> = if contiguous {
-            v.iter().map(Packed::pack).collect()
+            v.iter().map(|iv| Packed::pack(iv, base)).collect()
         } else {
             None
         };
@@ -355,12 +384,12 @@ impl From<Vec<StateInterval>> for Intervals {
             return Intervals(Repr::Plain(v.into()));
         };
         let end = packed.len();
-        let mut words = vec![MaybeUninit::uninit(); end * INTERVAL_WORDS];
+        let mut words = vec![MaybeUninit::uninit(); interval_words(end)];
         for (slot, p) in words_as_slots(&mut words).iter_mut().zip(packed) {
             slot.write(p);
         }
         Intervals::packed(
-            Arc::new(Store(words)),
+            Arc::new(Store { words, base }),
             0,
             end,
             v.last().and_then(|iv| iv.end),
@@ -462,9 +491,11 @@ mod tests {
     ];
 
     #[test]
-    fn packed_interval_is_two_words_and_round_trips() {
-        assert_eq!(std::mem::size_of::<Packed>(), 16);
-        assert_eq!(INTERVAL_WORDS, 2);
+    fn packed_interval_is_twelve_bytes_and_round_trips() {
+        assert_eq!(std::mem::size_of::<Packed>(), 12);
+        assert_eq!(interval_words(0), 0);
+        assert_eq!(interval_words(1), 2);
+        assert_eq!(interval_words(2), 3);
         let cpus = [None, Some(Cpu(0)), Some(Cpu(7)), Some(Cpu(CPU_MASK))];
         let wakers = [
             None,
@@ -473,21 +504,26 @@ mod tests {
             Some(Tid(i32::MAX)),
             Some(Tid(4242)),
         ];
+        let base = u64::MAX - OFFSET_LIMIT;
+        let starts = [base, base + 1, base + (1 << 32) + 5, u64::MAX - 1];
         for state in STATES {
             for cpu in cpus {
                 for waker in wakers {
                     for preempted in [false, true] {
-                        for end in [None, Some(Ts(u64::MAX))] {
+                        for (ts, end) in
+                            starts.iter().zip([None, Some(Ts(u64::MAX))].iter().cycle())
+                        {
                             let want = StateInterval {
-                                ts: Ts(u64::MAX - 1),
-                                end,
+                                ts: Ts(*ts),
+                                end: *end,
                                 state,
                                 cpu,
                                 preempted,
                                 waker,
                             };
-                            let p = Packed::pack(&want).expect("fits");
-                            assert_eq!(p.unpack(end), want);
+                            let p = Packed::pack(&want, base).expect("fits");
+                            assert_eq!(p.unpack(*end, base), want);
+                            assert_eq!(p.ts(base), want.ts);
                         }
                     }
                 }
@@ -497,7 +533,12 @@ mod tests {
             cpu: Some(Cpu(CPU_MASK + 1)),
             ..iv(1, None, ThreadState::Running)
         };
-        assert_eq!(Packed::pack(&big), None);
+        assert_eq!(Packed::pack(&big, 0), None);
+        // a start before the base, or 2^44 ns after it, does not pack
+        let at = |ts| iv(ts, None, ThreadState::Sleeping);
+        assert_eq!(Packed::pack(&at(9), 10), None);
+        assert_eq!(Packed::pack(&at(10 + OFFSET_LIMIT), 10), None);
+        assert!(Packed::pack(&at(10 + OFFSET_LIMIT - 1), 10).is_some());
     }
 
     /// Every reader of [`Intervals`] against the same reads of the vector
@@ -526,11 +567,20 @@ mod tests {
         gap[1].end = Some(Ts(30));
         let mut big_cpu = contiguous.clone();
         big_cpu[1].cpu = Some(Cpu(1 << 30));
+        // spans of 2^44 ns and more do not pack; starts past 2^32 do
+        let mut long = contiguous.clone();
+        long[3].ts = Ts(20 + OFFSET_LIMIT);
+        long[2].end = Some(long[3].ts);
+        let mut far = contiguous.clone();
+        far[3].ts = Ts(10 + (7 << 32) + 3);
+        far[2].end = Some(far[3].ts);
         for (v, packs) in [
             (contiguous, true),
             (closed, true),
             (gap, false),
             (big_cpu, false),
+            (long, false),
+            (far, true),
             (Vec::new(), true),
         ] {
             let ivs = Intervals::from(v.clone());
