@@ -69,6 +69,29 @@ impl TidIndex {
     }
 }
 
+impl TidIndex {
+    /// The same index, knowing only the threads `wakers` (others map to
+    /// no thread): bucketing with it keeps only their wakeups.
+    pub(super) fn only(&self, wakers: std::ops::Range<u32>) -> TidIndex {
+        match self {
+            TidIndex::Dense(v) => TidIndex::Dense(
+                v.iter()
+                    .map(|&x| match x.checked_sub(1) {
+                        Some(i) if wakers.contains(&i) => x,
+                        _ => 0,
+                    })
+                    .collect(),
+            ),
+            TidIndex::Sparse(m) => TidIndex::Sparse(
+                m.iter()
+                    .filter(|(_, i)| wakers.contains(i))
+                    .map(|(&t, &i)| (t, i))
+                    .collect(),
+            ),
+        }
+    }
+}
+
 /// A wakee thread's wakeups by a task (not idle, not itself).
 #[derive(Clone, Copy, Default)]
 pub(super) struct WakeeTotals {
@@ -153,6 +176,29 @@ fn find_wakes(
         m += usize::from(is_wake & (wi != NO_THREAD));
     }
     (m, tot)
+}
+
+/// The wakeups of wakee threads `first..first + threads.len()` (those
+/// [`bucket_chunk`] keeps) counted by waker thread index (a vector up to
+/// the highest waker seen).
+pub(super) fn count_by_waker(
+    first: usize,
+    threads: &[ThreadTimeline],
+    index: &TidIndex,
+    scratch: &mut ChunkScratch,
+) -> Vec<u32> {
+    let mut counts = Vec::new();
+    for (k, t) in threads.iter().enumerate() {
+        let (m, _) = find_wakes(t, (first + k) as u32, index, &mut scratch.found, 0);
+        for f in &scratch.found[..m] {
+            let a = f.waker as usize;
+            if a >= counts.len() {
+                counts.resize(a + 1, 0);
+            }
+            counts[a] += 1;
+        }
+    }
+    counts
 }
 
 /// Scratch of [`bucket_chunk`], reused across chunks.

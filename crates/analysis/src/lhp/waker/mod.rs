@@ -12,7 +12,7 @@ mod rows;
 mod steps;
 
 use crate::timeline::Timeline;
-use buckets::{bucket_chunk, Chunk, ChunkScratch, TidIndex};
+use buckets::{bucket_chunk, count_by_waker, Chunk, ChunkScratch, TidIndex, WakeeTotals};
 use rayon::prelude::*;
 use rows::{waker_rows, PairRow};
 use schedscope_trace::{Tid, Trace};
@@ -73,6 +73,12 @@ pub struct WakerPreemptedReport {
 /// enough chunks to share among threads).
 const CHUNK_INTERVALS: usize = 1 << 12;
 
+/// Wakeups bucketed at once, at most (16 bytes each: 128 MiB): past it
+/// the wakers are taken in groups, each group's wakeups found by another
+/// read of the wakees' intervals, so that a trace of 100 M+ events does
+/// not hold all its wakeups besides its timeline.
+const BUCKET_ITEMS: usize = 1 << 23;
+
 /// Compute the bare-metal waker-preempted table.
 ///
 /// Three streaming steps, no per-wakeup hashing or sorting, little new
@@ -82,38 +88,110 @@ const CHUNK_INTERVALS: usize = 1 << 12;
 /// 2. each waker (in parallel) rebuilds its Runnable-time steps in scratch
 ///    and answers its buckets, one cursor per (waker, wakee) run;
 /// 3. the rows become the pair and process tables.
+///
+/// Steps 1 and 2 run once per group of wakers (wakeups of at most 128 MiB
+/// bucketed at once).
 pub fn waker_preempted(trace: &Trace, tl: &Timeline) -> WakerPreemptedReport {
-    waker_preempted_chunked(trace, tl, CHUNK_INTERVALS)
+    waker_preempted_chunked(trace, tl, CHUNK_INTERVALS, BUCKET_ITEMS)
 }
 
-/// [`waker_preempted`] with chunks of about `chunk_intervals` intervals.
+/// [`waker_preempted`] with chunks of about `chunk_intervals` intervals,
+/// wakers grouped so that a group's bucketed wakeups are at most
+/// `bucket_items` (or a single waker's).
 fn waker_preempted_chunked(
     trace: &Trace,
     tl: &Timeline,
     chunk_intervals: usize,
+    bucket_items: usize,
 ) -> WakerPreemptedReport {
     let n = tl.threads.len();
     let (index, dup) = TidIndex::of(tl);
-    let chunks: Vec<Chunk> = wakee_ranges(tl, chunk_intervals)
-        .into_par_iter()
-        .map_init(ChunkScratch::default, |buf, r| {
-            bucket_chunk(r.start, &tl.threads[r.clone()], n, &index, buf)
-        })
-        .collect();
+    let ranges = wakee_ranges(tl, chunk_intervals);
+    let groups = waker_groups(tl, &index, &ranges, bucket_items);
+    let mut rows = Vec::new();
+    let mut wakee_ns = vec![0u64; n];
+    // (each group's chunks have every wakee's totals: keep the first's)
+    let mut totals: Vec<(usize, Vec<WakeeTotals>)> = Vec::new();
+    for (g, wakers) in groups.iter().enumerate() {
+        let only = (groups.len() > 1).then(|| index.only(wakers.clone()));
+        let chunks: Vec<Chunk> = ranges
+            .par_iter()
+            .map_init(ChunkScratch::default, |buf, r| {
+                let ix = only.as_ref().unwrap_or(&index);
+                bucket_chunk(r.start, &tl.threads[r.clone()], n, ix, buf)
+            })
+            .collect();
+        drop(only);
+        let (part_off, parts) = buckets_by_waker(&chunks, n);
+        let (mut r, ns) = answer_wakers(tl, &chunks, &part_off, &parts, dup);
+        rows.append(&mut r);
+        for (x, y) in wakee_ns.iter_mut().zip(&ns) {
+            *x += y;
+        }
+        if g == 0 {
+            totals = chunks.into_iter().map(|c| (c.first, c.totals)).collect();
+        }
+    }
     drop(index);
-    let (part_off, parts) = buckets_by_waker(&chunks, n);
-    let (mut rows, wakee_ns) = answer_wakers(tl, &chunks, &part_off, &parts, dup);
     if dup {
         merge_by_tid(tl, &mut rows);
     }
     let pairs = pair_table(trace, tl, rows, dup);
-    let (wakeups, processes) = process_table(trace, tl, &chunks, &wakee_ns);
+    let (wakeups, processes) = process_table(trace, tl, &totals, &wakee_ns);
     WakerPreemptedReport {
         total_ns: pairs.iter().map(|p| p.waker_preempted_ns).sum(),
         wakeups,
         pairs,
         processes,
     }
+}
+
+/// The wakers (thread index ranges) whose wakeups are bucketed together:
+/// one group of all when every wakeup fits `bucket_items` (a wakeup is a
+/// pair of intervals, so there are at most half as many as intervals),
+/// else ranges whose wakeups, counted by a first read, fit (a range of
+/// one waker may not).
+fn waker_groups(
+    tl: &Timeline,
+    index: &TidIndex,
+    ranges: &[Range<usize>],
+    bucket_items: usize,
+) -> Vec<Range<u32>> {
+    let n = tl.threads.len();
+    let intervals: usize = tl.threads.iter().map(|t| t.intervals.len()).sum();
+    if intervals / 2 <= bucket_items {
+        let all = 0..n as u32;
+        return vec![all];
+    }
+    let per_waker = ranges
+        .par_iter()
+        .map_init(ChunkScratch::default, |buf, r| {
+            count_by_waker(r.start, &tl.threads[r.clone()], index, buf)
+        })
+        .reduce(Vec::new, |a, b| match a.len() < b.len() {
+            true => add_counts(b, &a),
+            false => add_counts(a, &b),
+        });
+    let mut groups = Vec::new();
+    let (mut start, mut acc) = (0u32, 0usize);
+    for a in 0..n {
+        let c = per_waker.get(a).copied().unwrap_or(0) as usize;
+        if acc > 0 && acc + c > bucket_items {
+            groups.push(start..a as u32);
+            (start, acc) = (a as u32, 0);
+        }
+        acc += c;
+    }
+    groups.push(start..n as u32);
+    groups
+}
+
+/// `a` plus `b`, element by element (`a` at least as long).
+fn add_counts(mut a: Vec<u32>, b: &[u32]) -> Vec<u32> {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
+    }
+    a
 }
 
 /// Contiguous ranges of threads with about `chunk_intervals` intervals
@@ -274,15 +352,15 @@ fn pair_table(trace: &Trace, tl: &Timeline, mut rows: Vec<PairRow>, dup: bool) -
 fn process_table(
     trace: &Trace,
     tl: &Timeline,
-    chunks: &[Chunk],
+    totals: &[(usize, Vec<WakeeTotals>)],
     wakee_ns: &[u64],
 ) -> (u64, Vec<WakerProcess>) {
     // wakee tgid -> (wakeups, sleep, ns)
     let mut procs: BTreeMap<Option<Tid>, (u64, u64, u64)> = BTreeMap::new();
-    for c in chunks {
-        for (k, w) in c.totals.iter().enumerate() {
+    for (first, c) in totals {
+        for (k, w) in c.iter().enumerate() {
             if w.wakeups > 0 {
-                let b = c.first + k;
+                let b = first + k;
                 let q = procs.entry(tl.threads[b].tgid).or_default();
                 q.0 += w.wakeups;
                 q.1 += w.sleep_ns;
@@ -290,11 +368,7 @@ fn process_table(
             }
         }
     }
-    let wakeups = chunks
-        .iter()
-        .flat_map(|c| &c.totals)
-        .map(|w| w.wakeups)
-        .sum();
+    let wakeups = totals.iter().flat_map(|(_, c)| c).map(|w| w.wakeups).sum();
     let mut processes: Vec<WakerProcess> = procs
         .into_iter()
         .map(|(tgid, (wakeups, sleep_ns, ns))| WakerProcess {
@@ -485,14 +559,17 @@ mod tests {
             let tl = random_timeline(&mut rng, case);
             let trace = Trace::new("test", schedscope_trace::TraceFormat::FtraceText);
             let got = waker_preempted(&trace, &tl);
-            // Any chunking of the wakee threads gives the same report.
+            // Any chunking of the wakee threads, and any grouping of the
+            // wakers, gives the same report.
             for chunk in [1, 50, 120] {
-                let other = waker_preempted_chunked(&trace, &tl, chunk);
-                assert_eq!(
-                    serde_json::to_string(&other).ok(),
-                    serde_json::to_string(&got).ok(),
-                    "case {case} chunk {chunk}"
-                );
+                for budget in [usize::MAX, 0, 1, 7, 40] {
+                    let other = waker_preempted_chunked(&trace, &tl, chunk, budget);
+                    assert_eq!(
+                        serde_json::to_string(&other).ok(),
+                        serde_json::to_string(&got).ok(),
+                        "case {case} chunk {chunk} budget {budget}"
+                    );
+                }
             }
             let Direct {
                 pairs,
