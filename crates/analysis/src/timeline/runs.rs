@@ -322,6 +322,7 @@ impl Serialize for Runs {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_trace::assert_reads_as_vec;
     use super::*;
 
     fn run(ts: u64, end: Option<u64>, tid: i32) -> CpuRun {
@@ -372,40 +373,9 @@ mod tests {
         ] {
             let runs = Runs::from(v.clone());
             assert_eq!(matches!(runs.0, Repr::Packed(_)), packs, "{v:?}");
-            assert_eq!(runs.len(), v.len());
-            assert_eq!(runs.is_empty(), v.is_empty());
-            assert_eq!(runs.to_vec(), v);
-            assert_eq!(
-                runs.iter().rev().collect::<Vec<_>>(),
-                v.iter().rev().copied().collect::<Vec<_>>()
-            );
-            assert_eq!(runs.first(), v.first().copied());
-            assert_eq!(runs.last(), v.last().copied());
-            for i in 0..=v.len() + 1 {
-                assert_eq!(runs.get(i), v.get(i).copied());
-            }
-            let pairs: Vec<_> = v.windows(2).map(|w| (w[0], w[1])).collect();
-            assert_eq!(runs.pairs().collect::<Vec<_>>(), pairs);
-            for a in 0..=v.len() {
-                for b in a..=v.len() {
-                    assert_eq!(runs.range(a..b).collect::<Vec<_>>(), v[a..b]);
-                }
-            }
             let probes = (0..80).chain(far_starts.iter().flat_map(|&t| [t - 1, t, t + 1]));
-            for t in probes {
-                assert_eq!(
-                    runs.partition_point(|r| r.ts.0 <= t),
-                    v.partition_point(|r| r.ts.0 <= t)
-                );
-                assert_eq!(
-                    runs.partition_point(|r| r.end.is_some_and(|e| e.0 <= t)),
-                    v.partition_point(|r| r.end.is_some_and(|e| e.0 <= t))
-                );
-            }
-            assert_eq!(
-                serde_json::to_string(&runs).unwrap(),
-                serde_json::to_string(&v).unwrap()
-            );
+            let ended = |r: &CpuRun, t: u64| r.end.is_some_and(|e| e.0 <= t);
+            assert_reads_as_vec!(runs, v, probes, ended);
         }
         // The build's way: push open runs, each closing the one before.
         let mut built = Runs::with_capacity(contiguous.len());

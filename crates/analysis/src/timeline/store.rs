@@ -477,7 +477,7 @@ impl TidIndex {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_trace::iv;
+    use super::super::test_trace::{assert_reads_as_vec, iv};
     use super::*;
 
     const STATES: [ThreadState; 7] = [
@@ -572,7 +572,8 @@ mod tests {
         long[3].ts = Ts(20 + OFFSET_LIMIT);
         long[2].end = Some(long[3].ts);
         let mut far = contiguous.clone();
-        far[3].ts = Ts(10 + (7 << 32) + 3);
+        let far_ts = 10 + (7 << 32) + 3;
+        far[3].ts = Ts(far_ts);
         far[2].end = Some(far[3].ts);
         for (v, packs) in [
             (contiguous, true),
@@ -585,36 +586,9 @@ mod tests {
         ] {
             let ivs = Intervals::from(v.clone());
             assert_eq!(matches!(ivs.0, Repr::Packed { .. }), packs, "{v:?}");
-            assert_eq!(ivs.len(), v.len());
-            assert_eq!(ivs.is_empty(), v.is_empty());
-            assert_eq!(ivs.to_vec(), v);
-            assert_eq!(
-                ivs.iter().rev().collect::<Vec<_>>(),
-                v.iter().rev().copied().collect::<Vec<_>>()
-            );
-            assert_eq!(ivs.first(), v.first().copied());
-            assert_eq!(ivs.last(), v.last().copied());
-            for i in 0..=v.len() + 1 {
-                assert_eq!(ivs.get(i), v.get(i).copied());
-            }
-            let pairs: Vec<_> = v.windows(2).map(|w| (w[0], w[1])).collect();
-            assert_eq!(ivs.pairs().collect::<Vec<_>>(), pairs);
-            for a in 0..=v.len() {
-                for b in a..=v.len() {
-                    assert_eq!(ivs.range(a..b).collect::<Vec<_>>(), v[a..b]);
-                    assert_eq!(ivs.range(a..b).len(), b - a);
-                }
-            }
-            for t in 0..80 {
-                assert_eq!(
-                    ivs.partition_point(|x| x.ts.0 <= t),
-                    v.partition_point(|x| x.ts.0 <= t)
-                );
-                assert_eq!(
-                    ivs.partition_point(|x| x.end_or(Ts(60)).0 <= t),
-                    v.partition_point(|x| x.end_or(Ts(60)).0 <= t)
-                );
-            }
+            let probes = (0..80).chain([far_ts - 1, far_ts, far_ts + 1]);
+            let ended = |x: &StateInterval, t: u64| x.end_or(Ts(60)).0 <= t;
+            assert_reads_as_vec!(ivs, v, probes, ended);
             assert_eq!(ivs, Intervals::from(v.clone()));
             assert_eq!(
                 serde_json::to_string(&ivs).unwrap(),

@@ -18,6 +18,52 @@ pub(crate) fn iv(ts: u64, end: Option<u64>, state: ThreadState) -> StateInterval
     }
 }
 
+/// Every reader of `$packed` (an `Intervals` or a `Runs`) against the
+/// same read of the vector `$v` it was made from: length, copies in both
+/// directions, first and last, each index (and past the end), pairs,
+/// every range and its length, `partition_point` by start and by
+/// `$ended(x, t)` at each time `t` of `$probes`, and the JSON.
+macro_rules! assert_reads_as_vec {
+    ($packed:expr, $v:expr, $probes:expr, $ended:expr) => {{
+        let (p, v) = (&$packed, &$v);
+        assert_eq!(p.len(), v.len());
+        assert_eq!(p.is_empty(), v.is_empty());
+        assert_eq!(&p.to_vec(), v);
+        assert_eq!(
+            p.iter().rev().collect::<Vec<_>>(),
+            v.iter().rev().copied().collect::<Vec<_>>()
+        );
+        assert_eq!(p.first(), v.first().copied());
+        assert_eq!(p.last(), v.last().copied());
+        for i in 0..=v.len() + 1 {
+            assert_eq!(p.get(i), v.get(i).copied());
+        }
+        let pairs: Vec<_> = v.windows(2).map(|w| (w[0], w[1])).collect();
+        assert_eq!(p.pairs().collect::<Vec<_>>(), pairs);
+        for a in 0..=v.len() {
+            for b in a..=v.len() {
+                assert_eq!(p.range(a..b).collect::<Vec<_>>(), v[a..b]);
+                assert_eq!(p.range(a..b).len(), b - a);
+            }
+        }
+        for t in $probes {
+            assert_eq!(
+                p.partition_point(|x| x.ts.0 <= t),
+                v.partition_point(|x| x.ts.0 <= t)
+            );
+            assert_eq!(
+                p.partition_point(|x| $ended(x, t)),
+                v.partition_point(|x| $ended(x, t))
+            );
+        }
+        assert_eq!(
+            serde_json::to_string(p).unwrap(),
+            serde_json::to_string(v).unwrap()
+        );
+    }};
+}
+pub(crate) use assert_reads_as_vec;
+
 /// A hand-built trace: events appended in time order.
 pub(crate) struct T(pub(crate) Trace);
 
