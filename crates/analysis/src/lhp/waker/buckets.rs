@@ -178,27 +178,38 @@ fn find_wakes(
     (m, tot)
 }
 
-/// The wakeups of wakee threads `first..first + threads.len()` (those
-/// [`bucket_chunk`] keeps) counted by waker thread index (a vector up to
-/// the highest waker seen).
+/// Find the wakeups of wakee threads `first..first + threads.len()` into
+/// `found` (grown as needed): how many there are, and each wakee's
+/// totals.
+fn find_chunk(
+    first: usize,
+    threads: &[ThreadTimeline],
+    index: &TidIndex,
+    found: &mut Vec<Found>,
+) -> (usize, Vec<WakeeTotals>) {
+    let mut totals = Vec::with_capacity(threads.len());
+    let mut len = 0;
+    for (k, t) in threads.iter().enumerate() {
+        let (m, tot) = find_wakes(t, (first + k) as u32, index, found, len);
+        totals.push(tot);
+        len = m;
+    }
+    (len, totals)
+}
+
+/// Add the wakeups of wakee threads `first..first + threads.len()` (those
+/// [`bucket_chunk`] keeps) to `counts`, by waker thread index.
 pub(super) fn count_by_waker(
     first: usize,
     threads: &[ThreadTimeline],
     index: &TidIndex,
     scratch: &mut ChunkScratch,
-) -> Vec<u32> {
-    let mut counts = Vec::new();
-    for (k, t) in threads.iter().enumerate() {
-        let (m, _) = find_wakes(t, (first + k) as u32, index, &mut scratch.found, 0);
-        for f in &scratch.found[..m] {
-            let a = f.waker as usize;
-            if a >= counts.len() {
-                counts.resize(a + 1, 0);
-            }
-            counts[a] += 1;
-        }
+    counts: &mut [u32],
+) {
+    let (len, _) = find_chunk(first, threads, index, &mut scratch.found);
+    for f in &scratch.found[..len] {
+        counts[f.waker as usize] += 1;
     }
-    counts
 }
 
 /// Scratch of [`bucket_chunk`], reused across chunks.
@@ -221,13 +232,7 @@ pub(super) fn bucket_chunk(
     scratch: &mut ChunkScratch,
 ) -> Chunk {
     let ChunkScratch { found, next } = scratch;
-    let mut totals = Vec::with_capacity(threads.len());
-    let mut len = 0;
-    for (k, t) in threads.iter().enumerate() {
-        let (m, tot) = find_wakes(t, (first + k) as u32, index, found, len);
-        totals.push(tot);
-        len = m;
-    }
+    let (len, totals) = find_chunk(first, threads, index, found);
     let found = &found[..len];
     next.clear();
     next.resize(nthreads, 0);

@@ -125,9 +125,7 @@ fn waker_preempted_chunked(
         let (part_off, parts) = buckets_by_waker(&chunks, n);
         let (mut r, ns) = answer_wakers(tl, &chunks, &part_off, &parts, dup);
         rows.append(&mut r);
-        for (x, y) in wakee_ns.iter_mut().zip(&ns) {
-            *x += y;
-        }
+        add_into(&mut wakee_ns, &ns);
         if g == 0 {
             totals = chunks.into_iter().map(|c| (c.first, c.totals)).collect();
         }
@@ -165,17 +163,31 @@ fn waker_groups(
     }
     let per_waker = ranges
         .par_iter()
-        .map_init(ChunkScratch::default, |buf, r| {
-            count_by_waker(r.start, &tl.threads[r.clone()], index, buf)
-        })
-        .reduce(Vec::new, |a, b| match a.len() < b.len() {
-            true => add_counts(b, &a),
-            false => add_counts(a, &b),
-        });
+        .fold(
+            || (ChunkScratch::default(), vec![0u32; n]),
+            |(mut buf, mut counts), r| {
+                count_by_waker(
+                    r.start,
+                    &tl.threads[r.clone()],
+                    index,
+                    &mut buf,
+                    &mut counts,
+                );
+                (buf, counts)
+            },
+        )
+        .map(|(_, counts)| counts)
+        .reduce(
+            || vec![0u32; n],
+            |mut a, b| {
+                add_into(&mut a, &b);
+                a
+            },
+        );
     let mut groups = Vec::new();
     let (mut start, mut acc) = (0u32, 0usize);
-    for a in 0..n {
-        let c = per_waker.get(a).copied().unwrap_or(0) as usize;
+    for (a, &c) in per_waker.iter().enumerate() {
+        let c = c as usize;
         if acc > 0 && acc + c > bucket_items {
             groups.push(start..a as u32);
             (start, acc) = (a as u32, 0);
@@ -186,12 +198,11 @@ fn waker_groups(
     groups
 }
 
-/// `a` plus `b`, element by element (`a` at least as long).
-fn add_counts(mut a: Vec<u32>, b: &[u32]) -> Vec<u32> {
-    for (x, y) in a.iter_mut().zip(b) {
+/// `a[i] += b[i]` for every `i` of both.
+fn add_into<T: std::ops::AddAssign + Copy>(a: &mut [T], b: &[T]) {
+    for (x, &y) in a.iter_mut().zip(b) {
         *x += y;
     }
-    a
 }
 
 /// Contiguous ranges of threads with about `chunk_intervals` intervals
@@ -280,9 +291,7 @@ fn answer_wakers(
                 } else {
                     ra.append(&mut rb);
                 }
-                for (x, y) in na.iter_mut().zip(&nb) {
-                    *x += y;
-                }
+                add_into(&mut na, &nb);
                 (ra, na)
             },
         )
