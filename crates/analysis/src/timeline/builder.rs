@@ -54,11 +54,9 @@ pub(super) struct Builder {
     /// Per thread, by index.
     pub(super) hot: Vec<Hot>,
     /// The interval store: every thread's region, as the census sized it
-    /// (in words; see [`Store`]).
+    /// (in words; see [`Store`]); each start is stored as an offset from
+    /// the trace's start, `tl.start` (see [`Packed`]).
     pub(super) store: Vec<Word>,
-    /// What the stored starts are offsets from (the trace's start; see
-    /// [`Packed`]).
-    pub(super) base: u64,
     /// Intervals of threads whose region was full (never, when the census
     /// bounds hold), by thread index.
     pub(super) spill: schedscope_trace::hash::FxMap<usize, Vec<StateInterval>>,
@@ -152,7 +150,7 @@ impl Builder {
         }
         // SAFETY: the first `len` slots of the region are written.
         let slots = unsafe { written(&self.store, h.base..h.base + h.len as usize) };
-        slots.last().map(|p| p.unpack(Some(end), self.base))
+        slots.last().map(|p| p.unpack(Some(end), self.tl.start.0))
     }
 
     /// Drop the last interval written for thread `i`.
@@ -170,7 +168,7 @@ impl Builder {
     #[inline(always)]
     pub(super) fn push_interval(&mut self, i: usize, iv: StateInterval) {
         let h = &mut self.hot[i];
-        let packed = Packed::pack(&iv, self.base);
+        let packed = Packed::pack(&iv, self.tl.start.0);
         if let Some(p) = packed.filter(|_| !h.spilled && h.len < h.cap) {
             let slots = words_as_slots(&mut self.store);
             let at = h.base + h.len as usize;
@@ -203,7 +201,7 @@ impl Builder {
             // SAFETY: the first `len` slots of the region are written.
             let slots = unsafe { written(&self.store, h.base..h.base + h.len as usize) };
             // Each ended where the next starts, the last where `iv` does.
-            let base = self.base;
+            let base = self.tl.start.0;
             let ends = slots.iter().skip(1).map(|n| n.ts(base)).chain([iv.ts]);
             let moved = slots
                 .iter()
@@ -465,7 +463,6 @@ impl Builder {
         let mut b = Builder {
             hot,
             store,
-            base: trace.start().0,
             spill: Default::default(),
             cpus: vec![CpuTracker::default(); cpus.len()],
             tl: Timeline {
@@ -545,14 +542,16 @@ impl Builder {
             mut tl,
             hot,
             store,
-            base,
             mut spill,
             regrown,
             seen,
             ..
         } = self;
         (tl.vcpus, tl.mark_spans) = seen.finish();
-        let store = Arc::new(Store { words: store, base });
+        let store = Arc::new(Store {
+            words: store,
+            base: tl.start.0,
+        });
         for (i, (t, h)) in tl.threads.iter_mut().zip(&hot).enumerate() {
             t.intervals = match spill.remove(&i) {
                 Some(v) => Intervals::from(v),
